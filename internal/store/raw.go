@@ -1,0 +1,20 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Exec runs one statement on the writer pool. It exists for tests and for
+// tools that act as a third party writing rows by hand; product code uses
+// the named methods of this package.
+func (s *Store) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.w.ExecContext(ctx, query, args...)
+}
+
+// QueryInt runs a query returning one integer on the reader pool; for tests.
+func (s *Store) QueryInt(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, query, args...).Scan(&n)
+	return n, err
+}

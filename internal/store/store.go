@@ -1,0 +1,247 @@
+// Package store is the only package that speaks SQL. It owns the two
+// connection pools of a process (one writer, many readers), the clock every
+// timestamp is taken from, and one file per aggregate of the schema.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/bindery-nas/bindery/migrations"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Role decides which driver a process opens the database with.
+type Role int
+
+const (
+	// RoleControl is controld: policy writer, no authorizer.
+	RoleControl Role = iota
+	// RoleWorker is workerd: every write goes through the protocol §7
+	// whitelist, enforced by an SQLite authorizer on each connection.
+	RoleWorker
+)
+
+// Config configures Open. Zero values take the documented defaults.
+type Config struct {
+	// Path of the SQLite file. Required.
+	Path string
+	// Role selects the driver; default RoleControl.
+	Role Role
+	// BusyTimeout is SQLite's busy_timeout on every connection; default 10s.
+	BusyTimeout time.Duration
+	// MaxReaders bounds the reader pool; default 8.
+	MaxReaders int
+	// Create allows Open to create a missing file; default false (workerd
+	// must never create the database it is meant to share).
+	Create bool
+	// Now is the clock; default time.Now. Tests move it to expire leases.
+	Now func() time.Time
+}
+
+// Store is an open Bindery database.
+type Store struct {
+	w    *sqlx.DB
+	r    *sqlx.DB
+	path string
+	now  func() time.Time
+}
+
+// Open opens both pools and checks that the file really is an SQLite
+// database. It never migrates; see Migrate and CheckSchema.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("open: no database path")
+	}
+	if cfg.BusyTimeout == 0 {
+		cfg.BusyTimeout = 10 * time.Second
+	}
+	if cfg.MaxReaders == 0 {
+		cfg.MaxReaders = 8
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if !cfg.Create {
+		if _, err := os.Stat(cfg.Path); err != nil {
+			return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+		}
+	}
+	driver := driverControl
+	if cfg.Role == RoleWorker {
+		driver = driverWorker
+	}
+	registerDrivers()
+	w, err := sqlx.Open(driver, dsn(cfg, true))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	r, err := sqlx.Open(driver, dsn(cfg, false))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", cfg.Path, err)
+	}
+	r.SetMaxOpenConns(cfg.MaxReaders)
+	r.SetMaxIdleConns(cfg.MaxReaders)
+	s := &Store{w: w, r: r, path: cfg.Path, now: cfg.Now}
+	if err := s.probe(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn builds the connection string. Pragmas live in the DSN, never in a
+// one-off Exec, so that every pooled connection gets them.
+func dsn(cfg Config, writer bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(cfg.BusyTimeout.Milliseconds()))
+	q.Set("_foreign_keys", "on")
+	q.Set("_synchronous", "NORMAL")
+	if writer {
+		q.Set("_journal_mode", "WAL")
+		q.Set("_txlock", "immediate")
+		if cfg.Create {
+			q.Set("mode", "rwc")
+		} else {
+			q.Set("mode", "rw")
+		}
+	} else {
+		q.Set("_query_only", "1")
+		q.Set("mode", "rw")
+	}
+	return "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
+}
+
+// probe fails early, naming the file, when it is not an SQLite database.
+func (s *Store) probe(ctx context.Context) error {
+	var n int
+	if err := s.w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+		return fmt.Errorf("open %s: not a usable SQLite database: %w", s.path, err)
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Now is the store's clock, truncated to the protocol's millisecond
+// precision.
+func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
+
+func (s *Store) nowText() string { return protocol.FormatTime(s.now()) }
+
+// Migrate applies every pending migration on a dedicated connection with
+// foreign keys off (legacy tables are rebuilt), then checks them.
+func Migrate(ctx context.Context, path string) error {
+	registerDrivers()
+	q := url.Values{}
+	q.Set("_busy_timeout", "10000")
+	q.Set("_foreign_keys", "off")
+	q.Set("_journal_mode", "WAL")
+	q.Set("_txlock", "immediate")
+	q.Set("mode", "rwc")
+	db, err := sql.Open(driverControl, "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", path, err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+		return fmt.Errorf("migrate %s: not a usable SQLite database: %w", path, err)
+	}
+	if err := migrations.Up(ctx, db); err != nil {
+		return fmt.Errorf("migrate %s: %w", path, err)
+	}
+	return nil
+}
+
+// CheckSchema returns nil only when the database is at exactly the schema
+// version this binary was built with.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	return migrations.Check(ctx, s.r.DB)
+}
+
+// SchemaVersion is the applied migration version.
+func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
+	return migrations.Version(ctx, s.r.DB)
+}
+
+// IsBusy reports whether err is SQLITE_BUSY/SQLITE_LOCKED after the busy
+// timeout ran out.
+func IsBusy(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	return false
+}
+
+// IsConstraint reports whether err is a constraint violation (CHECK, NOT
+// NULL, UNIQUE, FOREIGN KEY).
+func IsConstraint(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrConstraint
+}
+
+// IsUnique reports whether err is a UNIQUE constraint violation.
+func IsUnique(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrConstraint &&
+		(se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
+}
+
+// IsAuthDenied reports whether err is the whitelist authorizer refusing a
+// statement.
+func IsAuthDenied(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrAuth
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction on the writer pool,
+// retrying with backoff when SQLite stays busy beyond its busy timeout. fn
+// must be safe to run again.
+func (s *Store) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	backoff := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := s.writeOnce(ctx, fn)
+		if err == nil || !IsBusy(err) || attempt >= 8 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+func (s *Store) writeOnce(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,51 @@
+// Package storetest holds test helpers shared by every package that needs a
+// real, migrated SQLite file.
+package storetest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/store"
+)
+
+// Clock is a settable clock for tests that move time to expire leases.
+type Clock struct{ t time.Time }
+
+// NewClock starts at a fixed instant.
+func NewClock() *Clock { return &Clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *Clock) Now() time.Time          { return c.t }
+func (c *Clock) Advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// MustMigrate creates and migrates a fresh database file under tb's temp dir.
+func MustMigrate(tb testing.TB) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "bindery.db")
+	if err := store.Migrate(context.Background(), path); err != nil {
+		tb.Fatalf("migrate: %v", err)
+	}
+	return path
+}
+
+// MustOpen opens path with the given role and closes it when the test ends.
+// now may be nil for the real clock.
+func MustOpen(tb testing.TB, path string, role store.Role, now func() time.Time) *store.Store {
+	tb.Helper()
+	s, err := store.Open(context.Background(), store.Config{Path: path, Role: role, Now: now})
+	if err != nil {
+		tb.Fatalf("open: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// MustOpenDB migrates a fresh database and opens it as controld and as
+// workerd, both on the same file.
+func MustOpenDB(tb testing.TB) (control, worker *store.Store, path string) {
+	tb.Helper()
+	path = MustMigrate(tb)
+	return MustOpen(tb, path, store.RoleControl, nil), MustOpen(tb, path, store.RoleWorker, nil), path
+}

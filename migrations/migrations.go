@@ -1,0 +1,120 @@
+// Package migrations holds Bindery's numbered schema migrations, embedded in
+// the binaries and applied with goose. SQL files carry the schema; Go
+// migrations repair data that SQL alone cannot (legacy databases written
+// before the protocol's CHECK constraints existed).
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
+)
+
+//go:embed *.sql
+var sqlFiles embed.FS
+
+// ErrSchemaTooNew means the database was migrated by a newer Bindery.
+var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+
+// ErrSchemaTooOld means the database has migrations this binary knows but
+// which have not been applied.
+var ErrSchemaTooOld = errors.New("database schema is older than this binary")
+
+// goMigrations are the migrations written in Go; the rest are SQL files.
+func goMigrations() []*goose.Migration {
+	return []*goose.Migration{
+		goose.NewGoMigration(1, &goose.GoFunc{RunTx: quarantineLegacy}, nil),
+		goose.NewGoMigration(3, &goose.GoFunc{RunTx: importLegacy}, nil),
+	}
+}
+
+func provider(db *sql.DB) (*goose.Provider, error) {
+	return goose.NewProvider(goose.DialectSQLite3, db, sqlFiles,
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(goMigrations()...),
+	)
+}
+
+// Latest is the schema version this binary was built with: the highest
+// numbered migration, SQL or Go.
+func Latest() int64 {
+	var latest int64
+	for _, m := range goMigrations() {
+		latest = max(latest, m.Version)
+	}
+	entries, _ := fs.ReadDir(sqlFiles, ".")
+	for _, e := range entries {
+		if v, err := goose.NumericComponent(e.Name()); err == nil {
+			latest = max(latest, v)
+		}
+	}
+	return latest
+}
+
+// Up applies every pending migration. db must have foreign keys disabled:
+// table rebuilds of legacy data would otherwise cascade.
+func Up(ctx context.Context, db *sql.DB) error {
+	current, err := Version(ctx, db)
+	if err != nil {
+		return err
+	}
+	if current > Latest() {
+		return fmt.Errorf("%w: database at %d, binary knows %d; refusing to downgrade", ErrSchemaTooNew, current, Latest())
+	}
+	p, err := provider(db)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var problems int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pragma_foreign_key_check").Scan(&problems); err != nil {
+		return fmt.Errorf("foreign key check: %w", err)
+	}
+	if problems > 0 {
+		return fmt.Errorf("migrate: %d rows violate foreign keys after migration", problems)
+	}
+	return nil
+}
+
+// Version reads the applied schema version without creating anything: 0 for
+// a database goose has never touched.
+func Version(ctx context.Context, db *sql.DB) (int64, error) {
+	var n int
+	err := db.QueryRowContext(ctx,
+		"SELECT count(*) FROM sqlite_master WHERE type='table' AND name='goose_db_version'").Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	var v sql.NullInt64
+	err = db.QueryRowContext(ctx,
+		"SELECT max(version_id) FROM goose_db_version WHERE is_applied").Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	return v.Int64, nil
+}
+
+// Check returns nil only when the database is exactly at Latest.
+func Check(ctx context.Context, db *sql.DB) error {
+	v, err := Version(ctx, db)
+	if err != nil {
+		return err
+	}
+	switch {
+	case v > Latest():
+		return fmt.Errorf("%w: database at %d, binary knows %d", ErrSchemaTooNew, v, Latest())
+	case v < Latest():
+		return fmt.Errorf("%w: database at %d, binary needs %d (run controld migrate)", ErrSchemaTooOld, v, Latest())
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package protocol
+
+// Error codes written to error_code columns. They are part of the contract:
+// operators and third parties match on them, so they never change meaning.
+const (
+	// Lease and engine.
+	ErrLeaseExpired           = "lease_expired"
+	ErrWorkerShutdown         = "worker_shutdown"
+	ErrInvalidPayload         = "invalid_payload"
+	ErrMaxAttemptsExceeded    = "max_attempts_exceeded"
+	ErrCancelled              = "cancelled"
+	ErrExecutorFailed         = "executor_failed"
+	ErrMigrationMutexRecovery = "migration_mutex_recovery"
+	ErrMigrationActiveRecover = "migration_active_recovery"
+
+	// Files, archives and covers.
+	ErrArchiveEncrypted = "archive_encrypted"
+	ErrArchiveCorrupt   = "archive_corrupt"
+	ErrIOError          = "io_error"
+	ErrSymlinkEscape    = "symlink_outside_library"
+	ErrDecodeError      = "decode_error"
+	ErrSourceMissing    = "source_missing"
+	ErrSourceTooLarge   = "source_too_large"
+	ErrPathViolation    = "path_violation"
+	ErrNoPages          = "no_pages"
+	ErrLibraryMissing   = "library_missing"
+
+	// WAL maintenance.
+	ErrCheckpointBusy   = "checkpoint_busy"
+	ErrCheckpointFailed = "checkpoint_failed"
+)
+
+// LeaseExpiredMessage is the deterministic message written by every recovery
+// path, so that two recoverers racing produce byte-identical rows.
+const LeaseExpiredMessage = "lease expired: worker stopped heartbeating"

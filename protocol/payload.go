@@ -1,0 +1,35 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// ScanPayload is the payload of a scan job. The library is named by the job's
+// library_id column; the payload only carries options.
+type ScanPayload struct {
+	// Force re-analyses every file even when size and mtime are unchanged.
+	Force bool `json:"force,omitempty"`
+}
+
+// HashPayload is the payload of a hash job. A hash job without library_id
+// hashes every library.
+type HashPayload struct{}
+
+// DecodePayload parses a job payload strictly: unknown fields, trailing data
+// and non-objects are errors, reported as invalid_payload by the engine.
+func DecodePayload(raw string, dst any) error {
+	if raw == "" {
+		raw = "{}"
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("payload: %w", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("payload: trailing data")
+	}
+	return nil
+}

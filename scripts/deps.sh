@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the system packages Bindery builds and tests with, when missing.
+# As root it uses apt-get; otherwise it names what to install and fails.
+set -euo pipefail
+
+need=()
+pkg-config --exists vips 2>/dev/null || need+=(libvips-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v vipsthumbnail >/dev/null || need+=(libvips-tools)
+command -v 7zz >/dev/null || need+=(7zip)
+command -v b3sum >/dev/null || need+=(b3sum)
+command -v bsdtar >/dev/null || need+=(libarchive-tools)
+command -v sqlite3 >/dev/null || need+=(sqlite3)
+command -v gcc >/dev/null || need+=(gcc)
+for extra in "$@"; do
+  case "$extra" in
+    chromium) command -v chromium >/dev/null || need+=(chromium) ;;
+    systemd) command -v systemd-analyze >/dev/null || need+=(systemd) ;;
+    compose) command -v docker-compose >/dev/null || need+=(docker-compose) ;;
+  esac
+done
+
+[ ${#need[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bindery: missing system packages: ${need[*]}" >&2
+  echo "bindery: install them with: sudo apt-get install -y ${need[*]}" >&2
+  exit 1
+fi
+echo "bindery: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
