@@ -1,0 +1,52 @@
+// Package engine is workerd's job engine: it claims rows of the four lease
+// tables, heartbeats while an executor works, finishes rows with a terminal
+// state and recovers stale leases. Executors plug in behind the small
+// interfaces below and never write lease fields themselves.
+package engine
+
+import (
+	"context"
+
+	"github.com/bindery-nas/bindery/internal/store"
+)
+
+// Reporter receives an executor's progress. The engine writes the latest
+// figures on its next heartbeat (never more than one write per heartbeat).
+type Reporter interface {
+	Progress(processed, total int64)
+}
+
+// JobExecutor runs one claimed scan or hash job. ctx is cancelled when the
+// job's cancel is requested, when the lease is lost, or on shutdown; the
+// executor returns promptly, keeping what it has committed consistent.
+// A returned *protocol.Error decides the job's error_code. The result map
+// is stored as the job's result JSON (counts).
+type JobExecutor interface {
+	Execute(ctx context.Context, job store.Job, rep Reporter) (result map[string]int64, err error)
+}
+
+// ThumbnailResult is what a successful render reports.
+type ThumbnailResult struct {
+	Width, Height, BytesSize int64
+}
+
+// ThumbnailExecutor renders one claimed thumbnail row. A *protocol.Error
+// decides the row's error_code (decode_error, source_missing, ...).
+type ThumbnailExecutor interface {
+	Render(ctx context.Context, t store.Thumbnail) (ThumbnailResult, error)
+}
+
+// CleanupExecutor runs one claimed thumbnail cleanup row.
+type CleanupExecutor interface {
+	Clean(ctx context.Context, c store.CleanupJob) (deletedFiles, deletedRows int64, err error)
+}
+
+// CheckpointResult is the three figures of PRAGMA wal_checkpoint.
+type CheckpointResult struct {
+	Busy, LogFrames, CheckpointedFrames int64
+}
+
+// CheckpointExecutor runs one claimed WAL maintenance row.
+type CheckpointExecutor interface {
+	Checkpoint(ctx context.Context, w store.WALJob) (CheckpointResult, error)
+}
