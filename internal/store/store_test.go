@@ -1,0 +1,188 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+)
+
+// enumCases is every enum column of protocol §3 and the product's own,
+// with one legal value and the row an insert needs around it.
+var enumCases = []struct {
+	table, column, legal string
+	insert               string // %s is replaced by the value under test
+}{
+	{"jobs", "kind", "scan", `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (%s, 'completed', 'x', 'x')`},
+	{"jobs", "status", "completed", `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', %s, 'x', 'x')`},
+	{"jobs", "priority", "high", `INSERT INTO jobs (kind, status, priority, created_at, updated_at) VALUES ('delete', 'completed', %s, 'x', 'x')`},
+	{"scan_sessions", "status", "running", `INSERT INTO scan_sessions (library_id, status, started_at) VALUES (1, %s, 'x')`},
+	{"library_files", "hash_algorithm", "blake3", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, hash_algorithm, created_at, updated_at) VALUES (1, hex(randomblob(8)), 1, 1, %s, 'x', 'x')`},
+	{"library_files", "format", "zip", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format, created_at, updated_at) VALUES (1, hex(randomblob(8)), 1, 1, %s, 'x', 'x')`},
+	{"thumbnails", "status", "ready", `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at) VALUES (abs(random()), 1, 'library:1', %s, 'c', 'x', 'x')`},
+	{"thumbnails", "media_type", "image", `INSERT INTO thumbnails (file_id, library_id, group_key, status, media_type, output_relpath, created_at, updated_at) VALUES (1, 1, 'library:1', 'ready', %s, 'c', 'x', 'x')`},
+	{"thumbnails", "format", "jpeg", `INSERT INTO thumbnails (file_id, library_id, group_key, status, format, output_relpath, created_at, updated_at) VALUES (1, 1, 'library:1', 'ready', %s, 'c', 'x', 'x')`},
+	{"thumbnail_cleanup_jobs", "status", "pending", `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at) VALUES ('library:1', %s, 'x', 'x', 'x')`},
+	{"wal_maintenance_jobs", "requested_mode", "truncate", `INSERT INTO wal_maintenance_jobs (requested_mode, execute_after, created_at, updated_at) VALUES (%s, 'x', 'x', 'x')`},
+	{"wal_maintenance_jobs", "status", "retryable", `INSERT INTO wal_maintenance_jobs (status, execute_after, created_at, updated_at) VALUES (%s, 'x', 'x', 'x')`},
+	{"scan_requests", "kind", "hash", `INSERT INTO scan_requests (kind, library_id, priority, created_at, updated_at) VALUES (%s, 1, 'high', 'x', 'x')`},
+	{"scan_requests", "priority", "normal", `INSERT INTO scan_requests (kind, library_id, priority, created_at, updated_at) VALUES ('scan', 1, %s, 'x', 'x')`},
+	{"file_metadata", "source", "folder", `INSERT INTO file_metadata (file_id, source, updated_at) VALUES ((SELECT max(id) FROM library_files), %s, 'x')`},
+}
+
+func setup(t *testing.T) *store.Store {
+	t.Helper()
+	control, _, _ := storetest.MustOpenDB(t)
+	mustExec(t, control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/libraries/l', 'x', 'x')`)
+	return control
+}
+
+func mustExec(t *testing.T, s *store.Store, q string, args ...any) {
+	t.Helper()
+	if _, err := s.Exec(context.Background(), q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func TestEnumChecks(t *testing.T) {
+	s := setup(t)
+	for _, c := range enumCases {
+		t.Run(c.table+"."+c.column, func(t *testing.T) {
+			ctx := context.Background()
+			if strings.HasPrefix(c.table, "scan_requests") {
+				mustExec(t, s, "DELETE FROM scan_requests")
+			}
+			if _, err := s.Exec(ctx, strings.Replace(c.insert, "%s", "'"+c.legal+"'", 1)); err != nil {
+				t.Fatalf("legal value %q refused: %v", c.legal, err)
+			}
+			bad := []string{strings.ToUpper(c.legal), strings.ToUpper(c.legal[:1]) + c.legal[1:], "bogus", ""}
+			for _, v := range bad {
+				_, err := s.Exec(ctx, strings.Replace(c.insert, "%s", "'"+v+"'", 1))
+				if !store.IsConstraint(err) {
+					t.Errorf("value %q: want constraint error, got %v", v, err)
+				}
+			}
+		})
+	}
+}
+
+func TestNotNullColumns(t *testing.T) {
+	s := setup(t)
+	for _, q := range []string{
+		`INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (NULL, 'completed', 'x', 'x')`,
+		`INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('scan', NULL, 'x', 'x')`,
+		`INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', 'completed', NULL, 'x')`,
+		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, NULL, 1, 1, 'x', 'x')`,
+		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, 'a', NULL, 1, 'x', 'x')`,
+		`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at) VALUES (1, 1, NULL, 'c', 'x', 'x')`,
+		`INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (NULL, 'x', 'x')`,
+		`INSERT INTO io_rate_limits (bucket_key, next_available_at_ms, updated_at) VALUES ('b', NULL, 'x')`,
+		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, content_hash, created_at, updated_at) VALUES (1, 'short', 1, 1, x'00', 'x', 'x')`,
+	} {
+		if _, err := s.Exec(context.Background(), q); !store.IsConstraint(err) {
+			t.Errorf("%s: want constraint error, got %v", q, err)
+		}
+	}
+}
+
+// TestSingleActiveIndex races two connections of two stores (as two
+// processes would) inserting scan/hash jobs: exactly one insert wins.
+func TestSingleActiveIndex(t *testing.T) {
+	control, _, path := storetest.MustOpenDB(t)
+	other := storetest.MustOpen(t, path, store.RoleControl, nil)
+	mustExec(t, control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/l', 'x', 'x')`)
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, uniqueFails := 0, 0
+	for i := 0; i < 40; i++ {
+		s, kind := control, "scan"
+		if i%2 == 1 {
+			s, kind = other, "hash"
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Exec(context.Background(),
+				`INSERT INTO jobs (kind, status, library_id, created_at, updated_at) VALUES (?, 'pending', 1, 'x', 'x')`, kind)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case store.IsUnique(err):
+				uniqueFails++
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 || uniqueFails != 39 {
+		t.Fatalf("wins=%d unique failures=%d", wins, uniqueFails)
+	}
+	// Other kinds and terminal rows are not limited.
+	mustExec(t, control, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', 'pending', 'x', 'x')`)
+	mustExec(t, control, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('scan', 'completed', 'x', 'x')`)
+	mustExec(t, control, `UPDATE jobs SET status = 'completed' WHERE status = 'pending' AND kind IN ('scan','hash')`)
+	mustExec(t, control, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('hash', 'running', 'x', 'x')`)
+}
+
+// TestPragmasOnEveryConnection holds several reader connections at once and
+// checks each one got the DSN's pragmas.
+func TestPragmasOnEveryConnection(t *testing.T) {
+	control, worker, _ := storetest.MustOpenDB(t)
+	for name, s := range map[string]*store.Store{"control": control, "worker": worker} {
+		t.Run(name, func(t *testing.T) {
+			got, err := s.ConnectionPragmas(context.Background(), 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 5 {
+				t.Fatalf("checked %d connections", len(got))
+			}
+			for i, p := range got {
+				if p.JournalMode != "wal" || p.ForeignKeys != 1 || p.BusyTimeoutMS != 10000 || p.Synchronous != 1 {
+					t.Errorf("connection %d: %+v", i, p)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenRefusesBadFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	t.Run("corrupt file is named and left alone", func(t *testing.T) {
+		path := filepath.Join(dir, "corrupt.db")
+		junk := []byte(strings.Repeat("this is not a database\n", 400))
+		if err := os.WriteFile(path, junk, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := store.Open(ctx, store.Config{Path: path})
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Fatalf("open corrupt: %v", err)
+		}
+		if err := store.Migrate(ctx, path); err == nil || !strings.Contains(err.Error(), path) {
+			t.Fatalf("migrate corrupt: %v", err)
+		}
+		after, _ := os.ReadFile(path)
+		if string(after) != string(junk) {
+			t.Fatal("corrupt file was modified")
+		}
+	})
+	t.Run("missing file is not created without Create", func(t *testing.T) {
+		path := filepath.Join(dir, "missing.db")
+		if _, err := store.Open(ctx, store.Config{Path: path, Role: store.RoleWorker}); err == nil {
+			t.Fatal("opened a missing database")
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("file created: %v", err)
+		}
+	})
+}
