@@ -137,4 +137,3 @@ func TestLegacyRepair(t *testing.T) {
 		}
 	})
 }
-
