@@ -1,0 +1,82 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Worker is a row of workers: one workerd process. Timestamps are protocol
+// text (UTC, milliseconds); StoppedAt is nil while the process runs.
+type Worker struct {
+	WorkerID   string  `db:"worker_id" json:"worker_id"`
+	Host       string  `db:"host" json:"host"`
+	PID        int64   `db:"pid" json:"pid"`
+	Version    string  `db:"version" json:"version"`
+	StartedAt  string  `db:"started_at" json:"started_at"`
+	LastSeenAt string  `db:"last_seen_at" json:"last_seen_at"`
+	StoppedAt  *string `db:"stopped_at" json:"stopped_at"`
+}
+
+// RegisterWorker inserts or refreshes this process's row: a restarted
+// worker with the same id starts afresh (started_at now, stopped_at NULL).
+func (s *Store) RegisterWorker(ctx context.Context, w Worker) error {
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		now := s.nowText()
+		_, err := tx.ExecContext(ctx, `INSERT INTO workers (worker_id, host, pid, version, started_at, last_seen_at, stopped_at)
+			VALUES (?, ?, ?, ?, ?, ?, NULL)
+			ON CONFLICT (worker_id) DO UPDATE SET host = excluded.host, pid = excluded.pid, version = excluded.version,
+				started_at = excluded.started_at, last_seen_at = excluded.last_seen_at, stopped_at = NULL`,
+			w.WorkerID, w.Host, w.PID, w.Version, now, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("register worker %s: %w", w.WorkerID, err)
+	}
+	return nil
+}
+
+// TouchWorker refreshes last_seen_at; ErrNotFound when the row is gone
+// (deleted by an operator), so that the caller can register again.
+func (s *Store) TouchWorker(ctx context.Context, workerID string) error {
+	var n int64
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE workers SET last_seen_at = ? WHERE worker_id = ?`, s.nowText(), workerID)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("touch worker %s: %w", workerID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("touch worker %s: %w", workerID, ErrNotFound)
+	}
+	return nil
+}
+
+// StopWorker records a clean exit.
+func (s *Store) StopWorker(ctx context.Context, workerID string) error {
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		now := s.nowText()
+		_, err := tx.ExecContext(ctx, `UPDATE workers SET last_seen_at = ?, stopped_at = ? WHERE worker_id = ?`, now, now, workerID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("stop worker %s: %w", workerID, err)
+	}
+	return nil
+}
+
+// ListWorkers returns every worker row, most recently seen first.
+func (s *Store) ListWorkers(ctx context.Context) ([]Worker, error) {
+	out := []Worker{}
+	if err := s.r.SelectContext(ctx, &out, `SELECT worker_id, host, pid, version, started_at, last_seen_at, stopped_at
+		FROM workers ORDER BY last_seen_at DESC, worker_id`); err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	return out, nil
+}
