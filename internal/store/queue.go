@@ -1,0 +1,309 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// The scan queue (protocol: scan_requests). The single-active index lets at
+// most one scan/hash job be pending or running; every other request waits
+// here, one entry per (kind, library), high priority before normal, then
+// first come first served. The queue lives in the database so that a
+// controld restart loses nothing: the dispatcher simply promotes the head
+// again when the slot is free.
+
+// ErrInvalidRequest: a JobRequest the queue cannot accept (kind that is not
+// queued, scan without library, unknown priority). The API maps it to 400.
+var ErrInvalidRequest = errors.New("invalid job request")
+
+// JobRequest asks for a scan or hash job.
+type JobRequest struct {
+	Kind protocol.JobKind
+	// LibraryID is required for scan; a hash without library hashes every
+	// library.
+	LibraryID sql.NullInt64
+	Priority  protocol.Priority
+	// Reason is free text for operators ("api", "schedule", "after scan 12").
+	Reason string
+}
+
+// ScanRequest is a row of scan_requests: a request waiting for the slot.
+type ScanRequest struct {
+	ID        int64  `db:"id" json:"id"`
+	Kind      string `db:"kind" json:"kind"`
+	LibraryID *int64 `db:"library_id" json:"library_id"`
+	Priority  string `db:"priority" json:"priority"`
+	Reason    string `db:"reason" json:"reason"`
+	CreatedAt string `db:"created_at" json:"created_at"`
+	UpdatedAt string `db:"updated_at" json:"updated_at"`
+}
+
+// RequestOutcome tells what RequestJob did. Exactly one of Job and Queued is
+// set. Created is true only when a new jobs row was inserted. Position is
+// the 1-based place of Queued in run order (0 when Job is set).
+type RequestOutcome struct {
+	Job      *Job
+	Queued   *ScanRequest
+	Position int
+	Created  bool
+}
+
+const scanRequestCols = `id, kind, library_id, priority, reason, created_at, updated_at`
+
+// queueOrder is the run order: 'high' sorts before 'normal', so the plain
+// column order matches ix_scan_requests_order.
+const queueOrder = `ORDER BY priority, created_at, id`
+
+// RequestJob admits a scan/hash request in one write transaction:
+//  1. a pending/running job of the same kind and library is returned as is;
+//  2. else an existing queue entry is returned (a high request upgrades a
+//     normal entry);
+//  3. else, when the single-active slot is free and nobody is queued, a
+//     pending job is inserted (a unique-index failure means a third party
+//     took the slot: fall through);
+//  4. else a queue entry is inserted.
+func (s *Store) RequestJob(ctx context.Context, r JobRequest) (RequestOutcome, error) {
+	if err := validateJobRequest(r); err != nil {
+		return RequestOutcome{}, err
+	}
+	var out RequestOutcome
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		out = RequestOutcome{}
+		if r.LibraryID.Valid {
+			if err := libraryExists(ctx, tx, r.LibraryID.Int64); err != nil {
+				return err
+			}
+		}
+		job, err := activeJobFor(ctx, tx, r.Kind, r.LibraryID)
+		if err != nil || job != nil {
+			out.Job = job
+			return err
+		}
+		now := s.nowText()
+		if q, err := upgradeEntry(ctx, tx, r, now); err != nil || q != nil {
+			if err == nil {
+				out.Queued = q
+				out.Position, err = queuePosition(ctx, tx, q)
+			}
+			return err
+		}
+		job, err = insertJobIfFree(ctx, tx, r, now)
+		if err != nil || job != nil {
+			out.Job, out.Created = job, job != nil
+			return err
+		}
+		q, err := insertEntry(ctx, tx, r, now)
+		if err != nil {
+			return err
+		}
+		out.Queued = q
+		out.Position, err = queuePosition(ctx, tx, q)
+		return err
+	})
+	if err != nil {
+		return RequestOutcome{}, fmt.Errorf("request %s job: %w", r.Kind, err)
+	}
+	return out, nil
+}
+
+func validateJobRequest(r JobRequest) error {
+	switch r.Kind {
+	case protocol.JobKindScan:
+		if !r.LibraryID.Valid {
+			return fmt.Errorf("%w: a scan needs a library", ErrInvalidRequest)
+		}
+	case protocol.JobKindHash:
+	default:
+		return fmt.Errorf("%w: kind %q is not queued (want scan or hash)", ErrInvalidRequest, r.Kind)
+	}
+	if _, err := protocol.ParsePriority(string(r.Priority)); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	return nil
+}
+
+func libraryExists(ctx context.Context, tx *sqlx.Tx, id int64) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM libraries WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("library %d: %w", id, ErrNotFound)
+	}
+	return err
+}
+
+func activeJobFor(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib sql.NullInt64) (*Job, error) {
+	var j Job
+	err := tx.GetContext(ctx, &j, `SELECT * FROM jobs
+		WHERE kind = ? AND library_id IS ? AND status IN ('pending','running')
+		ORDER BY id LIMIT 1`, string(kind), lib)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// upgradeEntry returns the existing entry of the request's target, raising
+// it to high when the request is high. It keeps created_at: an upgraded
+// entry runs among the high entries in the order it was first asked for.
+func upgradeEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*ScanRequest, error) {
+	var q ScanRequest
+	err := tx.GetContext(ctx, &q, `SELECT `+scanRequestCols+` FROM scan_requests
+		WHERE kind = ? AND ifnull(library_id, 0) = ?`, string(r.Kind), r.LibraryID.Int64)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.Priority == protocol.PriorityHigh && q.Priority != string(protocol.PriorityHigh) {
+		if _, err := tx.ExecContext(ctx, `UPDATE scan_requests SET priority = 'high', reason = ?, updated_at = ?
+			WHERE id = ?`, r.Reason, now, q.ID); err != nil {
+			return nil, err
+		}
+		q.Priority, q.Reason, q.UpdatedAt = string(protocol.PriorityHigh), r.Reason, now
+	}
+	return &q, nil
+}
+
+// insertJobIfFree inserts a pending job when no scan/hash job holds the
+// slot and nobody waits in the queue (a waiting entry would otherwise be
+// overtaken). It returns nil, nil when the slot is taken.
+func insertJobIfFree(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*Job, error) {
+	var busy int
+	err := tx.QueryRowContext(ctx, `SELECT
+		EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending','running') AND kind IN ('scan','hash'))
+		OR EXISTS (SELECT 1 FROM scan_requests)`).Scan(&busy)
+	if err != nil || busy == 1 {
+		return nil, err
+	}
+	return insertPendingJob(ctx, tx, r.Kind, r.LibraryID, r.Priority, now)
+}
+
+// insertPendingJob inserts a pending scan/hash job. Losing to the
+// single-active index is not an error: it returns nil, nil and the SQLite
+// statement rollback leaves the transaction usable.
+func insertPendingJob(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib sql.NullInt64, prio protocol.Priority, now string) (*Job, error) {
+	var j Job
+	err := tx.GetContext(ctx, &j, `INSERT INTO jobs (kind, status, library_id, priority, payload, created_at, updated_at)
+		VALUES (?, 'pending', ?, ?, '{}', ?, ?) RETURNING *`, string(kind), lib, string(prio), now, now)
+	if IsUnique(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+func insertEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*ScanRequest, error) {
+	var q ScanRequest
+	err := tx.GetContext(ctx, &q, `INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING `+scanRequestCols,
+		string(r.Kind), r.LibraryID, string(r.Priority), r.Reason, now, now)
+	if err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// queuePosition is the 1-based place of q in run order.
+func queuePosition(ctx context.Context, tx *sqlx.Tx, q *ScanRequest) (int, error) {
+	var ahead int
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM scan_requests
+		WHERE (priority, created_at, id) < (?, ?, ?)`, q.Priority, q.CreatedAt, q.ID).Scan(&ahead)
+	return ahead + 1, err
+}
+
+// ListQueue returns every waiting request in run order. The queue is short
+// by construction (one entry per kind and library), so it is not paged.
+func (s *Store) ListQueue(ctx context.Context) ([]ScanRequest, error) {
+	out := []ScanRequest{}
+	if err := s.r.SelectContext(ctx, &out, `SELECT `+scanRequestCols+` FROM scan_requests `+queueOrder); err != nil {
+		return nil, fmt.Errorf("list queue: %w", err)
+	}
+	return out, nil
+}
+
+// QueueEntry returns one waiting request.
+func (s *Store) QueueEntry(ctx context.Context, id int64) (ScanRequest, error) {
+	var q ScanRequest
+	err := s.r.GetContext(ctx, &q, `SELECT `+scanRequestCols+` FROM scan_requests WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return q, fmt.Errorf("queue entry %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return q, fmt.Errorf("queue entry %d: %w", id, err)
+	}
+	return q, nil
+}
+
+// CancelQueueEntry removes a waiting request. A request already promoted
+// to a job is no longer in the queue (ErrNotFound): cancel the job instead.
+func (s *Store) CancelQueueEntry(ctx context.Context, id int64) error {
+	var n int64
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM scan_requests WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cancel queue entry %d: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("cancel queue entry %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// PromoteQueueHead turns the head of the queue into a pending job when the
+// single-active slot is free, deleting the entry in the same transaction.
+// It returns nil, nil when the queue is empty or the slot is taken (also
+// when the INSERT loses to the unique index: the dispatcher retries later).
+func (s *Store) PromoteQueueHead(ctx context.Context) (*Job, error) {
+	var job *Job
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		job = nil
+		var busy int
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs
+			WHERE status IN ('pending','running') AND kind IN ('scan','hash'))`).Scan(&busy); err != nil || busy == 1 {
+			return err
+		}
+		var q ScanRequest
+		err := tx.GetContext(ctx, &q, `SELECT `+scanRequestCols+` FROM scan_requests `+queueOrder+` LIMIT 1`)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		lib := sql.NullInt64{}
+		if q.LibraryID != nil {
+			lib = sql.NullInt64{Int64: *q.LibraryID, Valid: true}
+		}
+		j, err := insertPendingJob(ctx, tx, protocol.JobKind(q.Kind), lib, protocol.Priority(q.Priority), s.nowText())
+		if err != nil || j == nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM scan_requests WHERE id = ?`, q.ID); err != nil {
+			return err
+		}
+		job = j
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("promote queue head: %w", err)
+	}
+	return job, nil
+}
