@@ -1,0 +1,204 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Lease paths of the jobs table (protocol §4.2, §7.1). Every statement here
+// writes only the columns protocol.Whitelist names for its path, and every
+// path after the claim is owner-checked: it matches id, worker_id and
+// status='running', and reports ErrNotOwner when the row was recovered,
+// released or finished by someone else meanwhile.
+
+// ClaimJob recovers the table's stale rows and claims the first eligible
+// job in one BEGIN IMMEDIATE transaction: pending, high priority before
+// normal ('high' < 'normal', so ix_jobs_claim serves the order), then oldest
+// created_at, then id. Kinds listed in exclude are left for other workers
+// (a worker lacking that executor). It returns nil, nil when nothing is
+// eligible.
+func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Duration, exclude ...string) (*Job, error) {
+	filter, args := "", []any{}
+	if len(exclude) > 0 {
+		filter = " AND kind NOT IN (?" + strings.Repeat(",?", len(exclude)-1) + ")"
+		for _, k := range exclude {
+			args = append(args, k)
+		}
+	}
+	probe := `SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'pending'` + filter + `)
+		OR EXISTS (SELECT 1 FROM jobs WHERE ` + staleWhere + `)`
+	claim := `UPDATE jobs SET status = 'running', worker_id = ?, worker_heartbeat_at = ?, lease_expires_at = ?,
+		started_at = ?, updated_at = ?
+		WHERE id = (SELECT id FROM jobs WHERE status = 'pending'` + filter + ` ORDER BY priority, created_at, id LIMIT 1)
+		AND status = 'pending' RETURNING *`
+	var job *Job
+	probeArgs := func(now string) []any { return append(append([]any{}, args...), now) }
+	err := s.claim(ctx, probe, probeArgs, recoverStaleJobs, func(tx *sqlx.Tx, now, expires string) error {
+		var j Job
+		err := tx.GetContext(ctx, &j, claim, append([]any{workerID, now, expires, now, now}, args...)...)
+		if err == nil {
+			job = &j
+		}
+		return err
+	}, lease)
+	if err != nil {
+		return nil, fmt.Errorf("claim job: %w", err)
+	}
+	return job, nil
+}
+
+// JobProgress is what a heartbeat reports. Total ≤ 0 means unknown: the
+// stored total_items is kept and progress is left as it was.
+type JobProgress struct {
+	Processed, Total int64
+}
+
+// HeartbeatJob extends the lease of a job this worker owns and records its
+// progress on the same write. It reports whether a cancel was requested.
+func (s *Store) HeartbeatJob(ctx context.Context, id int64, workerID string, lease time.Duration, p JobProgress) (cancelRequested bool, err error) {
+	err = s.write(ctx, func(tx *sqlx.Tx) error {
+		now := s.Now()
+		ts, exp := protocol.FormatTime(now), protocol.FormatTime(now.Add(lease))
+		frac := -1.0
+		if p.Total > 0 {
+			frac = min(max(float64(p.Processed)/float64(p.Total), 0), 1)
+		}
+		return tx.GetContext(ctx, &cancelRequested, `UPDATE jobs SET processed_items = ?,
+			total_items = CASE WHEN ? > 0 THEN ? ELSE total_items END,
+			progress = CASE WHEN ? >= 0 THEN ? ELSE progress END,
+			worker_heartbeat_at = ?, lease_expires_at = ?, updated_at = ?
+			WHERE id = ? AND worker_id = ? AND status = 'running' RETURNING cancel_requested`,
+			p.Processed, p.Total, p.Total, frac, frac, ts, exp, ts, id, workerID)
+	})
+	return cancelRequested, ownerErr("heartbeat job", id, err)
+}
+
+// JobLeaseState reads, without writing, whether this worker still owns the
+// job and whether its cancel was requested. The engine polls it every
+// scan.cancel_check.interval_ms, far more often than it heartbeats.
+func (s *Store) JobLeaseState(ctx context.Context, id int64, workerID string) (cancelRequested bool, err error) {
+	err = s.r.GetContext(ctx, &cancelRequested, `SELECT cancel_requested FROM jobs
+		WHERE id = ? AND worker_id = ? AND status = 'running'`, id, workerID)
+	return cancelRequested, ownerErr("job lease state", id, err)
+}
+
+// JobOutcome is how a job ends. Status must be terminal (completed, failed,
+// cancelled); Result is the result JSON (empty for none).
+type JobOutcome struct {
+	Status       protocol.JobStatus
+	Result       string
+	ErrorCode    string
+	ErrorMessage string
+}
+
+// FinishJob ends a job this worker owns (protocol §4.2): terminal status,
+// finished_at, error fields (cleared on completion), lease_expires_at
+// cleared. worker_id stays as the record of who ran it.
+func (s *Store) FinishJob(ctx context.Context, id int64, workerID string, o JobOutcome) error {
+	if !o.Status.Terminal() {
+		return fmt.Errorf("finish job %d: status %q is not terminal", id, o.Status)
+	}
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		ts := s.nowText()
+		return ownedExec(ctx, tx, `UPDATE jobs SET status = ?,
+			progress = CASE WHEN ? = 'completed' THEN 1 ELSE progress END,
+			result = ?, error_code = ?, error_message = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ?
+			WHERE id = ? AND worker_id = ? AND status = 'running'`,
+			o.Status, o.Status, nullText(o.Result), nullText(o.ErrorCode), nullText(o.ErrorMessage), ts, ts, id, workerID)
+	})
+	return ownerErr("finish job", id, err)
+}
+
+// ReleaseJob hands a job back on graceful shutdown: running → retryable
+// with worker_shutdown and the lease fields cleared, so a restart resumes it
+// without waiting for the lease to expire.
+func (s *Store) ReleaseJob(ctx context.Context, id int64, workerID string) error {
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		return ownedExec(ctx, tx, releaseJobSQL+` AND id = ?`, releaseJobArgs(s.nowText(), workerID, id)...)
+	})
+	return ownerErr("release job", id, err)
+}
+
+const releaseJobSQL = `UPDATE jobs SET status = 'retryable', worker_id = NULL, worker_heartbeat_at = NULL,
+	lease_expires_at = NULL, error_code = ?, error_message = ?, updated_at = ?
+	WHERE worker_id = ? AND status = 'running'`
+
+func releaseJobArgs(ts, workerID string, extra ...any) []any {
+	return append([]any{protocol.ErrWorkerShutdown, "worker shut down before the job finished", ts, workerID}, extra...)
+}
+
+// claim is the shape shared by the four claim paths: a read-only probe on
+// the reader pool (so that idle polling never takes the write lock), then
+// one write transaction that recovers the table's stale rows and claims.
+// probeArgs builds the probe's arguments from the current time.
+func (s *Store) claim(ctx context.Context, probe string, probeArgs func(now string) []any,
+	recoverFn func(context.Context, *sqlx.Tx, time.Time) (int64, error),
+	claimFn func(tx *sqlx.Tx, now, expires string) error, lease time.Duration) error {
+	if lease <= 0 {
+		lease = protocol.DefaultLeaseDuration
+	}
+	var eligible bool
+	if err := s.r.GetContext(ctx, &eligible, probe, probeArgs(s.nowText())...); err != nil {
+		return err
+	}
+	if !eligible {
+		return nil
+	}
+	return s.write(ctx, func(tx *sqlx.Tx) error {
+		now := s.Now()
+		if _, err := recoverFn(ctx, tx, now); err != nil {
+			return err
+		}
+		err := claimFn(tx, protocol.FormatTime(now), protocol.FormatTime(now.Add(lease)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // lost the race to another worker: nothing claimed
+		}
+		return err
+	})
+}
+
+// ownedExec runs an owner-checked statement and turns "no row matched"
+// into ErrNotOwner.
+func ownedExec(ctx context.Context, tx *sqlx.Tx, query string, args ...any) error {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+// ownerErr wraps a lease-path error, mapping a RETURNING that found no row
+// to ErrNotOwner.
+func ownerErr(what string, id int64, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows), errors.Is(err, ErrNotOwner):
+		return fmt.Errorf("%s %d: %w", what, id, ErrNotOwner)
+	default:
+		return fmt.Errorf("%s %d: %w", what, id, err)
+	}
+}
+
+// nullText stores "" as NULL.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,273 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/protocol"
+
+	_ "github.com/mattn/go-sqlite3"
+)
+
+const lease = 30 * time.Second
+
+type fixture struct {
+	ctx     context.Context
+	clock   *storetest.Clock
+	control *store.Store
+	worker  *store.Store
+	path    string
+}
+
+// setupLease opens a fresh migrated file as controld and as workerd, both on one
+// settable clock.
+func setupLease(t *testing.T) *fixture {
+	t.Helper()
+	path := storetest.MustMigrate(t)
+	c := storetest.NewClock()
+	return &fixture{
+		ctx:     context.Background(),
+		clock:   c,
+		control: storetest.MustOpen(t, path, store.RoleControl, c.Now),
+		worker:  storetest.MustOpen(t, path, store.RoleWorker, c.Now),
+		path:    path,
+	}
+}
+
+func (f *fixture) now() string { return protocol.FormatTime(f.clock.Now()) }
+
+// exec writes as a third party would: plain SQL on the control connection.
+func (f *fixture) exec(t *testing.T, q string, args ...any) int64 {
+	t.Helper()
+	res, err := f.control.Exec(f.ctx, q, args...)
+	if err != nil {
+		t.Fatalf("exec %q: %v", q, err)
+	}
+	id, _ := res.LastInsertId()
+	return id
+}
+
+func (f *fixture) addJob(t *testing.T, kind, priority string, created time.Duration) int64 {
+	t.Helper()
+	ts := protocol.FormatTime(f.clock.Now().Add(created))
+	return f.exec(t, `INSERT INTO jobs (kind, priority, created_at, updated_at) VALUES (?, ?, ?, ?)`, kind, priority, ts, ts)
+}
+
+func (f *fixture) addThumb(t *testing.T, fileID int64, group string) int64 {
+	t.Helper()
+	return f.exec(t, `INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
+		VALUES (?, 1, ?, 'x.webp', ?, ?)`, fileID, group, f.now(), f.now())
+}
+
+func (f *fixture) str(t *testing.T, q string, args ...any) string {
+	t.Helper()
+	var s *string
+	if err := rawDB(t, f.path).QueryRow(q, args...).Scan(&s); err != nil {
+		t.Fatalf("query %q: %v", q, err)
+	}
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func (f *fixture) num(t *testing.T, q string, args ...any) int64 {
+	t.Helper()
+	n, err := f.control.QueryInt(f.ctx, q, args...)
+	if err != nil {
+		t.Fatalf("query %q: %v", q, err)
+	}
+	return n
+}
+
+func TestJobLease(t *testing.T) {
+	t.Run("claim order and nothing eligible", func(t *testing.T) {
+		f := setupLease(t)
+		j, err := f.worker.ClaimJob(f.ctx, "w1", lease)
+		if err != nil || j != nil {
+			t.Fatalf("empty claim = %v, %v", j, err)
+		}
+		// Non scan/hash kinds are outside the single-active index, so
+		// several can be pending and the order is visible.
+		normalOld := f.addJob(t, "delete", "normal", -time.Hour)
+		high := f.addJob(t, "delete", "high", 0)
+		highOld := f.addJob(t, "delete", "high", -time.Minute)
+		var got []int64
+		for range 3 {
+			j, err := f.worker.ClaimJob(f.ctx, "w1", lease)
+			if err != nil || j == nil {
+				t.Fatalf("claim: %v, %v", j, err)
+			}
+			if j.Status != "running" || j.WorkerID.String != "w1" || !j.StartedAt.Valid {
+				t.Fatalf("claimed row %+v", j)
+			}
+			got = append(got, j.ID)
+		}
+		if want := []int64{highOld, high, normalOld}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Fatalf("claim order %v, want %v", got, want)
+		}
+	})
+	t.Run("exclude kinds", func(t *testing.T) {
+		f := setupLease(t)
+		f.addJob(t, "hash", "normal", 0)
+		if j, err := f.worker.ClaimJob(f.ctx, "w1", lease, "hash"); err != nil || j != nil {
+			t.Fatalf("claim excluding hash = %v, %v", j, err)
+		}
+		if j, err := f.worker.ClaimJob(f.ctx, "w1", lease, "scan"); err != nil || j == nil || j.Kind != "hash" {
+			t.Fatalf("claim excluding scan = %v, %v", j, err)
+		}
+	})
+	t.Run("heartbeat progress cancel and finish", func(t *testing.T) {
+		f := setupLease(t)
+		id := f.addJob(t, "scan", "high", 0)
+		j, _ := f.worker.ClaimJob(f.ctx, "w1", lease)
+		f.clock.Advance(10 * time.Second)
+		cancel, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{Processed: 5, Total: 20})
+		if err != nil || cancel {
+			t.Fatalf("heartbeat = %v, %v", cancel, err)
+		}
+		if got := f.str(t, `SELECT lease_expires_at FROM jobs WHERE id = ?`, id); got != protocol.FormatTime(f.clock.Now().Add(lease)) {
+			t.Fatalf("lease not extended: %s", got)
+		}
+		if p := f.str(t, `SELECT progress || '/' || processed_items || '/' || total_items FROM jobs WHERE id = ?`, id); p != "0.25/5/20" {
+			t.Fatalf("progress %s", p)
+		}
+		if _, err := f.worker.HeartbeatJob(f.ctx, id, "w2", lease, store.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
+			t.Fatalf("foreign heartbeat err = %v", err)
+		}
+		f.exec(t, `UPDATE jobs SET cancel_requested = 1 WHERE id = ?`, id)
+		if c, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || !c {
+			t.Fatalf("lease state = %v, %v", c, err)
+		}
+		if c, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{Processed: 6}); err != nil || !c {
+			t.Fatalf("heartbeat after cancel = %v, %v", c, err)
+		}
+		if err := f.worker.FinishJob(f.ctx, id, "w2", store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
+			t.Fatalf("foreign finish err = %v", err)
+		}
+		err = f.worker.FinishJob(f.ctx, j.ID, "w1", store.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled, ErrorMessage: "cancel requested"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || ifnull(lease_expires_at, 'null') || ',' || worker_id FROM jobs WHERE id = ?`, id); got != "cancelled,cancelled,null,w1" {
+			t.Fatalf("finished row %s", got)
+		}
+		if err := f.worker.FinishJob(f.ctx, id, "w1", store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
+			t.Fatalf("second finish err = %v", err)
+		}
+		if err := f.worker.FinishJob(f.ctx, id, "w1", store.JobOutcome{Status: protocol.JobRunning}); err == nil {
+			t.Fatal("non-terminal finish accepted")
+		}
+	})
+	t.Run("stale lease recovered on claim path, live lease kept", func(t *testing.T) {
+		f := setupLease(t)
+		stale := f.addJob(t, "scan", "normal", 0)
+		f.worker.ClaimJob(f.ctx, "w1", lease)
+		live := f.addJob(t, "delete", "normal", 0)
+		f.clock.Advance(lease - time.Second)
+		f.worker.ClaimJob(f.ctx, "w2", lease) // claims live: nothing stale yet
+		if n := f.num(t, `SELECT count(*) FROM jobs WHERE status = 'running'`); n != 2 {
+			t.Fatalf("running = %d", n)
+		}
+		f.clock.Advance(2 * time.Second) // stale's lease passed; live's has not
+		j, err := f.worker.ClaimJob(f.ctx, "w3", lease)
+		if err != nil || j != nil {
+			t.Fatalf("claim = %v, %v (retryable must not be claimed)", j, err)
+		}
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || error_message || ',' || ifnull(worker_id, 'null') FROM jobs WHERE id = ?`, stale); got != "retryable,lease_expired,"+protocol.LeaseExpiredMessage+",null" {
+			t.Fatalf("stale row %s", got)
+		}
+		if got := f.str(t, `SELECT status || worker_id FROM jobs WHERE id = ?`, live); got != "runningw2" {
+			t.Fatalf("live row %s", got)
+		}
+		if _, err := f.worker.HeartbeatJob(f.ctx, stale, "w1", lease, store.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
+			t.Fatalf("zombie heartbeat err = %v", err)
+		}
+		c, err := f.control.RecoverStale(f.ctx)
+		if err != nil || c.Total() != 0 {
+			t.Fatalf("second recovery = %+v, %v", c, err)
+		}
+	})
+	t.Run("release on shutdown", func(t *testing.T) {
+		f := setupLease(t)
+		id := f.addJob(t, "hash", "normal", 0)
+		f.worker.ClaimJob(f.ctx, "w1", lease)
+		if err := f.worker.ReleaseJob(f.ctx, id, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || ifnull(lease_expires_at, 'null') FROM jobs WHERE id = ?`, id); got != "retryable,worker_shutdown,null" {
+			t.Fatalf("released %s", got)
+		}
+		if err := f.worker.ReleaseJob(f.ctx, id, "w1"); !errors.Is(err, store.ErrNotOwner) {
+			t.Fatalf("second release err = %v", err)
+		}
+	})
+}
+
+func TestRecoverStale(t *testing.T) {
+	f := setupLease(t)
+	j := f.addJob(t, "scan", "normal", 0)
+	th := f.addThumb(t, 1, "g")
+	cl := f.exec(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('h', ?, ?, ?)`, f.now(), f.now(), f.now())
+	wl := f.exec(t, `INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (?, ?, ?)`, f.now(), f.now(), f.now())
+	for _, claim := range []func() (any, error){
+		func() (any, error) { return f.worker.ClaimJob(f.ctx, "w", lease) },
+		func() (any, error) { return f.worker.ClaimThumbnail(f.ctx, "w", lease) },
+		func() (any, error) { return f.worker.ClaimCleanup(f.ctx, "w", lease) },
+		func() (any, error) { return f.worker.ClaimCheckpoint(f.ctx, "w", lease) },
+	} {
+		if _, err := claim(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A third party's row running without a lease is stale at once.
+	nolease := f.addThumb(t, 2, "g")
+	f.exec(t, `UPDATE thumbnails SET status = 'running', worker_id = 'ghost' WHERE id = ?`, nolease)
+	c, err := f.control.RecoverStale(f.ctx)
+	if err != nil || c != (store.RecoverCounts{Thumbnails: 1}) {
+		t.Fatalf("early recovery = %+v, %v", c, err)
+	}
+	f.clock.Advance(lease)
+	c, err = f.control.RecoverStale(f.ctx)
+	if err != nil || c != (store.RecoverCounts{Jobs: 1, Thumbnails: 1, Cleanup: 1, WAL: 1}) {
+		t.Fatalf("recovery = %+v, %v", c, err)
+	}
+	for q, want := range map[string]string{
+		`SELECT status || ifnull(worker_id, '-') || ifnull(lease_expires_at, '-') FROM jobs WHERE id = ?`:                   "retryable--",
+		`SELECT status || ifnull(worker_id, '-') || ifnull(lease_expires_at, '-') FROM thumbnails WHERE id = ?`:             "pending--",
+		`SELECT status || ifnull(worker_id, '-') || ifnull(lease_expires_at, '-') FROM thumbnail_cleanup_jobs WHERE id = ?`: "pending--",
+		`SELECT status || retry_count || error_code || retry_after FROM wal_maintenance_jobs WHERE id = ?`:                  "retryable1lease_expired" + protocol.FormatTime(f.clock.Now().Add(store.WALBackoff(1))),
+	} {
+		var id int64
+		switch {
+		case strings.Contains(q, "FROM jobs"):
+			id = j
+		case strings.Contains(q, "FROM thumbnails"):
+			id = th
+		case strings.Contains(q, "cleanup"):
+			id = cl
+		default:
+			id = wl
+		}
+		if got := f.str(t, q, id); got != want {
+			t.Errorf("%s = %q, want %q", q, got, want)
+		}
+	}
+}
+
+// rawDB is a plain go-sqlite3 handle on the file, as a third party holds.
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Lease paths of the thumbnails table (protocol §4.3, §7.2).
+
+const thumbProbe = `SELECT EXISTS (SELECT 1 FROM thumbnails WHERE status = 'pending')
+	OR EXISTS (SELECT 1 FROM thumbnails WHERE ` + staleWhere + `)`
+
+const thumbClaim = `UPDATE thumbnails SET status = 'running', worker_id = ?, worker_heartbeat_at = ?,
+	lease_expires_at = ?, started_at = ?, updated_at = ?
+	WHERE id = (SELECT id FROM thumbnails WHERE status = 'pending' ORDER BY created_at, id LIMIT 1)
+	AND status = 'pending' RETURNING *`
+
+// ClaimThumbnail recovers stale thumbnail rows (running → pending) and
+// claims the oldest pending row, in one BEGIN IMMEDIATE transaction. It
+// returns nil, nil when nothing is eligible.
+func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.Duration) (*Thumbnail, error) {
+	var t *Thumbnail
+	err := s.claim(ctx, thumbProbe, func(now string) []any { return []any{now} }, recoverStaleThumbnails,
+		func(tx *sqlx.Tx, now, expires string) error {
+			var row Thumbnail
+			err := tx.GetContext(ctx, &row, thumbClaim, workerID, now, expires, now, now)
+			if err == nil {
+				t = &row
+			}
+			return err
+		}, lease)
+	if err != nil {
+		return nil, fmt.Errorf("claim thumbnail: %w", err)
+	}
+	return t, nil
+}
+
+// HeartbeatThumbnail extends the lease of a thumbnail this worker owns.
+func (s *Store) HeartbeatThumbnail(ctx context.Context, id int64, workerID string, lease time.Duration) error {
+	return s.heartbeat(ctx, "thumbnails", id, workerID, lease)
+}
+
+// ThumbnailDone is a successful render.
+type ThumbnailDone struct {
+	Width, Height, BytesSize int64
+}
+
+// FinishThumbnail ends a thumbnail this worker owns as ready, clearing the
+// error fields and the retry time (protocol §7.2 success path).
+func (s *Store) FinishThumbnail(ctx context.Context, id int64, workerID string, d ThumbnailDone) error {
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		ts := s.nowText()
+		return ownedExec(ctx, tx, `UPDATE thumbnails SET status = 'ready', width = ?, height = ?, bytes_size = ?,
+			error_code = NULL, error_message = NULL, retry_after = NULL, finished_at = ?, lease_expires_at = NULL,
+			updated_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'`,
+			d.Width, d.Height, d.BytesSize, ts, ts, id, workerID)
+	})
+	return ownerErr("finish thumbnail", id, err)
+}
+
+// FailThumbnail ends a thumbnail this worker owns as failed with code and
+// message, counting the error. retry_after is now + ThumbnailBackoff(count),
+// or NULL once the row failed ThumbnailMaxErrors times: controld requeues
+// only rows whose retry_after passed (RequeueFailedThumbnails).
+func (s *Store) FailThumbnail(ctx context.Context, id int64, workerID, code, message string) error {
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		now := s.Now()
+		ts := protocol.FormatTime(now)
+		var count int64
+		if err := tx.GetContext(ctx, &count, `SELECT error_count + 1 FROM thumbnails
+			WHERE id = ? AND worker_id = ? AND status = 'running'`, id, workerID); err != nil {
+			return err
+		}
+		var retry any
+		if count < ThumbnailMaxErrors {
+			retry = protocol.FormatTime(now.Add(ThumbnailBackoff(count)))
+		}
+		return ownedExec(ctx, tx, `UPDATE thumbnails SET status = 'failed', error_code = ?, error_message = ?,
+			error_count = ?, retry_after = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ?
+			WHERE id = ? AND worker_id = ? AND status = 'running'`,
+			code, message, count, retry, ts, ts, id, workerID)
+	})
+	return ownerErr("fail thumbnail", id, err)
+}
+
+// ReleaseThumbnail hands a thumbnail back on graceful shutdown: running →
+// pending with the lease fields cleared.
+func (s *Store) ReleaseThumbnail(ctx context.Context, id int64, workerID string) error {
+	return s.release(ctx, "thumbnails", id, workerID)
+}
+
+// heartbeat is the owner-checked heartbeat of the tables whose heartbeat
+// path is worker_heartbeat_at + lease_expires_at + updated_at. table is
+// one of this file's constants, never caller input.
+func (s *Store) heartbeat(ctx context.Context, table string, id int64, workerID string, lease time.Duration) error {
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		now := s.Now()
+		ts := protocol.FormatTime(now)
+		return ownedExec(ctx, tx, `UPDATE `+table+` SET worker_heartbeat_at = ?, lease_expires_at = ?, updated_at = ?
+			WHERE id = ? AND worker_id = ? AND status = 'running'`, ts, protocol.FormatTime(now.Add(lease)), ts, id, workerID)
+	})
+	return ownerErr("heartbeat "+table, id, err)
+}
+
+// release hands a thumbnail or cleanup row back: running → pending.
+func (s *Store) release(ctx context.Context, table string, id int64, workerID string) error {
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		return ownedExec(ctx, tx, `UPDATE `+table+` SET status = 'pending', worker_id = NULL,
+			worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = ?
+			WHERE id = ? AND worker_id = ? AND status = 'running'`, s.nowText(), id, workerID)
+	})
+	return ownerErr("release "+table, id, err)
+}

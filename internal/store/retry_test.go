@@ -1,0 +1,137 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+func TestJobBackoff(t *testing.T) {
+	for attempt, base := range map[int64]time.Duration{1: time.Second, 2: 16 * time.Second, 3: 81 * time.Second, 100: time.Hour} {
+		for range 20 {
+			d := store.JobBackoff(attempt)
+			if d < base || d > base+base/4 {
+				t.Fatalf("JobBackoff(%d) = %v, want %v..%v", attempt, d, base, base+base/4)
+			}
+		}
+	}
+}
+
+func TestRequeueRetryableJobs(t *testing.T) {
+	t.Run("backoff, attempt count, single-active slot", func(t *testing.T) {
+		f := setupLease(t)
+		scan := f.addJob(t, "scan", "normal", 0)
+		f.worker.ClaimJob(f.ctx, "w", lease)
+		f.clock.Advance(lease)
+		f.control.RecoverStale(f.ctx)
+		// Another scan/hash job takes the slot while the first waits.
+		hash := f.addJob(t, "hash", "high", 0)
+		rq, failed, err := f.control.RequeueRetryableJobs(f.ctx, 5)
+		if err != nil || rq != 0 || failed != 0 {
+			t.Fatalf("first pass %d %d %v", rq, failed, err)
+		}
+		ra := f.str(t, `SELECT retry_after FROM jobs WHERE id = ?`, scan)
+		at, _ := protocol.ParseTime(ra)
+		if d := at.Sub(f.clock.Now()); d < time.Second || d > 1250*time.Millisecond {
+			t.Fatalf("retry_after in %v, want attempt⁴ s = 1s plus jitter", d)
+		}
+		f.clock.Advance(2 * time.Second)
+		if rq, _, _ := f.control.RequeueRetryableJobs(f.ctx, 5); rq != 0 {
+			t.Fatal("requeued while the slot is taken")
+		}
+		f.exec(t, `UPDATE jobs SET status = 'completed' WHERE id = ?`, hash)
+		if rq, _, err := f.control.RequeueRetryableJobs(f.ctx, 5); rq != 1 || err != nil {
+			t.Fatalf("requeue = %d, %v", rq, err)
+		}
+		if got := f.str(t, `SELECT status || attempt || ifnull(retry_after, '-') FROM jobs WHERE id = ?`, scan); got != "pending2-" {
+			t.Fatalf("requeued %s", got)
+		}
+	})
+	t.Run("max attempts and shutdown releases", func(t *testing.T) {
+		f := setupLease(t)
+		worn := f.addJob(t, "scan", "normal", 0)
+		f.exec(t, `UPDATE jobs SET status = 'retryable', attempt = 3, error_code = 'lease_expired' WHERE id = ?`, worn)
+		released := f.addJob(t, "hash", "normal", 0)
+		f.exec(t, `UPDATE jobs SET attempt = 3 WHERE id = ?`, released)
+		f.worker.ClaimJob(f.ctx, "w", lease)
+		f.worker.ReleaseJob(f.ctx, released, "w")
+		rq, failed, err := f.control.RequeueRetryableJobs(f.ctx, 3)
+		if err != nil || rq != 1 || failed != 1 {
+			t.Fatalf("requeue = %d %d %v", rq, failed, err)
+		}
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || error_message FROM jobs WHERE id = ?`, worn); got != "failed,max_attempts_exceeded,gave up after 3 attempts; last error: lease_expired" {
+			t.Fatalf("worn %s", got)
+		}
+		// A shutdown release is due at once and does not count an attempt.
+		if got := f.str(t, `SELECT status || attempt FROM jobs WHERE id = ?`, released); got != "pending3" {
+			t.Fatalf("released %s", got)
+		}
+	})
+	t.Run("cancel requested while retryable", func(t *testing.T) {
+		f := setupLease(t)
+		id := f.addJob(t, "scan", "normal", 0)
+		f.exec(t, `UPDATE jobs SET status = 'retryable', cancel_requested = 1 WHERE id = ?`, id)
+		f.control.RequeueRetryableJobs(f.ctx, 5)
+		if got := f.str(t, `SELECT status || error_code FROM jobs WHERE id = ?`, id); got != "cancelledcancelled" {
+			t.Fatalf("row %s", got)
+		}
+	})
+}
+
+func TestReserveIO(t *testing.T) {
+	f := setupLease(t)
+	if w, err := f.worker.ReserveIO(f.ctx, store.BucketThumbnailIO, 1<<20, 0); w != 0 || err != nil {
+		t.Fatalf("unlimited = %v, %v", w, err)
+	}
+	const rate = 10 << 20 // 10 MiB/s
+	want := []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}
+	for i, w := range want {
+		got, err := f.worker.ReserveIO(f.ctx, store.BucketThumbnailIO, 1<<20, rate)
+		if err != nil || got != w {
+			t.Fatalf("reservation %d = %v, %v; want %v", i, got, err, w)
+		}
+	}
+	// A second process draws from the same row.
+	other := storetestOpenWorker(t, f)
+	if got, _ := other.ReserveIO(f.ctx, store.BucketThumbnailIO, 1<<20, rate); got != 300*time.Millisecond {
+		t.Fatalf("other process waits %v", got)
+	}
+	f.clock.Advance(time.Second) // the budget refills; no burst is banked
+	if got, _ := f.worker.ReserveIO(f.ctx, store.BucketThumbnailIO, 1<<20, rate); got != 0 {
+		t.Fatalf("after idle second waits %v", got)
+	}
+	if n := f.num(t, `SELECT count(*) FROM io_rate_limits`); n != 1 {
+		t.Fatalf("bucket rows %d", n)
+	}
+}
+
+func TestWorkers(t *testing.T) {
+	f := setupLease(t)
+	w := store.Worker{WorkerID: "host-1-abc", Host: "host", PID: 1, Version: "dev"}
+	if err := f.worker.RegisterWorker(f.ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(10 * time.Second)
+	if err := f.worker.TouchWorker(f.ctx, w.WorkerID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.worker.TouchWorker(f.ctx, "nobody"); err == nil {
+		t.Fatal("touching a missing worker succeeded")
+	}
+	ws, err := f.control.ListWorkers(f.ctx)
+	if err != nil || len(ws) != 1 || ws[0].LastSeenAt != f.now() || ws[0].StoppedAt != nil || ws[0].PID != 1 {
+		t.Fatalf("workers %+v, %v", ws, err)
+	}
+	f.worker.StopWorker(f.ctx, w.WorkerID)
+	ws, _ = f.control.ListWorkers(f.ctx)
+	if ws[0].StoppedAt == nil || *ws[0].StoppedAt != f.now() {
+		t.Fatalf("stopped %+v", ws[0])
+	}
+	f.worker.RegisterWorker(f.ctx, w) // restart with the same id
+	ws, _ = f.control.ListWorkers(f.ctx)
+	if ws[0].StoppedAt != nil {
+		t.Fatalf("restart kept stopped_at: %+v", ws[0])
+	}
+}

@@ -1,0 +1,60 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+)
+
+func storetestOpenWorker(t *testing.T, f *fixture) *store.Store {
+	return storetest.MustOpen(t, f.path, store.RoleWorker, f.clock.Now)
+}
+
+// TestWorkerAuthorizer proves that SQLite itself refuses workerd writes
+// outside protocol §7: policy columns, settings, libraries, schema.
+func TestWorkerAuthorizer(t *testing.T) {
+	f := setupLease(t)
+	id := f.addJob(t, "scan", "normal", 0)
+	f.exec(t, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/l', 'x', 'x')`)
+	denied := []string{
+		`UPDATE jobs SET kind = 'hash' WHERE id = 1`,
+		`UPDATE jobs SET payload = '{"force":true}' WHERE id = 1`,
+		`UPDATE jobs SET priority = 'high' WHERE id = 1`,
+		`UPDATE jobs SET attempt = 9 WHERE id = 1`,
+		`UPDATE jobs SET cancel_requested = 0 WHERE id = 1`,
+		`INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', 'x', 'x')`,
+		`DELETE FROM jobs`,
+		`INSERT INTO settings (key, value, updated_at) VALUES ('jobs.max_attempts', '99', 'x')`,
+		`UPDATE settings SET value = '1'`,
+		`UPDATE libraries SET path = '/etc'`,
+		`DELETE FROM libraries`,
+		`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at) VALUES (1, 1, 'g', 'x', 'x', 'x')`,
+		`UPDATE thumbnails SET output_relpath = '../../etc/passwd'`,
+		`UPDATE thumbnail_cleanup_jobs SET group_key = 'other'`,
+		`UPDATE wal_maintenance_jobs SET requested_mode = 'truncate'`,
+		`INSERT INTO scan_requests (kind, priority, created_at, updated_at) VALUES ('scan', 'high', 'x', 'x')`,
+		`CREATE TABLE evil (x)`,
+		`DROP INDEX ix_jobs_single_active_scan_hash`,
+	}
+	for _, q := range denied {
+		_, err := f.worker.Exec(f.ctx, q)
+		if !store.IsAuthDenied(err) {
+			t.Errorf("%s: err = %v, want authorizer denial", q, err)
+		}
+	}
+	if got := f.str(t, `SELECT kind || priority || payload FROM jobs WHERE id = ?`, id); got != "scannormal{}" {
+		t.Fatalf("policy columns changed: %s", got)
+	}
+	allowed := []string{
+		`UPDATE jobs SET processed_items = 1 WHERE id = 1`,
+		`INSERT INTO workers (worker_id, host, pid, version, started_at, last_seen_at) VALUES ('w', 'h', 1, 'v', 'x', 'x')`,
+		`INSERT INTO io_rate_limits (bucket_key, next_available_at_ms, updated_at) VALUES ('b', 0, 'x')`,
+		`DELETE FROM thumbnails WHERE status = 'ready'`,
+	}
+	for _, q := range allowed {
+		if _, err := f.worker.Exec(f.ctx, q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+}
