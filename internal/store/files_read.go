@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// CodeCoverNotReady is the code of asking for a cover that was never
+// rendered (or whose file has no ready thumbnail row).
+const CodeCoverNotReady = "cover_not_ready"
+
+// FileRecord is one library file as the admin API shows it: the
+// library_files row with its series name and the state of its cover.
+type FileRecord struct {
+	ID                   int64          `db:"id"`
+	LibraryID            int64          `db:"library_id"`
+	RelativePath         string         `db:"relative_path"`
+	SizeBytes            int64          `db:"size_bytes"`
+	MtimeNs              int64          `db:"mtime_ns"`
+	Format               sql.NullString `db:"format"`
+	TotalPages           sql.NullInt64  `db:"total_pages"`
+	SeriesID             sql.NullInt64  `db:"series_id"`
+	SeriesName           sql.NullString `db:"series_name"`
+	IsMissing            bool           `db:"is_missing"`
+	MissingSince         sql.NullString `db:"missing_since"`
+	HashAlgorithm        sql.NullString `db:"hash_algorithm"`
+	ContentHash          []byte         `db:"content_hash"`
+	AnalysisErrorCode    sql.NullString `db:"analysis_error_code"`
+	AnalysisErrorMessage sql.NullString `db:"analysis_error_message"`
+	AnalyzedAt           sql.NullString `db:"analyzed_at"`
+	CoverUpdatedAt       sql.NullInt64  `db:"cover_updated_at"`
+	// CoverStatus is the status of the file's newest thumbnail row; NULL
+	// when no cover was ever requested.
+	CoverStatus sql.NullString `db:"cover_status"`
+	// CoverThumbnailID is the newest ready thumbnail row of the file, NULL
+	// when none is ready (an older cover stays servable while a new one
+	// renders).
+	CoverThumbnailID sql.NullInt64 `db:"cover_thumbnail_id"`
+	CreatedAt        string        `db:"created_at"`
+	UpdatedAt        string        `db:"updated_at"`
+}
+
+// CoverVersion is the ?v= of the file's cover URL, "" when no cover is
+// ready.
+func (f FileRecord) CoverVersion() string {
+	if !f.CoverThumbnailID.Valid {
+		return ""
+	}
+	return coverVersion(f.CoverUpdatedAt, f.CoverThumbnailID.Int64)
+}
+
+// coverVersion is cover_updated_at, or "t<thumbnail id>" when workerd did
+// not set it; either changes whenever a new cover is rendered.
+func coverVersion(updatedAt sql.NullInt64, thumbID int64) string {
+	if updatedAt.Valid {
+		return strconv.FormatInt(updatedAt.Int64, 10)
+	}
+	return "t" + strconv.FormatInt(thumbID, 10)
+}
+
+// MetadataRecord is the file_metadata row of one file.
+type MetadataRecord struct {
+	Source         string         `db:"source"`
+	Series         sql.NullString `db:"series"`
+	Number         sql.NullString `db:"number"`
+	Volume         sql.NullInt64  `db:"volume"`
+	Title          sql.NullString `db:"title"`
+	Year           sql.NullInt64  `db:"year"`
+	Month          sql.NullInt64  `db:"month"`
+	Publisher      sql.NullString `db:"publisher"`
+	Genre          sql.NullString `db:"genre"`
+	Tags           sql.NullString `db:"tags"`
+	AgeRating      sql.NullString `db:"age_rating"`
+	LanguageISO    sql.NullString `db:"language_iso"`
+	Writer         sql.NullString `db:"writer"`
+	Penciller      sql.NullString `db:"penciller"`
+	Summary        sql.NullString `db:"summary"`
+	Web            sql.NullString `db:"web"`
+	FrontCoverPage sql.NullInt64  `db:"front_cover_page"`
+	UpdatedAt      string         `db:"updated_at"`
+}
+
+// FileFilter narrows ListFiles; zero fields do not filter.
+type FileFilter struct {
+	LibraryID sql.NullInt64
+	SeriesID  sql.NullInt64
+	Missing   sql.NullBool
+	Format    protocol.FileFormat
+}
+
+// CoverRef locates the served cover of a file: the newest ready thumbnail.
+type CoverRef struct {
+	FileID        int64
+	ThumbnailID   int64
+	OutputRelpath string
+	Format        protocol.ImageFormat
+	// Version is what the cover URL carries as ?v= (see coverVersion).
+	Version string
+}
+
+const fileCols = `f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, f.format, f.total_pages,
+	f.series_id, s.name AS series_name, f.is_missing, f.missing_since, f.hash_algorithm, f.content_hash,
+	f.analysis_error_code, f.analysis_error_message, f.analyzed_at, f.cover_updated_at,
+	(SELECT t.status FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_status,
+	(SELECT t.id FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready' ORDER BY t.id DESC LIMIT 1) AS cover_thumbnail_id,
+	f.created_at, f.updated_at`
+
+const fileFrom = ` FROM library_files f LEFT JOIN series s ON s.id = f.series_id`
+
+// GetFile returns one file or ErrNotFound.
+func (s *Store) GetFile(ctx context.Context, id int64) (FileRecord, error) {
+	var f FileRecord
+	err := s.r.GetContext(ctx, &f, `SELECT `+fileCols+fileFrom+` WHERE f.id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, missingRow("file", id)
+	}
+	if err != nil {
+		return f, fmt.Errorf("get file: %w", err)
+	}
+	return f, nil
+}
+
+// FileMetadata returns the metadata of a file, nil when it has none.
+func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*MetadataRecord, error) {
+	var m MetadataRecord
+	err := s.r.GetContext(ctx, &m, `SELECT source, series, number, volume, title, year, month, publisher,
+		genre, tags, age_rating, language_iso, writer, penciller, summary, web, front_cover_page, updated_at
+		FROM file_metadata WHERE file_id = ?`, fileID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("file metadata: %w", err)
+	}
+	return &m, nil
+}
+
+// ListFiles pages files in id order (keyset id > afterID).
+func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limit int) ([]FileRecord, error) {
+	where := []string{"f.id > ?"}
+	args := []any{afterID}
+	if f.LibraryID.Valid {
+		where = append(where, "f.library_id = ?")
+		args = append(args, f.LibraryID.Int64)
+	}
+	if f.SeriesID.Valid {
+		where = append(where, "f.series_id = ?")
+		args = append(args, f.SeriesID.Int64)
+	}
+	if f.Missing.Valid {
+		where = append(where, "f.is_missing = ?")
+		args = append(args, f.Missing.Bool)
+	}
+	if f.Format != "" {
+		where = append(where, "f.format = ?")
+		args = append(args, string(f.Format))
+	}
+	q := `SELECT ` + fileCols + fileFrom + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY f.id LIMIT ?`
+	var out []FileRecord
+	if err := s.r.SelectContext(ctx, &out, q, append(args, limit)...); err != nil {
+		return nil, fmt.Errorf("list files: %w", err)
+	}
+	return out, nil
+}
+
+// CoverOf finds the cover to serve for a file: ErrNotFound (file_not_found)
+// for an unknown file, ErrNotFound (cover_not_ready) when it has no ready
+// thumbnail.
+func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
+	var row struct {
+		ThumbID   sql.NullInt64  `db:"thumb_id"`
+		Relpath   sql.NullString `db:"output_relpath"`
+		Format    sql.NullString `db:"format"`
+		UpdatedAt sql.NullInt64  `db:"cover_updated_at"`
+	}
+	err := s.r.GetContext(ctx, &row, `SELECT t.id AS thumb_id, t.output_relpath, t.format, f.cover_updated_at
+		FROM library_files f LEFT JOIN thumbnails t ON t.id = (
+			SELECT id FROM thumbnails WHERE file_id = f.id AND status = 'ready' ORDER BY id DESC LIMIT 1)
+		WHERE f.id = ?`, fileID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return CoverRef{}, missingRow("file", fileID)
+	}
+	if err != nil {
+		return CoverRef{}, fmt.Errorf("cover of file: %w", err)
+	}
+	if !row.ThumbID.Valid {
+		return CoverRef{}, &protocol.Error{Code: CodeCoverNotReady, Message: fmt.Sprintf("file %d has no cover yet", fileID), Err: ErrNotFound}
+	}
+	ref := CoverRef{FileID: fileID, ThumbnailID: row.ThumbID.Int64, OutputRelpath: row.Relpath.String,
+		Format: protocol.ImageFormat(row.Format.String), Version: coverVersion(row.UpdatedAt, row.ThumbID.Int64)}
+	return ref, nil
+}

@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Library API error codes carried by the store's coded errors.
+const (
+	CodeLibraryExists = "library_exists"
+	CodeLibraryBusy   = "library_busy"
+)
+
+// Library is a row of libraries.
+type Library struct {
+	ID                  int64          `db:"id"`
+	Name                string         `db:"name"`
+	Path                string         `db:"path"`
+	ScanIntervalMinutes int64          `db:"scan_interval_minutes"`
+	LastScanRequestedAt sql.NullString `db:"last_scan_requested_at"`
+	CreatedAt           string         `db:"created_at"`
+	UpdatedAt           string         `db:"updated_at"`
+}
+
+// LibraryStats are the counts shown with one library.
+type LibraryStats struct {
+	FileCount    int64
+	MissingCount int64
+	SeriesCount  int64
+	// LastScanID is the newest scan session, NULL when the library was
+	// never scanned.
+	LastScanID sql.NullInt64
+}
+
+// NewLibrary is the input of CreateLibrary. Path must already be the
+// validated real path: the store does no file system checks.
+type NewLibrary struct {
+	Name                string
+	Path                string
+	ScanIntervalMinutes int64
+}
+
+// LibraryPatch changes the named fields; nil fields stay.
+type LibraryPatch struct {
+	Name                *string
+	ScanIntervalMinutes *int64
+}
+
+const libraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_at, created_at, updated_at`
+
+// CreateLibrary inserts a library. The same path twice is ErrConflict with
+// code library_exists.
+func (s *Store) CreateLibrary(ctx context.Context, in NewLibrary) (Library, error) {
+	now := s.nowText()
+	var lib Library
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &lib, `INSERT INTO libraries (name, path, scan_interval_minutes, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?) RETURNING `+libraryCols, in.Name, in.Path, in.ScanIntervalMinutes, now, now)
+	})
+	if IsUnique(err) {
+		return Library{}, &protocol.Error{Code: CodeLibraryExists, Message: "a library with this path exists", Err: ErrConflict}
+	}
+	if err != nil {
+		return Library{}, fmt.Errorf("create library: %w", err)
+	}
+	return lib, nil
+}
+
+// GetLibrary returns one library or ErrNotFound.
+func (s *Store) GetLibrary(ctx context.Context, id int64) (Library, error) {
+	var lib Library
+	err := s.r.GetContext(ctx, &lib, `SELECT `+libraryCols+` FROM libraries WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lib, missingRow("library", id)
+	}
+	if err != nil {
+		return lib, fmt.Errorf("get library: %w", err)
+	}
+	return lib, nil
+}
+
+// ListLibraries returns up to limit libraries with id > afterID, id order.
+func (s *Store) ListLibraries(ctx context.Context, afterID int64, limit int) ([]Library, error) {
+	var out []Library
+	err := s.r.SelectContext(ctx, &out, `SELECT `+libraryCols+` FROM libraries WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list libraries: %w", err)
+	}
+	return out, nil
+}
+
+// LibraryStats counts a library's files and series and finds its last
+// scan session.
+func (s *Store) LibraryStats(ctx context.Context, id int64) (LibraryStats, error) {
+	var st LibraryStats
+	err := s.r.QueryRowxContext(ctx, `SELECT
+			(SELECT count(*) FROM library_files WHERE library_id = ?1),
+			(SELECT count(*) FROM library_files WHERE library_id = ?1 AND is_missing = 1),
+			(SELECT count(*) FROM series WHERE library_id = ?1),
+			(SELECT max(id) FROM scan_sessions WHERE library_id = ?1)`, id).
+		Scan(&st.FileCount, &st.MissingCount, &st.SeriesCount, &st.LastScanID)
+	if err != nil {
+		return st, fmt.Errorf("library stats: %w", err)
+	}
+	return st, nil
+}
+
+// UpdateLibrary applies a patch and returns the new row.
+func (s *Store) UpdateLibrary(ctx context.Context, id int64, p LibraryPatch) (Library, error) {
+	now := s.nowText()
+	var lib Library
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &lib, `UPDATE libraries SET
+				name = coalesce(?, name),
+				scan_interval_minutes = coalesce(?, scan_interval_minutes),
+				updated_at = ?
+			WHERE id = ? RETURNING `+libraryCols, p.Name, p.ScanIntervalMinutes, now, id)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return lib, missingRow("library", id)
+	}
+	if err != nil {
+		return lib, fmt.Errorf("update library: %w", err)
+	}
+	return lib, nil
+}
+
+// DeleteLibrary removes a library and, through the schema's cascades, its
+// files, series, scans and queued requests. It refuses (ErrConflict,
+// library_busy) while a scan/hash job that covers the library is pending or
+// running. Retryable jobs of the library are cancelled first, so none is
+// left pointing at nothing. The covers of the library are not deleted here:
+// a cleanup row is scheduled for each thumbnail group of the library, and
+// workerd removes the cache files. Media files are never touched.
+func (s *Store) DeleteLibrary(ctx context.Context, id int64) error {
+	now := s.nowText()
+	return s.write(ctx, func(tx *sqlx.Tx) error {
+		var active int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs
+			WHERE status IN ('pending','running') AND kind IN ('scan','hash')
+			  AND (library_id = ? OR (kind = 'hash' AND library_id IS NULL))`, id).Scan(&active)
+		if err != nil {
+			return fmt.Errorf("delete library: %w", err)
+		}
+		if active > 0 {
+			var exists int
+			_ = tx.QueryRowContext(ctx, `SELECT count(*) FROM libraries WHERE id = ?`, id).Scan(&exists)
+			if exists == 0 {
+				return missingRow("library", id)
+			}
+			return &protocol.Error{Code: CodeLibraryBusy, Message: "a scan or hash job on this library is active", Err: ErrConflict}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'cancelled', error_code = ?, error_message = ?,
+				finished_at = ?, updated_at = ? WHERE library_id = ? AND status = 'retryable'`,
+			protocol.ErrCancelled, "library deleted", now, now, id); err != nil {
+			return fmt.Errorf("delete library: cancel jobs: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at)
+				SELECT DISTINCT t.group_key, 'pending', ?1, ?1, ?1 FROM thumbnails t
+				WHERE t.library_id = ?2 AND NOT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs c
+					WHERE c.group_key = t.group_key AND c.status = 'pending')`, now, id); err != nil {
+			return fmt.Errorf("delete library: schedule cleanup: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM libraries WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("delete library: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return missingRow("library", id)
+		}
+		return nil
+	})
+}
+
+// missingRow is ErrNotFound with a code naming what was missing.
+func missingRow(what string, id any) error {
+	return &protocol.Error{Code: what + "_not_found", Message: fmt.Sprintf("%s %v not found", what, id), Err: ErrNotFound}
+}

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+const thumbnailCols = `id, file_id, library_id, group_key, media_type, format, status, output_relpath, width,
+	height, bytes_size, worker_id, worker_heartbeat_at, lease_expires_at, error_code, error_message,
+	error_count, retry_after, created_at, updated_at, started_at, finished_at`
+
+// ThumbnailMetrics are the figures of GET /thumbnails/metrics.
+type ThumbnailMetrics struct {
+	Pending int64 `json:"pending"`
+	Running int64 `json:"running"`
+	Ready   int64 `json:"ready"`
+	Failed  int64 `json:"failed"`
+	// RetryBacklog: failed rows whose retry_after has passed (the next
+	// requeue pass will make them pending again).
+	RetryBacklog   int64 `json:"retry_backlog"`
+	CleanupPending int64 `json:"cleanup_pending"`
+	CleanupRunning int64 `json:"cleanup_running"`
+	// CleanupOverdue: pending cleanup rows whose execute_after has passed.
+	CleanupOverdue int64 `json:"cleanup_overdue"`
+	// MaxCleanupLagSeconds: how long the oldest overdue cleanup row has
+	// been waiting past its execute_after; 0 when none is overdue.
+	MaxCleanupLagSeconds float64 `json:"max_cleanup_lag_seconds"`
+}
+
+// GetThumbnail returns one thumbnail row or ErrNotFound.
+func (s *Store) GetThumbnail(ctx context.Context, id int64) (Thumbnail, error) {
+	var t Thumbnail
+	err := s.r.GetContext(ctx, &t, `SELECT `+thumbnailCols+` FROM thumbnails WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, missingRow("thumbnail", id)
+	}
+	if err != nil {
+		return t, fmt.Errorf("get thumbnail: %w", err)
+	}
+	return t, nil
+}
+
+// ThumbnailMetrics counts thumbnail and cleanup rows by state. Each count
+// is served by an index whose first column is status.
+func (s *Store) ThumbnailMetrics(ctx context.Context) (ThumbnailMetrics, error) {
+	now := s.nowText()
+	var m ThumbnailMetrics
+	var oldest sql.NullString
+	err := s.r.QueryRowContext(ctx, `SELECT
+			(SELECT count(*) FROM thumbnails WHERE status = 'pending'),
+			(SELECT count(*) FROM thumbnails WHERE status = 'running'),
+			(SELECT count(*) FROM thumbnails WHERE status = 'ready'),
+			(SELECT count(*) FROM thumbnails WHERE status = 'failed'),
+			(SELECT count(*) FROM thumbnails WHERE status = 'failed' AND retry_after IS NOT NULL AND retry_after <= ?1),
+			(SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status = 'pending'),
+			(SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status = 'running'),
+			(SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status = 'pending' AND execute_after <= ?1),
+			(SELECT min(execute_after) FROM thumbnail_cleanup_jobs WHERE status = 'pending' AND execute_after <= ?1)`,
+		now).Scan(&m.Pending, &m.Running, &m.Ready, &m.Failed, &m.RetryBacklog,
+		&m.CleanupPending, &m.CleanupRunning, &m.CleanupOverdue, &oldest)
+	if err != nil {
+		return m, fmt.Errorf("thumbnail metrics: %w", err)
+	}
+	if oldest.Valid {
+		if t, err := protocol.ParseTime(oldest.String); err == nil {
+			m.MaxCleanupLagSeconds = s.Now().Sub(t).Seconds()
+		}
+	}
+	return m, nil
+}
