@@ -74,42 +74,57 @@ func (s *Store) RequestJob(ctx context.Context, r JobRequest) (RequestOutcome, e
 	}
 	var out RequestOutcome
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		out = RequestOutcome{}
-		if r.LibraryID.Valid {
-			if err := libraryExists(ctx, tx, r.LibraryID.Int64); err != nil {
-				return err
-			}
-		}
-		job, err := activeJobFor(ctx, tx, r.Kind, r.LibraryID)
-		if err != nil || job != nil {
-			out.Job = job
-			return err
-		}
-		now := s.nowText()
-		if q, err := upgradeEntry(ctx, tx, r, now); err != nil || q != nil {
-			if err == nil {
-				out.Queued = q
-				out.Position, err = queuePosition(ctx, tx, q)
-			}
-			return err
-		}
-		job, err = insertJobIfFree(ctx, tx, r, now)
-		if err != nil || job != nil {
-			out.Job, out.Created = job, job != nil
-			return err
-		}
-		q, err := insertEntry(ctx, tx, r, now)
-		if err != nil {
-			return err
-		}
-		out.Queued = q
-		out.Position, err = queuePosition(ctx, tx, q)
+		var err error
+		out, err = requestJobTx(ctx, tx, r, s.nowText())
 		return err
 	})
 	if err != nil {
 		return RequestOutcome{}, fmt.Errorf("request %s job: %w", r.Kind, err)
 	}
 	return out, nil
+}
+
+// requestJobTx is RequestJob inside the caller's transaction. A scan
+// request, whatever its outcome, stamps the library's
+// last_scan_requested_at: the periodic schedule counts from the last scan
+// anyone asked for.
+func requestJobTx(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (RequestOutcome, error) {
+	var out RequestOutcome
+	if r.LibraryID.Valid {
+		if err := libraryExists(ctx, tx, r.LibraryID.Int64); err != nil {
+			return out, err
+		}
+	}
+	if r.Kind == protocol.JobKindScan {
+		if _, err := tx.ExecContext(ctx, `UPDATE libraries SET last_scan_requested_at = ? WHERE id = ?`,
+			now, r.LibraryID.Int64); err != nil {
+			return out, err
+		}
+	}
+	job, err := activeJobFor(ctx, tx, r.Kind, r.LibraryID)
+	if err != nil || job != nil {
+		out.Job = job
+		return out, err
+	}
+	if q, err := upgradeEntry(ctx, tx, r, now); err != nil || q != nil {
+		if err == nil {
+			out.Queued = q
+			out.Position, err = queuePosition(ctx, tx, q)
+		}
+		return out, err
+	}
+	job, err = insertJobIfFree(ctx, tx, r, now)
+	if err != nil || job != nil {
+		out.Job, out.Created = job, job != nil
+		return out, err
+	}
+	q, err := insertEntry(ctx, tx, r, now)
+	if err != nil {
+		return out, err
+	}
+	out.Queued = q
+	out.Position, err = queuePosition(ctx, tx, q)
+	return out, err
 }
 
 func validateJobRequest(r JobRequest) error {
@@ -306,4 +321,17 @@ func (s *Store) PromoteQueueHead(ctx context.Context) (*Job, error) {
 		return nil, fmt.Errorf("promote queue head: %w", err)
 	}
 	return job, nil
+}
+
+// QueueReady reports, on the reader pool, whether a promotion could happen
+// now: someone waits and the single-active slot is free. The dispatcher
+// polls it so that an idle system never takes the write lock.
+func (s *Store) QueueReady(ctx context.Context) (bool, error) {
+	var ready bool
+	err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM scan_requests)
+		AND NOT EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending','running') AND kind IN ('scan','hash'))`).Scan(&ready)
+	if err != nil {
+		return false, fmt.Errorf("queue ready: %w", err)
+	}
+	return ready, nil
 }

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Periodic-scan bookkeeping and scan follow-ups: the store side of
+// controld's scheduler.
+
+// RequestScheduledScans requests a normal-priority scan of every library
+// whose scan_interval_minutes is set and whose last_scan_requested_at is at
+// least that old (or unset). last_scan_requested_at becomes now, not
+// last+interval, so ticks missed while controld was down produce one scan,
+// not one per tick. Each library is its own short transaction, re-checked
+// inside it, so two controlds cannot both request the same period.
+func (s *Store) RequestScheduledScans(ctx context.Context) ([]RequestOutcome, error) {
+	now := s.nowText()
+	var due []int64
+	if err := s.r.SelectContext(ctx, &due, `SELECT id FROM libraries WHERE scan_interval_minutes > 0
+		AND (last_scan_requested_at IS NULL OR last_scan_requested_at <= `+dueCutoff+`) ORDER BY id`, now); err != nil {
+		return nil, fmt.Errorf("due scheduled scans: %w", err)
+	}
+	var out []RequestOutcome
+	for _, id := range due {
+		var o *RequestOutcome
+		err := s.write(ctx, func(tx *sqlx.Tx) error {
+			o = nil
+			var still bool
+			err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM libraries WHERE id = ? AND scan_interval_minutes > 0
+				AND (last_scan_requested_at IS NULL OR last_scan_requested_at <= `+dueCutoff+`))`, id, now).Scan(&still)
+			if err != nil || !still {
+				return err
+			}
+			r, err := requestJobTx(ctx, tx, JobRequest{Kind: protocol.JobKindScan, LibraryID: sql.NullInt64{Int64: id, Valid: true},
+				Priority: protocol.PriorityNormal, Reason: "schedule"}, now)
+			o = &r
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("scheduled scan of library %d: %w", id, err)
+		}
+		if o != nil {
+			out = append(out, *o)
+		}
+	}
+	return out, nil
+}
+
+// dueCutoff is now minus the library's interval, computed from the store
+// clock's now (bound as the placeholder), never SQLite's own clock.
+const dueCutoff = `strftime('%Y-%m-%d %H:%M:%f', ?, '-' || scan_interval_minutes || ' minutes')`
+
+// ScansToFollowUp pages finished scan jobs (completed, failed, cancelled)
+// that have no scan_followups row yet, in id order after afterID.
+func (s *Store) ScansToFollowUp(ctx context.Context, afterID int64, limit int) ([]Job, error) {
+	out := []Job{}
+	err := s.r.SelectContext(ctx, &out, `SELECT j.* FROM jobs j
+		WHERE j.kind = 'scan' AND j.status IN ('completed','failed','cancelled') AND j.id > ?
+		AND NOT EXISTS (SELECT 1 FROM scan_followups f WHERE f.job_id = j.id)
+		ORDER BY j.id LIMIT ?`, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("scans to follow up: %w", err)
+	}
+	return out, nil
+}
+
+// FollowUpScan records that finished scan job jobID was followed up and, in
+// the same transaction, requests a normal-priority hash job of its library
+// when requestHash is set and the scan completed. It is exactly-once: a
+// second call (another controld, a restart) finds the row and does
+// nothing, returning done=false.
+func (s *Store) FollowUpScan(ctx context.Context, jobID int64, requestHash bool) (done bool, hash *RequestOutcome, err error) {
+	err = s.write(ctx, func(tx *sqlx.Tx) error {
+		done, hash = false, nil
+		var j Job
+		err := tx.GetContext(ctx, &j, `SELECT * FROM jobs WHERE id = ? AND kind = 'scan'`, jobID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("scan job %d: %w", jobID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if st, err := protocol.ParseJobStatus(j.Status); err != nil || !st.Terminal() {
+			return fmt.Errorf("scan job %d is %s: %w", jobID, j.Status, ErrConflict)
+		}
+		now := s.nowText()
+		hashIt := requestHash && j.Status == string(protocol.JobCompleted) && j.LibraryID.Valid
+		res, err := tx.ExecContext(ctx, `INSERT INTO scan_followups (job_id, library_id, job_status, hash_requested, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING`, j.ID, j.LibraryID, j.Status, hashIt, now)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		done = true
+		if !hashIt {
+			return nil
+		}
+		var libOK bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM libraries WHERE id = ?)`, j.LibraryID).Scan(&libOK); err != nil || !libOK {
+			return err
+		}
+		r, err := requestJobTx(ctx, tx, JobRequest{Kind: protocol.JobKindHash, LibraryID: j.LibraryID,
+			Priority: protocol.PriorityNormal, Reason: fmt.Sprintf("after scan %d", j.ID)}, now)
+		hash = &r
+		return err
+	})
+	if err != nil {
+		return false, nil, fmt.Errorf("follow up scan %d: %w", jobID, err)
+	}
+	return done, hash, nil
+}
+
+// LibrariesNeedingCovers lists the libraries that have files a scan marked
+// as needing a cover (needs_cover=1), for cover admission.
+func (s *Store) LibrariesNeedingCovers(ctx context.Context) ([]int64, error) {
+	out := []int64{}
+	if err := s.r.SelectContext(ctx, &out, `SELECT DISTINCT library_id FROM library_files WHERE needs_cover = 1 ORDER BY library_id`); err != nil {
+		return nil, fmt.Errorf("libraries needing covers: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,111 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+func TestRequestScheduledScans(t *testing.T) {
+	ctx := context.Background()
+	e := setupQueue(t, 3)
+	// library 0: every 60 min; library 1: manual only; library 2: every 10 min
+	for i, minutes := range []int{60, 0, 10} {
+		if _, err := e.st.Exec(ctx, `UPDATE libraries SET scan_interval_minutes = ? WHERE id = ?`, minutes, e.libs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() (jobs, queued int64) {
+		jobs, _ = e.st.QueryInt(ctx, `SELECT count(*) FROM jobs WHERE kind = 'scan'`)
+		queued, _ = e.st.QueryInt(ctx, `SELECT count(*) FROM scan_requests WHERE kind = 'scan'`)
+		return
+	}
+	out, err := e.st.RequestScheduledScans(ctx)
+	if err != nil || len(out) != 2 {
+		t.Fatalf("first pass: %d outcomes, %v", len(out), err)
+	}
+	if !out[0].Created || out[1].Queued == nil || out[1].Queued.Priority != "normal" || out[1].Queued.Reason != "schedule" {
+		t.Fatalf("outcomes %+v %+v", out[0], out[1])
+	}
+	if out, _ := e.st.RequestScheduledScans(ctx); len(out) != 0 {
+		t.Fatalf("not due yet but requested %d", len(out))
+	}
+	// controld was down for 5 hours: one request each, not one per tick
+	if _, err := e.st.Exec(ctx, `UPDATE jobs SET status = 'completed'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Exec(ctx, `DELETE FROM scan_requests`); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(5 * time.Hour)
+	out, err = e.st.RequestScheduledScans(ctx)
+	if err != nil || len(out) != 2 {
+		t.Fatalf("after downtime: %d, %v", len(out), err)
+	}
+	if out, _ := e.st.RequestScheduledScans(ctx); len(out) != 0 {
+		t.Fatalf("catch-up requested %d more", len(out))
+	}
+	jobs, queued := count()
+	if jobs != 2 || queued != 1 {
+		t.Fatalf("jobs %d queued %d", jobs, queued)
+	}
+	// only the 10-minute library is due 10 minutes later
+	e.clock.Advance(10 * time.Minute)
+	out, _ = e.st.RequestScheduledScans(ctx)
+	if len(out) != 1 || out[0].Queued == nil || *out[0].Queued.LibraryID != e.libs[2] {
+		t.Fatalf("10 min later: %+v", out)
+	}
+	// a manual request counts as the last request
+	e.clock.Advance(9 * time.Minute)
+	e.request(t, protocol.JobKindScan, e.libs[2], protocol.PriorityHigh)
+	e.clock.Advance(5 * time.Minute)
+	if out, _ := e.st.RequestScheduledScans(ctx); len(out) != 0 {
+		t.Fatalf("scheduled right after a manual request: %+v", out)
+	}
+}
+
+func TestFollowUpScan(t *testing.T) {
+	ctx := context.Background()
+	e := setupQueue(t, 2)
+	scan := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityHigh).Job
+	if _, _, err := e.st.FollowUpScan(ctx, scan.ID, true); err == nil {
+		t.Fatal("followed up a pending scan")
+	}
+	if todo, _ := e.st.ScansToFollowUp(ctx, 0, 10); len(todo) != 0 {
+		t.Fatalf("pending scan listed: %+v", todo)
+	}
+	e.finish(t, scan.ID, protocol.JobCompleted)
+	todo, err := e.st.ScansToFollowUp(ctx, 0, 10)
+	if err != nil || len(todo) != 1 || todo[0].ID != scan.ID {
+		t.Fatalf("todo %+v %v", todo, err)
+	}
+	done, hash, err := e.st.FollowUpScan(ctx, scan.ID, true)
+	if err != nil || !done || hash == nil || !hash.Created || hash.Job.Kind != "hash" || hash.Job.Priority != "normal" ||
+		hash.Job.LibraryID.Int64 != e.libs[0] {
+		t.Fatalf("follow up: %v %+v %v", done, hash, err)
+	}
+	hashID := hash.Job.ID
+	done, hash, err = e.st.FollowUpScan(ctx, scan.ID, true)
+	if err != nil || done || hash != nil {
+		t.Fatalf("second follow up: %v %+v %v", done, hash, err)
+	}
+	if todo, _ := e.st.ScansToFollowUp(ctx, 0, 10); len(todo) != 0 {
+		t.Fatalf("still listed: %+v", todo)
+	}
+	// a failed scan is followed up without a hash job
+	e.finish(t, hashID, protocol.JobCompleted)
+	failed := e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityHigh).Job
+	e.finish(t, failed.ID, protocol.JobFailed)
+	done, hash, err = e.st.FollowUpScan(ctx, failed.ID, true)
+	if err != nil || !done || hash != nil {
+		t.Fatalf("failed scan: %v %+v %v", done, hash, err)
+	}
+	if n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM jobs WHERE kind = 'hash'`); n != 1 {
+		t.Fatalf("%d hash jobs", n)
+	}
+	if n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM scan_followups`); n != 2 {
+		t.Fatalf("%d follow-up rows", n)
+	}
+}
