@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// FileMetadata is a row of file_metadata: what ComicInfo.xml (or, without
+// it, the folder or file name) says about one file.
+type FileMetadata struct {
+	FileID         int64          `db:"file_id"`
+	Source         string         `db:"source"`
+	Series         sql.NullString `db:"series"`
+	Number         sql.NullString `db:"number"`
+	Volume         sql.NullInt64  `db:"volume"`
+	Title          sql.NullString `db:"title"`
+	Year           sql.NullInt64  `db:"year"`
+	Month          sql.NullInt64  `db:"month"`
+	Publisher      sql.NullString `db:"publisher"`
+	Genre          sql.NullString `db:"genre"`
+	Tags           sql.NullString `db:"tags"`
+	AgeRating      sql.NullString `db:"age_rating"`
+	LanguageISO    sql.NullString `db:"language_iso"`
+	Writer         sql.NullString `db:"writer"`
+	Penciller      sql.NullString `db:"penciller"`
+	Summary        sql.NullString `db:"summary"`
+	Web            sql.NullString `db:"web"`
+	FrontCoverPage sql.NullInt64  `db:"front_cover_page"`
+	UpdatedAt      string         `db:"updated_at"`
+}
+
+const metadataCols = `file_id, source, series, number, volume, title, year, month, publisher, genre, tags,
+	age_rating, language_iso, writer, penciller, summary, web, front_cover_page, updated_at`
+
+// Analysis is the outcome of analysing one file.
+type Analysis struct {
+	ID int64
+	// Format is the real format ("" when the file could not be read).
+	Format string
+	// TotalPages is valid when the index was read.
+	TotalPages sql.NullInt64
+	// SeriesNameRaw is the series name before linking; never empty.
+	SeriesNameRaw string
+	// ErrorCode/ErrorMessage describe why the file could not be read.
+	ErrorCode, ErrorMessage string
+	// NeedsCover marks the file for cover admission by controld.
+	NeedsCover bool
+	Metadata   FileMetadata
+}
+
+// AnalysisBatch is one transaction of analysis results.
+type AnalysisBatch struct {
+	SessionID int64
+	Results   []Analysis
+	Errors    []ScanError
+	Counts    ScanCounts
+}
+
+// ApplyAnalysis writes a batch of results: the file rows (series link
+// cleared, so that linking puts the file in the series its new name
+// says), their metadata and the session's errors and counts. Rows no longer
+// needing analysis are left alone, so a replayed batch is a no-op.
+func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
+	now := s.nowText()
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		file, err := tx.PrepareContext(ctx, `UPDATE library_files SET format = nullif(?, ''), total_pages = ?,
+				series_name_raw = ?, series_id = NULL, analysis_error_code = nullif(?, ''),
+				analysis_error_message = nullif(?, ''), analyzed_at = ?, needs_analysis = 0,
+				needs_cover = CASE WHEN ? THEN 1 ELSE needs_cover END, updated_at = ?
+			WHERE id = ? AND needs_analysis = 1`)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		meta, err := tx.PrepareNamedContext(ctx, `INSERT INTO file_metadata (`+metadataCols+`) VALUES
+			(:file_id, :source, :series, :number, :volume, :title, :year, :month, :publisher, :genre, :tags,
+			 :age_rating, :language_iso, :writer, :penciller, :summary, :web, :front_cover_page, :updated_at)
+			ON CONFLICT (file_id) DO UPDATE SET source = excluded.source, series = excluded.series,
+			number = excluded.number, volume = excluded.volume, title = excluded.title, year = excluded.year,
+			month = excluded.month, publisher = excluded.publisher, genre = excluded.genre, tags = excluded.tags,
+			age_rating = excluded.age_rating, language_iso = excluded.language_iso, writer = excluded.writer,
+			penciller = excluded.penciller, summary = excluded.summary, web = excluded.web,
+			front_cover_page = excluded.front_cover_page, updated_at = excluded.updated_at`)
+		if err != nil {
+			return err
+		}
+		defer meta.Close()
+		for _, r := range b.Results {
+			res, err := file.ExecContext(ctx, r.Format, r.TotalPages, r.SeriesNameRaw, r.ErrorCode, r.ErrorMessage,
+				now, r.NeedsCover, now, r.ID)
+			if err != nil {
+				return fmt.Errorf("file %d: %w", r.ID, err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				continue
+			}
+			m := r.Metadata
+			m.FileID, m.UpdatedAt = r.ID, now
+			if _, err := meta.ExecContext(ctx, m); err != nil {
+				return fmt.Errorf("metadata of file %d: %w", r.ID, err)
+			}
+		}
+		if err := insertScanErrors(ctx, tx, b.SessionID, b.Errors, now); err != nil {
+			return err
+		}
+		return writeScanCounts(ctx, tx, b.SessionID, b.Counts)
+	})
+	if err != nil {
+		return fmt.Errorf("apply analysis: %w", err)
+	}
+	return nil
+}

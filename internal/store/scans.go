@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// ScanCounts are the figures of one scan session. They are also the scan
+// job's result map (see Map).
+type ScanCounts struct {
+	FilesSeen       int64 `db:"files_seen"`
+	DirectoriesSeen int64 `db:"directories_seen"`
+	BytesSeen       int64 `db:"bytes_seen"`
+	Added           int64 `db:"added"`
+	Changed         int64 `db:"changed"`
+	Unchanged       int64 `db:"unchanged"`
+	Missing         int64 `db:"missing"`
+	Restored        int64 `db:"restored"`
+	Moved           int64 `db:"moved"`
+	SeriesCreated   int64 `db:"series_created"`
+	ErrorCount      int64 `db:"error_count"`
+}
+
+// Map returns the counts keyed by their column names.
+func (c ScanCounts) Map() map[string]int64 {
+	return map[string]int64{
+		"files_seen": c.FilesSeen, "directories_seen": c.DirectoriesSeen, "bytes_seen": c.BytesSeen,
+		"added": c.Added, "changed": c.Changed, "unchanged": c.Unchanged, "missing": c.Missing,
+		"restored": c.Restored, "moved": c.Moved, "series_created": c.SeriesCreated, "error_count": c.ErrorCount,
+	}
+}
+
+// ScanRecord is a row of scan_sessions.
+type ScanRecord struct {
+	ID        int64         `db:"id"`
+	JobID     sql.NullInt64 `db:"job_id"`
+	LibraryID int64         `db:"library_id"`
+	Status    string        `db:"status"`
+	ScanCounts
+	ErrorCode    sql.NullString `db:"error_code"`
+	ErrorMessage sql.NullString `db:"error_message"`
+	StartedAt    string         `db:"started_at"`
+	FinishedAt   sql.NullString `db:"finished_at"`
+}
+
+// ScanError is a row of scan_errors: one file (or folder) that a scan could
+// not read, with a protocol error code.
+type ScanError struct {
+	RelativePath string `db:"relative_path"`
+	Code         string `db:"error_code"`
+	Message      string `db:"message"`
+}
+
+const scanCols = `id, job_id, library_id, status, files_seen, directories_seen, bytes_seen, added, changed,
+	unchanged, missing, restored, moved, series_created, error_count, error_code, error_message, started_at, finished_at`
+
+// AbandonedScanMessage is written on sessions that were still running when a
+// new scan of their library started (their worker died).
+const AbandonedScanMessage = "scan session abandoned: a newer scan of the library started"
+
+// StartScanSession opens a running session for a scan job. Sessions of the
+// same library still marked running belong to a scan that was killed (scans
+// are single-active): they are closed as failed first, so that a library
+// never shows two running sessions.
+func (s *Store) StartScanSession(ctx context.Context, jobID sql.NullInt64, libraryID int64) (ScanRecord, error) {
+	now := s.nowText()
+	var rec ScanRecord
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE scan_sessions SET status = 'failed', error_code = ?, error_message = ?,
+				finished_at = ? WHERE library_id = ? AND status = 'running'`,
+			protocol.ErrLeaseExpired, AbandonedScanMessage, now, libraryID); err != nil {
+			return err
+		}
+		return tx.GetContext(ctx, &rec, `INSERT INTO scan_sessions (job_id, library_id, status, started_at)
+			VALUES (?, ?, 'running', ?) RETURNING `+scanCols, jobID, libraryID, now)
+	})
+	if err != nil {
+		return rec, fmt.Errorf("start scan session: %w", err)
+	}
+	return rec, nil
+}
+
+// UpdateScanCounts writes a running session's figures.
+func (s *Store) UpdateScanCounts(ctx context.Context, id int64, c ScanCounts) error {
+	err := s.write(ctx, func(tx *sqlx.Tx) error { return writeScanCounts(ctx, tx, id, c) })
+	if err != nil {
+		return fmt.Errorf("update scan counts: %w", err)
+	}
+	return nil
+}
+
+func writeScanCounts(ctx context.Context, tx *sqlx.Tx, id int64, c ScanCounts) error {
+	_, err := tx.ExecContext(ctx, `UPDATE scan_sessions SET files_seen = ?, directories_seen = ?, bytes_seen = ?,
+			added = ?, changed = ?, unchanged = ?, missing = ?, restored = ?, moved = ?, series_created = ?, error_count = ?
+		WHERE id = ?`, c.FilesSeen, c.DirectoriesSeen, c.BytesSeen, c.Added, c.Changed, c.Unchanged, c.Missing,
+		c.Restored, c.Moved, c.SeriesCreated, c.ErrorCount, id)
+	return err
+}
+
+// FinishScanSession closes a session with succeeded or failed (with an
+// error code) and its final figures.
+func (s *Store) FinishScanSession(ctx context.Context, id int64, status protocol.ScanSessionStatus, c ScanCounts, code, msg string) error {
+	now := s.nowText()
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		if err := writeScanCounts(ctx, tx, id, c); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE scan_sessions SET status = ?, error_code = nullif(?, ''),
+				error_message = nullif(?, ''), finished_at = ? WHERE id = ?`, status, code, msg, now, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("finish scan session: %w", err)
+	}
+	return nil
+}
+
+// AddScanErrors records errors of a session on their own (errors found
+// outside a batch of file writes, such as an unreadable folder).
+func (s *Store) AddScanErrors(ctx context.Context, sessionID int64, errs []ScanError) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	now := s.nowText()
+	err := s.write(ctx, func(tx *sqlx.Tx) error { return insertScanErrors(ctx, tx, sessionID, errs, now) })
+	if err != nil {
+		return fmt.Errorf("add scan errors: %w", err)
+	}
+	return nil
+}
+
+func insertScanErrors(ctx context.Context, tx *sqlx.Tx, sessionID int64, errs []ScanError, now string) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO scan_errors (session_id, relative_path, error_code, message, created_at)
+		VALUES (?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, e := range errs {
+		if _, err := stmt.ExecContext(ctx, sessionID, e.RelativePath, e.Code, e.Message, now); err != nil {
+			return fmt.Errorf("scan error %s: %w", e.RelativePath, err)
+		}
+	}
+	return nil
+}
+
+// GetScan returns one session or ErrNotFound.
+func (s *Store) GetScan(ctx context.Context, id int64) (ScanRecord, error) {
+	var rec ScanRecord
+	err := s.r.GetContext(ctx, &rec, `SELECT `+scanCols+` FROM scan_sessions WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, dataNotFound("scan", id)
+	}
+	if err != nil {
+		return rec, fmt.Errorf("get scan: %w", err)
+	}
+	return rec, nil
+}
+
+// ListScans returns up to limit sessions, newest first, of one library (or
+// of all when libraryID is not valid), starting below beforeID (0 = from the
+// newest).
+func (s *Store) ListScans(ctx context.Context, libraryID sql.NullInt64, beforeID int64, limit int) ([]ScanRecord, error) {
+	var out []ScanRecord
+	err := s.r.SelectContext(ctx, &out, `SELECT `+scanCols+` FROM scan_sessions
+		WHERE (?1 IS NULL OR library_id = ?1) AND (?2 = 0 OR id < ?2)
+		ORDER BY id DESC LIMIT ?3`, libraryID, beforeID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list scans: %w", err)
+	}
+	return out, nil
+}
+
+// ScanErrors returns up to limit errors of a session with id > afterID, in
+// id order, with their ids.
+func (s *Store) ScanErrors(ctx context.Context, sessionID, afterID int64, limit int) ([]ScanErrorRecord, error) {
+	var out []ScanErrorRecord
+	err := s.r.SelectContext(ctx, &out, `SELECT id, session_id, relative_path, error_code, message, created_at
+		FROM scan_errors WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`, sessionID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("scan errors: %w", err)
+	}
+	return out, nil
+}
+
+// ScanErrorRecord is a stored scan_errors row.
+type ScanErrorRecord struct {
+	ID        int64 `db:"id"`
+	SessionID int64 `db:"session_id"`
+	ScanError
+	CreatedAt string `db:"created_at"`
+}

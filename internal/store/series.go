@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Series is a row of series.
+type Series struct {
+	ID           int64          `db:"id"`
+	LibraryID    int64          `db:"library_id"`
+	Name         string         `db:"name"`
+	NameKey      string         `db:"name_key"`
+	Publisher    string         `db:"publisher"`
+	PublisherKey string         `db:"publisher_key"`
+	Year         sql.NullInt64  `db:"year"`
+	Summary      sql.NullString `db:"summary"`
+	FileCount    int64          `db:"file_count"`
+	CreatedAt    string         `db:"created_at"`
+	UpdatedAt    string         `db:"updated_at"`
+}
+
+const seriesCols = `id, library_id, name, name_key, publisher, publisher_key, year, summary, file_count, created_at, updated_at`
+
+// UnlinkedFile is a present, analysed file that has no series yet, with what
+// its series identity is made of.
+type UnlinkedFile struct {
+	ID            int64         `db:"id"`
+	RelativePath  string        `db:"relative_path"`
+	SeriesNameRaw string        `db:"series_name_raw"`
+	Publisher     string        `db:"publisher"`
+	Year          sql.NullInt64 `db:"year"`
+}
+
+// UnlinkedFiles returns up to limit unlinked files of a library whose
+// relative_path sorts after the given one, in relative_path order (the
+// order "first file wins" is decided in).
+func (s *Store) UnlinkedFiles(ctx context.Context, libraryID int64, after string, limit int) ([]UnlinkedFile, error) {
+	var out []UnlinkedFile
+	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.series_name_raw,
+			coalesce(m.publisher, '') AS publisher, m.year
+		FROM library_files f LEFT JOIN file_metadata m ON m.file_id = f.id
+		WHERE f.library_id = ? AND f.relative_path > ? AND f.series_id IS NULL
+		  AND f.series_name_raw IS NOT NULL AND f.is_missing = 0 AND f.needs_analysis = 0
+		ORDER BY f.relative_path LIMIT ?`, libraryID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unlinked files: %w", err)
+	}
+	return out, nil
+}
+
+// NewSeries is a series to create unless its identity exists.
+type NewSeries struct {
+	Name, NameKey           string
+	Publisher, PublisherKey string
+	Year                    sql.NullInt64
+}
+
+// EnsureSeries creates each series in the given order, one statement at a
+// time, skipping those whose identity (library_id, name_key, publisher_key)
+// exists: the unique index decides, so two scanners can never create the
+// same series twice. It returns the id of every entry and how many were
+// created.
+func (s *Store) EnsureSeries(ctx context.Context, libraryID int64, in []NewSeries) (ids []int64, created int64, err error) {
+	now := s.nowText()
+	err = s.write(ctx, func(tx *sqlx.Tx) error {
+		ids, created = make([]int64, len(in)), 0
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO series (library_id, name, name_key, publisher, publisher_key,
+				year, file_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
+			ON CONFLICT (library_id, name_key, publisher_key) DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		sel, err := tx.PrepareContext(ctx, `SELECT id FROM series WHERE library_id = ? AND name_key = ? AND publisher_key = ?`)
+		if err != nil {
+			return err
+		}
+		defer sel.Close()
+		for i, ns := range in {
+			res, err := ins.ExecContext(ctx, libraryID, ns.Name, ns.NameKey, ns.Publisher, ns.PublisherKey, ns.Year, now, now)
+			if err != nil {
+				return fmt.Errorf("series %q: %w", ns.Name, err)
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				created++
+			}
+			if err := sel.QueryRowContext(ctx, libraryID, ns.NameKey, ns.PublisherKey).Scan(&ids[i]); err != nil {
+				return fmt.Errorf("series %q: %w", ns.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("ensure series: %w", err)
+	}
+	return ids, created, nil
+}
+
+// FileLink puts one file in one series.
+type FileLink struct {
+	FileID, SeriesID int64
+}
+
+// LinkFiles links a batch of files that are still unlinked.
+func (s *Store) LinkFiles(ctx context.Context, links []FileLink) error {
+	if len(links) == 0 {
+		return nil
+	}
+	now := s.nowText()
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET series_id = ?, updated_at = ?
+			WHERE id = ? AND series_id IS NULL`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, l := range links {
+			if _, err := stmt.ExecContext(ctx, l.SeriesID, now, l.FileID); err != nil {
+				return fmt.Errorf("file %d: %w", l.FileID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("link files: %w", err)
+	}
+	return nil
+}
+
+// RefreshSeriesCounts sets file_count (present files) on every series of a
+// library whose count is wrong, and only those, so a scan that changed
+// nothing writes nothing.
+func (s *Store) RefreshSeriesCounts(ctx context.Context, libraryID int64) error {
+	now := s.nowText()
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `WITH c AS (
+				SELECT s.id, (SELECT count(*) FROM library_files f WHERE f.series_id = s.id AND f.is_missing = 0) AS n
+				FROM series s WHERE s.library_id = ?)
+			UPDATE series SET file_count = c.n, updated_at = ? FROM c WHERE series.id = c.id AND series.file_count != c.n`,
+			libraryID, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("refresh series counts: %w", err)
+	}
+	return nil
+}
+
+// RemoveEmptySeries deletes the series of a library that no file row (not
+// even a missing one, whose link must survive its return) points to.
+func (s *Store) RemoveEmptySeries(ctx context.Context, libraryID int64) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM series WHERE library_id = ?
+			AND NOT EXISTS (SELECT 1 FROM library_files f WHERE f.series_id = series.id)`, libraryID)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("remove empty series: %w", err)
+	}
+	return n, nil
+}
+
+// GetSeries returns one series or ErrNotFound.
+func (s *Store) GetSeries(ctx context.Context, id int64) (Series, error) {
+	var out Series
+	err := s.r.GetContext(ctx, &out, `SELECT `+seriesCols+` FROM series WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, dataNotFound("series", id)
+	}
+	if err != nil {
+		return out, fmt.Errorf("get series: %w", err)
+	}
+	return out, nil
+}
+
+// ListSeries returns up to limit series of a library with id > afterID, in
+// id order.
+func (s *Store) ListSeries(ctx context.Context, libraryID, afterID int64, limit int) ([]Series, error) {
+	var out []Series
+	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesCols+` FROM series WHERE library_id = ? AND id > ?
+		ORDER BY id LIMIT ?`, libraryID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list series: %w", err)
+	}
+	return out, nil
+}
