@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/version"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Config configures an Engine. Zero values take the documented defaults.
+type Config struct {
+	// WorkerID names this process in worker_id columns and the workers
+	// table. Required; unique per live process.
+	WorkerID string
+	// Lease is how long a claim stays valid without a heartbeat; default
+	// protocol.DefaultLeaseDuration (30s). Heartbeats run every Lease/3.
+	Lease time.Duration
+	// ThumbnailConcurrency is the number of thumbnail lanes; default
+	// runtime.NumCPU().
+	ThumbnailConcurrency int
+	// ShutdownGrace is how long running work may finish after shutdown
+	// begins before it is cancelled and its leases released; default 20s.
+	ShutdownGrace time.Duration
+	// CancelCheck overrides how often a running job checks for a cancel
+	// request; default the setting scan.cancel_check.interval_ms (500ms).
+	CancelCheck time.Duration
+	// WALMaxRetries overrides the busy retries of a checkpoint; default the
+	// setting wal.checkpoint.max_retries (5).
+	WALMaxRetries int
+	// IdleMin and IdleMax bound the jittered, doubling pause of a lane that
+	// found nothing to claim; defaults 100ms and 1s.
+	IdleMin, IdleMax time.Duration
+	// Host, PID and Version fill the workers row; defaults os.Hostname(),
+	// os.Getpid() and version.Version.
+	Host    string
+	PID     int
+	Version string
+	// Logger receives the engine's logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.WorkerID == "" {
+		return c, errors.New("engine: no worker id")
+	}
+	if c.Lease <= 0 {
+		c.Lease = protocol.DefaultLeaseDuration
+	}
+	if c.Lease < 300*time.Millisecond {
+		return c, fmt.Errorf("engine: lease %v too short (minimum 300ms)", c.Lease)
+	}
+	if c.ThumbnailConcurrency <= 0 {
+		c.ThumbnailConcurrency = runtime.NumCPU()
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 20 * time.Second
+	}
+	if c.IdleMin <= 0 {
+		c.IdleMin = 100 * time.Millisecond
+	}
+	if c.IdleMax < c.IdleMin {
+		c.IdleMax = max(time.Second, c.IdleMin)
+	}
+	if c.Host == "" {
+		c.Host, _ = os.Hostname()
+	}
+	if c.PID == 0 {
+		c.PID = os.Getpid()
+	}
+	if c.Version == "" {
+		c.Version = version.Version
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// Executors are the per-kind executors. A nil executor means its lane does
+// not run in this process (the scan/hash lane runs when either is set and
+// leaves the other kind's rows to other workers).
+type Executors struct {
+	Scan, Hash JobExecutor
+	Thumbnail  ThumbnailExecutor
+	Cleanup    CleanupExecutor
+	Checkpoint CheckpointExecutor
+}

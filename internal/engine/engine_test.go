@@ -1,0 +1,259 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/engine/enginetest"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+type harness struct {
+	t       *testing.T
+	control *store.Store
+	worker  *store.Store
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// setup opens a fresh database and starts an engine over ex with short
+// timings; the engine is stopped (and its exit checked) when the test ends.
+func setup(t *testing.T, ex engine.Executors, tweak func(*engine.Config)) *harness {
+	t.Helper()
+	control, worker, _ := storetest.MustOpenDB(t)
+	cfg := engine.Config{
+		WorkerID: "test-worker", Lease: 900 * time.Millisecond, ThumbnailConcurrency: 2,
+		ShutdownGrace: 5 * time.Second, CancelCheck: 50 * time.Millisecond,
+		IdleMin: 10 * time.Millisecond, IdleMax: 50 * time.Millisecond,
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	e, err := engine.New(worker, ex, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, control: control, worker: worker, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- e.Run(ctx) }()
+	t.Cleanup(func() { h.stop() })
+	return h
+}
+
+// stop shuts the engine down and checks that Run returned nil.
+func (h *harness) stop() {
+	h.cancel()
+	select {
+	case err, ok := <-h.done:
+		if ok && err != nil {
+			h.t.Errorf("Run = %v", err)
+		}
+		if ok {
+			close(h.done)
+		}
+	case <-time.After(20 * time.Second):
+		h.t.Fatal("engine did not stop")
+	}
+}
+
+func (h *harness) exec(q string, args ...any) int64 {
+	h.t.Helper()
+	res, err := h.control.Exec(context.Background(), q, args...)
+	if err != nil {
+		h.t.Fatalf("exec %q: %v", q, err)
+	}
+	id, _ := res.LastInsertId()
+	return id
+}
+
+func (h *harness) num(q string, args ...any) int64 {
+	h.t.Helper()
+	n, err := h.control.QueryInt(context.Background(), q, args...)
+	if err != nil {
+		h.t.Fatalf("query %q: %v", q, err)
+	}
+	return n
+}
+
+// waitFor polls cond (a count query that must reach want) until it holds.
+func (h *harness) waitFor(want int64, q string, args ...any) {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got := h.num(q, args...)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s = %d, want %d", q, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) job(kind, payload string) int64 {
+	return h.exec(`INSERT INTO jobs (kind, payload, created_at, updated_at) VALUES (?, ?, ?, ?)`,
+		kind, payload, protocol.FormatTime(time.Now()), protocol.FormatTime(time.Now()))
+}
+
+func (h *harness) thumb(fileID int64) int64 {
+	now := protocol.FormatTime(time.Now())
+	return h.exec(`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
+		VALUES (?, 1, 'g', 'x.webp', ?, ?)`, fileID, now, now)
+}
+
+func TestEngineRunsEveryLane(t *testing.T) {
+	noop := &enginetest.Noop{}
+	h := setup(t, noop.Executors(), nil)
+	now := protocol.FormatTime(time.Now())
+	scan := h.job("scan", `{"force":true}`)
+	for i := range 40 {
+		h.thumb(int64(i))
+	}
+	h.exec(`INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('g', ?, ?, ?)`, now, now, now)
+	h.exec(`INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (?, ?, ?)`, now, now, now)
+	h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'completed' AND progress = 1 AND result = '{"files_seen":0}'`, scan)
+	h.waitFor(40, `SELECT count(*) FROM thumbnails WHERE status = 'ready' AND lease_expires_at IS NULL`)
+	h.waitFor(1, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status = 'completed'`)
+	h.waitFor(1, `SELECT count(*) FROM wal_maintenance_jobs WHERE status = 'completed'`)
+	seen := map[string]int{}
+	for _, r := range noop.Runs() {
+		seen[r.Kind]++
+	}
+	if seen["scan"] != 1 || seen["thumbnail"] != 40 || seen["cleanup"] != 1 || seen["wal"] != 1 {
+		t.Fatalf("executions %v", seen)
+	}
+	if n := h.num(`SELECT count(*) FROM workers WHERE worker_id = 'test-worker' AND stopped_at IS NULL`); n != 1 {
+		t.Fatalf("worker not registered")
+	}
+	h.stop()
+	if n := h.num(`SELECT count(*) FROM workers WHERE stopped_at IS NOT NULL`); n != 1 {
+		t.Fatal("worker not marked stopped")
+	}
+}
+
+func TestEngineRefusesBadRows(t *testing.T) {
+	noop := &enginetest.Noop{}
+	h := setup(t, noop.Executors(), nil)
+	bad := h.job("scan", `{"force":"yes","extra":1}`)
+	h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'failed' AND error_code = 'invalid_payload'`, bad)
+	notJSON := h.job("hash", `not json`)
+	h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'failed' AND error_code = 'invalid_payload'`, notJSON)
+	del := h.job("delete", `{}`)
+	h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'failed' AND error_code = 'invalid_payload' AND error_message LIKE '%kind "delete"%'`, del)
+	ok := h.job("scan", `{}`)
+	h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'completed'`, ok)
+	if len(noop.Runs()) != 1 {
+		t.Fatalf("executor ran for refused rows: %+v", noop.Runs())
+	}
+}
+
+func TestEngineCancel(t *testing.T) {
+	noop := &enginetest.Noop{Delay: time.Minute}
+	h := setup(t, noop.Executors(), nil)
+	id := h.job("scan", `{}`)
+	h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'running'`, id)
+	asked := time.Now()
+	h.exec(`UPDATE jobs SET cancel_requested = 1 WHERE id = ?`, id)
+	h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'cancelled' AND error_code = 'cancelled' AND lease_expires_at IS NULL`, id)
+	if d := time.Since(asked); d > 2*time.Second {
+		t.Fatalf("cancel observed after %v", d)
+	}
+	if r := noop.Runs(); len(r) != 1 || !errors.Is(r[0].Err, context.Canceled) {
+		t.Fatalf("executor context not cancelled: %+v", r)
+	}
+}
+
+func TestEngineLostLeaseWritesNothing(t *testing.T) {
+	noop := &enginetest.Noop{Delay: time.Minute}
+	h := setup(t, noop.Executors(), nil)
+	id := h.thumb(1)
+	h.waitFor(1, `SELECT count(*) FROM thumbnails WHERE id = ? AND status = 'running'`, id)
+	// controld (or another worker) recovered the row and someone else owns it now.
+	h.exec(`UPDATE thumbnails SET worker_id = 'other', lease_expires_at = '9999-01-01 00:00:00.000' WHERE id = ?`, id)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(noop.Runs()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("executor not cancelled after its lease was taken")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := noop.Runs(); !errors.Is(r[0].Err, context.Canceled) {
+		t.Fatalf("run %+v", r)
+	}
+	h.stop()
+	if n := h.num(`SELECT count(*) FROM thumbnails WHERE id = ? AND status = 'running' AND worker_id = 'other' AND finished_at IS NULL`, id); n != 1 {
+		t.Fatal("a worker that lost its lease wrote to the row")
+	}
+}
+
+func TestEngineGracefulShutdown(t *testing.T) {
+	t.Run("grace expires: cancel and release", func(t *testing.T) {
+		noop := &enginetest.Noop{Delay: time.Minute}
+		h := setup(t, noop.Executors(), func(c *engine.Config) { c.ShutdownGrace = 200 * time.Millisecond })
+		j := h.job("hash", `{}`)
+		th := h.thumb(1)
+		h.waitFor(2, `SELECT (SELECT count(*) FROM jobs WHERE status = 'running') + (SELECT count(*) FROM thumbnails WHERE status = 'running')`)
+		start := time.Now()
+		h.stop()
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("shutdown took %v", d)
+		}
+		if n := h.num(`SELECT count(*) FROM jobs WHERE id = ? AND status = 'retryable' AND error_code = 'worker_shutdown' AND worker_id IS NULL`, j); n != 1 {
+			t.Fatal("job not released")
+		}
+		if n := h.num(`SELECT count(*) FROM thumbnails WHERE id = ? AND status = 'pending' AND worker_id IS NULL`, th); n != 1 {
+			t.Fatal("thumbnail not released")
+		}
+	})
+	t.Run("work inside the grace completes", func(t *testing.T) {
+		noop := &enginetest.Noop{Delay: 300 * time.Millisecond}
+		h := setup(t, noop.Executors(), nil)
+		j := h.job("scan", `{}`)
+		h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'running'`, j)
+		h.stop()
+		if n := h.num(`SELECT count(*) FROM jobs WHERE id = ? AND status = 'completed'`, j); n != 1 {
+			t.Fatal("job did not complete within the grace period")
+		}
+	})
+}
+
+// failing executors: coded errors, plain errors, panics, busy checkpoints.
+type failing struct{}
+
+func (f *failing) Execute(context.Context, store.Job, engine.Reporter) (map[string]int64, error) {
+	panic("boom")
+}
+func (f *failing) Render(_ context.Context, t store.Thumbnail) (engine.ThumbnailResult, error) {
+	if t.FileID == 1 {
+		return engine.ThumbnailResult{}, protocol.Errorf(protocol.ErrDecodeError, "not an image")
+	}
+	return engine.ThumbnailResult{}, errors.New("plain failure")
+}
+func (f *failing) Clean(context.Context, store.CleanupJob) (int64, int64, error) {
+	return 2, 1, protocol.Errorf(protocol.ErrIOError, "disk gone")
+}
+func (f *failing) Checkpoint(context.Context, store.WALJob) (engine.CheckpointResult, error) {
+	return engine.CheckpointResult{Busy: 1, LogFrames: 9, CheckpointedFrames: 3}, nil
+}
+
+func TestEngineFailures(t *testing.T) {
+	f := &failing{}
+	h := setup(t, engine.Executors{Scan: f, Hash: f, Thumbnail: f, Cleanup: f, Checkpoint: f}, nil)
+	now := protocol.FormatTime(time.Now())
+	j := h.job("scan", `{}`)
+	h.thumb(1)
+	h.thumb(2)
+	h.exec(`INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('other', ?, ?, ?)`, now, now, now)
+	h.exec(`INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (?, ?, ?)`, now, now, now)
+	h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'failed' AND error_code = 'executor_failed' AND error_message LIKE 'executor panic: boom%'`, j)
+	h.waitFor(1, `SELECT count(*) FROM thumbnails WHERE file_id = 1 AND status = 'failed' AND error_code = 'decode_error' AND error_message = 'not an image' AND retry_after IS NOT NULL`)
+	h.waitFor(1, `SELECT count(*) FROM thumbnails WHERE file_id = 2 AND status = 'failed' AND error_code = 'executor_failed'`)
+	h.waitFor(1, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status = 'failed' AND error_code = 'io_error' AND deleted_files = 2`)
+	h.waitFor(1, `SELECT count(*) FROM wal_maintenance_jobs WHERE status = 'retryable' AND error_code = 'checkpoint_busy' AND retry_count = 1 AND checkpoint_log_frames = 9`)
+}

@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// jobOnce claims and runs one scan/hash job. Kinds whose executor this
+// process lacks are left to other workers; any other kind in the jobs table
+// is claimed and failed with invalid_payload, so a third party's typo never
+// blocks the queue.
+func (e *Engine) jobOnce(ctx context.Context) (bool, error) {
+	var exclude []string
+	if e.ex.Scan == nil {
+		exclude = append(exclude, string(protocol.JobKindScan))
+	}
+	if e.ex.Hash == nil {
+		exclude = append(exclude, string(protocol.JobKindHash))
+	}
+	job, err := e.st.ClaimJob(ctx, e.cfg.WorkerID, e.cfg.Lease, exclude...)
+	if err != nil || job == nil {
+		return false, err
+	}
+	e.runJob(*job)
+	return true, nil
+}
+
+func (e *Engine) runJob(job store.Job) {
+	log := e.log.With("job", job.ID, "kind", job.Kind)
+	finish := func(o store.JobOutcome) {
+		e.persist("job", job.ID, func(ctx context.Context) error {
+			return e.st.FinishJob(ctx, job.ID, e.cfg.WorkerID, o)
+		})
+	}
+	exec, err := e.jobExecutor(job)
+	if err != nil {
+		log.Warn("job refused", "err", err)
+		code, msg := errorFields(err, protocol.ErrInvalidPayload)
+		finish(store.JobOutcome{Status: protocol.JobFailed, ErrorCode: code, ErrorMessage: msg})
+		return
+	}
+	if job.CancelRequested {
+		finish(cancelledOutcome())
+		return
+	}
+	rep := &reporter{}
+	var result map[string]int64
+	cause, err := e.execute(leased{
+		what: "job", id: job.ID,
+		beat: func(ctx context.Context) (bool, error) {
+			return e.st.HeartbeatJob(ctx, job.ID, e.cfg.WorkerID, e.cfg.Lease, rep.snapshot())
+		},
+		poll: func(ctx context.Context) (bool, error) {
+			return e.st.JobLeaseState(ctx, job.ID, e.cfg.WorkerID)
+		},
+	}, func(ctx context.Context) error {
+		var err error
+		result, err = exec.Execute(ctx, job, rep)
+		return err
+	})
+	switch {
+	case errors.Is(cause, errLeaseLost):
+		log.Warn("lease lost: job stopped, nothing written")
+	case err == nil:
+		o := store.JobOutcome{Status: protocol.JobCompleted}
+		if result != nil {
+			b, _ := json.Marshal(result)
+			o.Result = string(b)
+		}
+		finish(o)
+	case errors.Is(cause, errShutdown):
+		e.persist("job", job.ID, func(ctx context.Context) error {
+			return e.st.ReleaseJob(ctx, job.ID, e.cfg.WorkerID)
+		})
+	case errors.Is(cause, errCancelRequested):
+		finish(cancelledOutcome())
+	default:
+		code, msg := errorFields(err, protocol.ErrExecutorFailed)
+		log.Warn("job failed", "code", code, "err", err)
+		finish(store.JobOutcome{Status: protocol.JobFailed, ErrorCode: code, ErrorMessage: msg})
+	}
+}
+
+func cancelledOutcome() store.JobOutcome {
+	return store.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled, ErrorMessage: "cancel requested"}
+}
+
+// jobExecutor checks the job's kind and payload before anything runs.
+func (e *Engine) jobExecutor(job store.Job) (JobExecutor, error) {
+	kind, err := protocol.ParseJobKind(job.Kind)
+	if err != nil {
+		return nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
+	}
+	var exec JobExecutor
+	var payload any
+	switch kind {
+	case protocol.JobKindScan:
+		exec, payload = e.ex.Scan, &protocol.ScanPayload{}
+	case protocol.JobKindHash:
+		exec, payload = e.ex.Hash, &protocol.HashPayload{}
+	default:
+		return nil, protocol.Errorf(protocol.ErrInvalidPayload, "workerd does not execute jobs of kind %q", kind)
+	}
+	if err := protocol.DecodePayload(job.Payload, payload); err != nil {
+		return nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
+	}
+	if exec == nil { // excluded from the claim; only a race with a config change lands here
+		return nil, protocol.Errorf(protocol.ErrInvalidPayload, "no executor for kind %q", kind)
+	}
+	return exec, nil
+}
+
+// thumbnailOnce claims and renders one thumbnail.
+func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
+	t, err := e.st.ClaimThumbnail(ctx, e.cfg.WorkerID, e.cfg.Lease)
+	if err != nil || t == nil {
+		return false, err
+	}
+	var res ThumbnailResult
+	cause, err := e.execute(leased{what: "thumbnail", id: t.ID, beat: func(ctx context.Context) (bool, error) {
+		return false, e.st.HeartbeatThumbnail(ctx, t.ID, e.cfg.WorkerID, e.cfg.Lease)
+	}}, func(ctx context.Context) error {
+		var err error
+		res, err = e.ex.Thumbnail.Render(ctx, *t)
+		return err
+	})
+	e.end("thumbnail", t.ID, cause, err, func(ctx context.Context) error {
+		if err == nil {
+			return e.st.FinishThumbnail(ctx, t.ID, e.cfg.WorkerID, store.ThumbnailDone(res))
+		}
+		code, msg := errorFields(err, protocol.ErrExecutorFailed)
+		return e.st.FailThumbnail(ctx, t.ID, e.cfg.WorkerID, code, msg)
+	}, e.st.ReleaseThumbnail)
+	return true, nil
+}
+
+// cleanupOnce claims and runs one thumbnail cleanup row.
+func (e *Engine) cleanupOnce(ctx context.Context) (bool, error) {
+	c, err := e.st.ClaimCleanup(ctx, e.cfg.WorkerID, e.cfg.Lease)
+	if err != nil || c == nil {
+		return false, err
+	}
+	var files, rows int64
+	cause, err := e.execute(leased{what: "cleanup", id: c.ID, beat: func(ctx context.Context) (bool, error) {
+		return false, e.st.HeartbeatCleanup(ctx, c.ID, e.cfg.WorkerID, e.cfg.Lease)
+	}}, func(ctx context.Context) error {
+		var err error
+		files, rows, err = e.ex.Cleanup.Clean(ctx, *c)
+		return err
+	})
+	e.end("cleanup", c.ID, cause, err, func(ctx context.Context) error {
+		if err == nil {
+			return e.st.FinishCleanup(ctx, c.ID, e.cfg.WorkerID, files, rows)
+		}
+		code, msg := errorFields(err, protocol.ErrExecutorFailed)
+		return e.st.FailCleanup(ctx, c.ID, e.cfg.WorkerID, files, rows, code, msg)
+	}, e.st.ReleaseCleanup)
+	return true, nil
+}
+
+// checkpointOnce claims and runs one WAL maintenance row. A busy
+// checkpoint (figure or coded error) is retried with backoff; other errors
+// fail the row.
+func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
+	w, err := e.st.ClaimCheckpoint(ctx, e.cfg.WorkerID, e.cfg.Lease)
+	if err != nil || w == nil {
+		return false, err
+	}
+	var res CheckpointResult
+	cause, err := e.execute(leased{what: "wal", id: w.ID, beat: func(ctx context.Context) (bool, error) {
+		return false, e.st.HeartbeatCheckpoint(ctx, w.ID, e.cfg.WorkerID, e.cfg.Lease)
+	}}, func(ctx context.Context) error {
+		var err error
+		res, err = e.ex.Checkpoint.Checkpoint(ctx, *w)
+		return err
+	})
+	fig := store.CheckpointFigures(res)
+	e.end("wal", w.ID, cause, err, func(ctx context.Context) error {
+		switch {
+		case err == nil && res.Busy == 0:
+			return e.st.SucceedCheckpoint(ctx, w.ID, e.cfg.WorkerID, fig)
+		case err == nil || protocol.CodeOf(err, "") == protocol.ErrCheckpointBusy:
+			msg := "checkpoint blocked by readers or writers"
+			if err != nil {
+				_, msg = errorFields(err, protocol.ErrCheckpointBusy)
+			}
+			return e.st.RetryCheckpoint(ctx, w.ID, e.cfg.WorkerID, fig, protocol.ErrCheckpointBusy, msg, int(e.walMaxRetries.Load()))
+		default:
+			code, msg := errorFields(err, protocol.ErrCheckpointFailed)
+			return e.st.FailCheckpoint(ctx, w.ID, e.cfg.WorkerID, code, msg)
+		}
+	}, e.st.ReleaseCheckpoint)
+	return true, nil
+}
+
+// end writes how a non-job row ended: nothing when the lease was lost, the
+// executor's outcome when it returned on its own (or succeeded anyway), a
+// release when shutdown cancelled it.
+func (e *Engine) end(what string, id int64, cause, err error, outcome func(ctx context.Context) error,
+	release func(ctx context.Context, id int64, workerID string) error) {
+	switch {
+	case errors.Is(cause, errLeaseLost):
+		e.log.Warn("lease lost: work stopped, nothing written", "row", what, "id", id)
+	case err != nil && errors.Is(cause, errShutdown):
+		e.persist(what, id, func(ctx context.Context) error { return release(ctx, id, e.cfg.WorkerID) })
+	default:
+		e.persist(what, id, outcome)
+	}
+}

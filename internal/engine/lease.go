@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// leased describes how to keep one claimed row's lease alive.
+type leased struct {
+	what string
+	id   int64
+	// beat is the heartbeat write; it reports a requested cancel (jobs).
+	beat func(ctx context.Context) (cancel bool, err error)
+	// poll is an optional read-only check between heartbeats, run every
+	// cancel-check interval (jobs: cancel_requested and ownership).
+	poll func(ctx context.Context) (cancel bool, err error)
+}
+
+// execute runs fn under the lease l: heartbeats every Lease/3, polls every
+// cancel-check interval, and cancels fn's context with errCancelRequested,
+// errLeaseLost or (through workCtx) errShutdown. It returns the cause of
+// that cancellation (nil when fn ended on its own) and fn's error. A lease
+// is taken as lost when a heartbeat finds the row no longer ours, or when
+// no heartbeat succeeded for a whole lease (the row may be recovered by
+// now, so the work must stop).
+func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, err error) {
+	ctx, cancel := context.WithCancelCause(e.workCtx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err = safely(ctx, fn)
+	}()
+	beat := time.NewTicker(e.cfg.Lease / protocol.HeartbeatDivisor)
+	defer beat.Stop()
+	var pollC <-chan time.Time
+	if l.poll != nil {
+		pt := time.NewTicker(time.Duration(e.cancelCheck.Load()))
+		defer pt.Stop()
+		pollC = pt.C
+	}
+	lastBeat := time.Now()
+	check := func(c bool, cerr error, wrote bool) {
+		switch {
+		case errors.Is(cerr, store.ErrNotOwner):
+			cancel(errLeaseLost)
+		case cerr != nil:
+			e.log.Warn("lease check failed", "row", l.what, "id", l.id, "err", cerr)
+			if time.Since(lastBeat) >= e.cfg.Lease {
+				cancel(errLeaseLost)
+			}
+		default:
+			if wrote {
+				lastBeat = time.Now()
+			}
+			if c {
+				cancel(errCancelRequested)
+			}
+		}
+	}
+	for {
+		select {
+		case <-done:
+			if ctx.Err() != nil {
+				cause = context.Cause(ctx)
+			}
+			return cause, err
+		case <-beat.C:
+			c, berr := l.beat(e.bgCtx())
+			check(c, berr, true)
+		case <-pollC:
+			c, perr := l.poll(e.bgCtx())
+			check(c, perr, false)
+		}
+	}
+}
+
+// bgCtx is for lease-path writes that must happen even while shutting down
+// (heartbeats of work in its grace period, finishes, releases).
+func (e *Engine) bgCtx() context.Context {
+	return context.WithoutCancel(e.workCtx)
+}
+
+// persist writes a row's end, retrying while SQLite is busy for up to one
+// lease; after that the lease expires and recovery takes the row back, so
+// nothing is half-written. ErrNotOwner means someone recovered the row
+// first: the result is dropped, as the protocol demands.
+func (e *Engine) persist(what string, id int64, write func(ctx context.Context) error) {
+	ctx, cancel := context.WithTimeout(e.bgCtx(), e.cfg.Lease)
+	defer cancel()
+	pause := 50 * time.Millisecond
+	for {
+		err := write(ctx)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, store.ErrNotOwner):
+			e.log.Warn("lease lost before the result was written; result dropped", "row", what, "id", id)
+			return
+		case ctx.Err() != nil:
+			e.log.Error("could not write result; the lease will expire and the row be recovered", "row", what, "id", id, "err", err)
+			return
+		}
+		e.log.Warn("write result failed; retrying", "row", what, "id", id, "err", err)
+		sleep(ctx, jitter(pause))
+		pause = min(pause*2, 2*time.Second)
+	}
+}
+
+// safely runs fn, turning a panic into an executor_failed error so that
+// one bad input cannot take the daemon down.
+func safely(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = protocol.Errorf(protocol.ErrExecutorFailed, "executor panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn(ctx)
+}
+
+// reporter is the Reporter of one job; the heartbeat reads its figures.
+type reporter struct{ processed, total atomic.Int64 }
+
+func (r *reporter) Progress(processed, total int64) {
+	r.processed.Store(processed)
+	r.total.Store(total)
+}
+
+func (r *reporter) snapshot() store.JobProgress {
+	return store.JobProgress{Processed: r.processed.Load(), Total: r.total.Load()}
+}
+
+// errorFields renders an executor error as error_code and error_message.
+func errorFields(err error, fallback string) (code, msg string) {
+	code = protocol.CodeOf(err, fallback)
+	msg = err.Error()
+	var pe *protocol.Error
+	if errors.As(err, &pe) && pe.Message != "" {
+		msg = pe.Message
+	}
+	if len(msg) > 2000 {
+		msg = msg[:2000]
+	}
+	return code, msg
+}
