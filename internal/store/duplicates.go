@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// DuplicateGroup is one group of protocol §6.2: the live, hashed files that
+// share (hash_algorithm, content_hash), when there are at least two.
+type DuplicateGroup struct {
+	GroupKey       string `json:"group_key"`
+	HashAlgorithm  string `json:"hash_algorithm"`
+	ContentHashHex string `json:"content_hash"`
+	FileCount      int64  `json:"file_count"`
+	TotalSizeBytes int64  `json:"total_size_bytes"`
+	// WastedBytes is what deleting all copies but one would free:
+	// total_size_bytes - total_size_bytes/file_count.
+	WastedBytes int64 `json:"wasted_bytes"`
+}
+
+// Cursor is the §6.2 anchor that continues the list after g.
+func (g DuplicateGroup) Cursor() protocol.DuplicateGroupCursor {
+	return protocol.DuplicateGroupCursor{
+		FileCount:      g.FileCount,
+		TotalSizeBytes: g.TotalSizeBytes,
+		HashAlgorithm:  g.HashAlgorithm,
+		ContentHashHex: g.ContentHashHex,
+	}
+}
+
+// DuplicateFile is one member of a duplicate group (protocol §6.3).
+type DuplicateFile struct {
+	ID           int64  `json:"id" db:"id"`
+	LibraryID    int64  `json:"library_id" db:"library_id"`
+	RelativePath string `json:"relative_path" db:"relative_path"`
+	SizeBytes    int64  `json:"size_bytes" db:"size_bytes"`
+	MtimeNs      int64  `json:"mtime_ns" db:"mtime_ns"`
+}
+
+// groupQualifies is the §6.2 source filter: a row belongs to its group only
+// when it is live and its hash is current.
+const groupQualifies = `is_missing = 0 AND needs_hash = 0
+	AND hash_algorithm IS NOT NULL AND content_hash IS NOT NULL`
+
+// DuplicateGroups returns up to limit groups in protocol §6.2 order
+// (file_count DESC, total_size_bytes DESC, hash_algorithm, content_hash),
+// starting after the anchor when after is not nil. Keyset only, no OFFSET:
+// the hex order of a lowercase digest is the byte order of the blob, so the
+// anchor compares on the raw content_hash.
+//
+// Strategy: when the duplicate_groups summary (migration 00041) exists, a
+// page is one index range over it; otherwise the groups are aggregated from
+// library_files through ix_library_files_dedup_group, which is correct but
+// reads every hashed row on each page.
+func (s *Store) DuplicateGroups(ctx context.Context, after *protocol.DuplicateGroupCursor, limit int) ([]DuplicateGroup, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	q, args, err := s.duplicateGroupsQuery(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return s.scanGroups(ctx, q, args...)
+}
+
+// ExplainDuplicateGroups returns the query plan of a DuplicateGroups page.
+func (s *Store) ExplainDuplicateGroups(ctx context.Context, after *protocol.DuplicateGroupCursor) ([]string, error) {
+	q, args, err := s.duplicateGroupsQuery(ctx, after, 50)
+	if err != nil {
+		return nil, err
+	}
+	return s.explainDuplicates(ctx, q, args...)
+}
+
+func (s *Store) duplicateGroupsQuery(ctx context.Context, after *protocol.DuplicateGroupCursor, limit int) (string, []any, error) {
+	summary, err := s.hasDuplicateSummary(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	var anchor []any
+	if after != nil {
+		key, err := protocol.ParseGroupKey(after.HashAlgorithm + ":" + after.ContentHashHex)
+		if err != nil {
+			return "", nil, fmt.Errorf("duplicate groups: %w", protocol.ErrInvalidCursor)
+		}
+		anchor = []any{after.FileCount, after.TotalSizeBytes, string(key.Algorithm), key.Hash}
+	}
+	if summary {
+		q := `SELECT hash_algorithm, content_hash, file_count, total_size_bytes
+			FROM duplicate_groups WHERE file_count > 1`
+		var args []any
+		if anchor != nil {
+			q += ` AND (neg_file_count, neg_total_size_bytes, hash_algorithm, content_hash) > (-?, -?, ?, ?)`
+			args = anchor
+		}
+		q += ` ORDER BY neg_file_count, neg_total_size_bytes, hash_algorithm, content_hash LIMIT ?`
+		return q, append(args, limit), nil
+	}
+	q := `SELECT hash_algorithm, content_hash, COUNT(*) AS file_count, SUM(size_bytes) AS total_size_bytes
+		FROM library_files WHERE ` + groupQualifies + `
+		GROUP BY hash_algorithm, content_hash
+		HAVING COUNT(*) > 1`
+	var args []any
+	if anchor != nil {
+		q += ` AND (file_count < ?1 OR (file_count = ?1 AND (total_size_bytes < ?2 OR (total_size_bytes = ?2
+			AND (hash_algorithm > ?3 OR (hash_algorithm = ?3 AND content_hash > ?4))))))`
+		args = anchor
+	}
+	q += fmt.Sprintf(` ORDER BY file_count DESC, total_size_bytes DESC, hash_algorithm, content_hash LIMIT ?%d`, len(args)+1)
+	return q, append(args, limit), nil
+}
+
+// hasDuplicateSummary reports whether migration 00041's summary table is
+// present in this database.
+func (s *Store) hasDuplicateSummary(ctx context.Context) (bool, error) {
+	var n int
+	err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'duplicate_groups'`)
+	if err != nil {
+		return false, fmt.Errorf("duplicate groups: %w", err)
+	}
+	return n > 0, nil
+}
+
+func (s *Store) scanGroups(ctx context.Context, q string, args ...any) ([]DuplicateGroup, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("duplicate groups: %w", err)
+	}
+	defer rows.Close()
+	var out []DuplicateGroup
+	for rows.Next() {
+		var g DuplicateGroup
+		var sum []byte
+		if err := rows.Scan(&g.HashAlgorithm, &sum, &g.FileCount, &g.TotalSizeBytes); err != nil {
+			return nil, fmt.Errorf("duplicate groups: %w", err)
+		}
+		g.ContentHashHex = hex.EncodeToString(sum)
+		g.GroupKey = g.HashAlgorithm + ":" + g.ContentHashHex
+		g.WastedBytes = g.TotalSizeBytes - g.TotalSizeBytes/g.FileCount
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("duplicate groups: %w", err)
+	}
+	return out, nil
+}
+
+// DuplicateGroupFiles returns up to limit members of the group key in id
+// order after afterID (protocol §6.3). An unknown key yields no rows.
+func (s *Store) DuplicateGroupFiles(ctx context.Context, key protocol.GroupKey, afterID int64, limit int) ([]DuplicateFile, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []DuplicateFile
+	err := s.r.SelectContext(ctx, &out, groupFilesQuery, string(key.Algorithm), key.Hash, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("duplicate group files: %w", err)
+	}
+	return out, nil
+}
+
+// ExplainDuplicateGroupFiles returns the query plan of a DuplicateGroupFiles page.
+func (s *Store) ExplainDuplicateGroupFiles(ctx context.Context, key protocol.GroupKey) ([]string, error) {
+	return s.explainDuplicates(ctx, groupFilesQuery, string(key.Algorithm), key.Hash, 0, 50)
+}
+
+const groupFilesQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns
+	FROM library_files
+	WHERE hash_algorithm = ? AND content_hash = ? AND ` + groupQualifies + ` AND id > ?
+	ORDER BY id LIMIT ?`
+
+// explainDuplicates returns the detail lines of EXPLAIN QUERY PLAN for q.
+func (s *Store) explainDuplicates(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("explain: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return nil, fmt.Errorf("explain: %w", err)
+		}
+		out = append(out, detail)
+	}
+	return out, rows.Err()
+}

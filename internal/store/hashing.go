@@ -1,0 +1,166 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// HashLibrary is a library a hash job walks: its id and registered path.
+type HashLibrary struct {
+	ID   int64  `db:"id"`
+	Path string `db:"path"`
+}
+
+// HashLibraries returns the library libraryID, or every library when it is
+// NULL (a hash job without library_id covers all libraries). A missing
+// library yields an empty list, not an error: it was deleted after the job
+// was queued and there is nothing left to hash.
+func (s *Store) HashLibraries(ctx context.Context, libraryID sql.NullInt64) ([]HashLibrary, error) {
+	var out []HashLibrary
+	err := s.r.SelectContext(ctx, &out, `SELECT id, path FROM libraries
+		WHERE ? IS NULL OR id = ? ORDER BY id`, libraryID, libraryID)
+	if err != nil {
+		return nil, fmt.Errorf("hash libraries: %w", err)
+	}
+	return out, nil
+}
+
+// HashCandidate is a file the hash job must (re)hash, with the size and
+// mtime the scanner recorded; the result is stored only if they still hold.
+type HashCandidate struct {
+	ID           int64  `db:"id"`
+	LibraryID    int64  `db:"library_id"`
+	RelativePath string `db:"relative_path"`
+	SizeBytes    int64  `db:"size_bytes"`
+	MtimeNs      int64  `db:"mtime_ns"`
+}
+
+// hashDue selects the live files of library ?1 (all when NULL) that need a
+// hash: flagged by the scanner, or hashed with an algorithm other than ?2
+// (lazy rehash), and not waiting out an error backoff (retry after ?3).
+const hashDue = `is_missing = 0
+	AND (needs_hash = 1 OR hash_algorithm IS NOT ?2)
+	AND (hash_retry_after IS NULL OR hash_retry_after <= ?3)
+	AND (?1 IS NULL OR library_id = ?1)`
+
+// HashCandidates returns up to limit files due for hashing with alg, in id
+// order after afterID. Keyset paging on the rowid means a job killed
+// mid-way resumes from its last committed id and a whole job is one pass
+// over the table, whatever the mix of due and done files.
+func (s *Store) HashCandidates(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
+	var out []HashCandidate
+	err := s.r.SelectContext(ctx, &out, `SELECT id, library_id, relative_path, size_bytes, mtime_ns
+		FROM library_files WHERE id > ?4 AND `+hashDue+` ORDER BY id LIMIT ?5`,
+		libraryID, string(alg), s.nowText(), afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("hash candidates: %w", err)
+	}
+	return out, nil
+}
+
+// CountHashCandidates counts the files HashCandidates would return from the
+// start, for the job's total_items.
+func (s *Store) CountHashCandidates(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm) (int64, error) {
+	var n int64
+	err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM library_files WHERE `+hashDue,
+		libraryID, string(alg), s.nowText())
+	if err != nil {
+		return 0, fmt.Errorf("count hash candidates: %w", err)
+	}
+	return n, nil
+}
+
+// HashResult is a digest computed from a file whose size and mtime were
+// SizeBytes and MtimeNs both before and after it was read.
+type HashResult struct {
+	ID        int64
+	Algorithm protocol.HashAlgorithm
+	Sum       []byte
+	SizeBytes int64
+	MtimeNs   int64
+}
+
+// HashFailure is a file that could not be read; Backoff is how long the
+// hash job leaves it alone.
+type HashFailure struct {
+	ID      int64
+	Message string
+	// Backoff returns the delay before the next attempt given the file's
+	// new error count (1 after the first failure).
+	Backoff func(errorCount int64) time.Duration
+}
+
+// RecordHashes stores a batch of results and failures in one transaction and
+// returns how many results were stored. A result is stored only while the
+// row still describes the file that was read (same size_bytes and mtime_ns,
+// not missing): if the scanner saw a change in the meantime the row keeps
+// needs_hash = 1 and the digest is dropped.
+func (s *Store) RecordHashes(ctx context.Context, results []HashResult, failures []HashFailure) (stored int64, err error) {
+	if len(results) == 0 && len(failures) == 0 {
+		return 0, nil
+	}
+	err = s.write(ctx, func(tx *sqlx.Tx) error {
+		stored = 0
+		now := s.nowText()
+		for _, r := range results {
+			n, err := recordHash(ctx, tx, r, now)
+			if err != nil {
+				return err
+			}
+			stored += n
+		}
+		for _, f := range failures {
+			if err := recordHashFailure(ctx, tx, f, s.Now()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record hashes: %w", err)
+	}
+	return stored, nil
+}
+
+func recordHash(ctx context.Context, tx *sqlx.Tx, r HashResult, now string) (int64, error) {
+	if len(r.Sum) != 32 {
+		return 0, fmt.Errorf("file %d: digest of %d bytes, want 32", r.ID, len(r.Sum))
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE library_files SET
+		hash_algorithm = ?, content_hash = ?, hashed_size_bytes = ?, hashed_mtime_ns = ?,
+		hashed_at = ?, needs_hash = 0, hash_error_count = 0, hash_last_error = NULL,
+		hash_last_error_at = NULL, hash_retry_after = NULL, updated_at = ?
+		WHERE id = ? AND size_bytes = ? AND mtime_ns = ? AND is_missing = 0`,
+		string(r.Algorithm), r.Sum, r.SizeBytes, r.MtimeNs, now, now, r.ID, r.SizeBytes, r.MtimeNs)
+	if err != nil {
+		return 0, fmt.Errorf("file %d: %w", r.ID, err)
+	}
+	return res.RowsAffected()
+}
+
+func recordHashFailure(ctx context.Context, tx *sqlx.Tx, f HashFailure, now time.Time) error {
+	var count int64
+	err := tx.GetContext(ctx, &count, `SELECT hash_error_count FROM library_files WHERE id = ?`, f.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // deleted meanwhile: nothing to record
+	}
+	if err != nil {
+		return fmt.Errorf("file %d: %w", f.ID, err)
+	}
+	count++
+	retry := now.Add(f.Backoff(count))
+	_, err = tx.ExecContext(ctx, `UPDATE library_files SET hash_error_count = ?, hash_last_error = ?,
+		hash_last_error_at = ?, hash_retry_after = ?, updated_at = ? WHERE id = ?`,
+		count, f.Message, protocol.FormatTime(now), protocol.FormatTime(retry), protocol.FormatTime(now), f.ID)
+	if err != nil {
+		return fmt.Errorf("file %d: %w", f.ID, err)
+	}
+	return nil
+}
