@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -34,7 +35,7 @@ func File(ctx context.Context, path string, alg protocol.HashAlgorithm) (sum []b
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	f, _, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +44,29 @@ func File(ctx context.Context, path string, alg protocol.HashAlgorithm) (sum []b
 		return nil, err
 	}
 	return h.Sum(nil), nil
+}
+
+// ErrNotRegular is returned for a path that is not a regular file (a FIFO,
+// a device, a folder): reading it could block forever or mean nothing.
+var ErrNotRegular = errors.New("not a regular file")
+
+// openRegular opens path for reading without blocking on a FIFO and returns
+// the open file's stat. O_NONBLOCK has no effect on regular files.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+	}
+	return f, fi, nil
 }
 
 // newHash returns a fresh hasher for alg with a 32-byte output.

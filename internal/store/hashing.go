@@ -164,3 +164,32 @@ func recordHashFailure(ctx context.Context, tx *sqlx.Tx, f HashFailure, now time
 	}
 	return nil
 }
+
+// HashState is the hash bookkeeping of one library_files row.
+type HashState struct {
+	NeedsHash       bool           `db:"needs_hash"`
+	HashAlgorithm   sql.NullString `db:"hash_algorithm"`
+	ContentHash     []byte         `db:"content_hash"`
+	HashedSizeBytes sql.NullInt64  `db:"hashed_size_bytes"`
+	HashedMtimeNs   sql.NullInt64  `db:"hashed_mtime_ns"`
+	HashedAt        sql.NullString `db:"hashed_at"`
+	HashErrorCount  int64          `db:"hash_error_count"`
+	HashLastError   sql.NullString `db:"hash_last_error"`
+	HashLastErrorAt sql.NullString `db:"hash_last_error_at"`
+	HashRetryAfter  sql.NullString `db:"hash_retry_after"`
+}
+
+// HashState returns the hash columns of file id; ErrNotFound when absent.
+func (s *Store) HashState(ctx context.Context, id int64) (HashState, error) {
+	var h HashState
+	err := s.r.GetContext(ctx, &h, `SELECT needs_hash, hash_algorithm, content_hash, hashed_size_bytes,
+		hashed_mtime_ns, hashed_at, hash_error_count, hash_last_error, hash_last_error_at, hash_retry_after
+		FROM library_files WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, missingRow("file", id)
+	}
+	if err != nil {
+		return h, fmt.Errorf("hash state: %w", err)
+	}
+	return h, nil
+}

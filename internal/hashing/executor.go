@@ -1,0 +1,214 @@
+package hashing
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// IOBucket is the io_rate_limits bucket every workerd's hashing draws from.
+const IOBucket = "hash_io_global"
+
+// Config configures the hash job executor. Zero values take the defaults.
+type Config struct {
+	// LibraryRoot is the folder every library path must lie under (protocol
+	// §8); default "/libraries".
+	LibraryRoot string
+	// BatchSize is the number of files fetched, hashed and committed per
+	// transaction; default 256.
+	BatchSize int
+	// LargeFileBytes is the size from which a file is hashed alone, with
+	// BLAKE3's multi-threaded hashing, instead of beside other files;
+	// default 64 MiB.
+	LargeFileBytes int64
+	// RetryBase is the backoff after a file's first read failure; it doubles
+	// with each further failure. Default 1 minute.
+	RetryBase time.Duration
+	// RetryMax caps the backoff; default 24 hours.
+	RetryMax time.Duration
+	// FlushTimeout bounds the write of already computed results after the
+	// job is cancelled; default 5 seconds.
+	FlushTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.LibraryRoot == "" {
+		c.LibraryRoot = "/libraries"
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 256
+	}
+	if c.LargeFileBytes <= 0 {
+		c.LargeFileBytes = 64 << 20
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = time.Minute
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 24 * time.Hour
+	}
+	if c.FlushTimeout <= 0 {
+		c.FlushTimeout = 5 * time.Second
+	}
+	return c
+}
+
+// Executor runs hash jobs (engine.JobExecutor).
+type Executor struct {
+	st  *store.Store
+	cfg Config
+	// afterRead, when set (tests only), runs after a file was read and
+	// before its stat is taken again.
+	afterRead func(path string)
+}
+
+var _ engine.JobExecutor = (*Executor)(nil)
+
+// New returns a hash job executor over st.
+func New(st *store.Store, cfg Config) *Executor {
+	return &Executor{st: st, cfg: cfg.withDefaults()}
+}
+
+// Counts are a hash job's result figures.
+type Counts struct {
+	Hashed         int64 // digests stored
+	Failed         int64 // files that could not be read (backoff recorded)
+	SkippedChanged int64 // files that changed while read, still needs_hash
+	Unavailable    int64 // files of a library whose root is unusable
+	Bytes          int64 // bytes read into digests
+}
+
+// Map is the job's result JSON.
+func (c Counts) Map() map[string]int64 {
+	return map[string]int64{
+		"hashed": c.Hashed, "failed": c.Failed, "skipped_changed": c.SkippedChanged,
+		"unavailable": c.Unavailable, "bytes": c.Bytes,
+	}
+}
+
+// run is the state of one Execute.
+type run struct {
+	e       *Executor
+	alg     protocol.HashAlgorithm
+	workers int
+	budget  *budget
+	roots   map[int64]string // library id → resolved root; "" when unusable
+	counts  Counts
+}
+
+// Execute hashes every due file of the job's library (all libraries when
+// library_id is NULL): batches in id order, each hashed (small files in
+// parallel, large ones alone) and committed in one transaction. Per-file
+// failures are recorded on the file and never fail the job. On cancel the
+// results already computed are committed and ctx.Err() is returned; the
+// next attempt picks up the files still due.
+func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Reporter) (map[string]int64, error) {
+	r, err := e.start(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	total, err := e.st.CountHashCandidates(ctx, job.LibraryID, r.alg)
+	if err != nil {
+		return nil, err
+	}
+	rep.Progress(0, total)
+	var last, processed int64
+	for {
+		batch, err := e.st.HashCandidates(ctx, job.LibraryID, r.alg, last, e.cfg.BatchSize)
+		if err != nil {
+			return r.counts.Map(), err
+		}
+		if len(batch) == 0 {
+			return r.counts.Map(), nil
+		}
+		done, herr := r.hashBatch(ctx, batch)
+		if err := r.commit(ctx, done); err != nil {
+			return r.counts.Map(), err
+		}
+		processed += int64(len(done))
+		rep.Progress(processed, max(total, processed))
+		if herr != nil {
+			return r.counts.Map(), herr
+		}
+		last = batch[len(batch)-1].ID
+	}
+}
+
+// start loads the settings and resolves the library roots.
+func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
+	vals, err := settings.Load(ctx, e.st)
+	if err != nil {
+		return nil, fmt.Errorf("hash: %w", err)
+	}
+	alg, err := protocol.ParseHashAlgorithm(vals.String("hash.algorithm"))
+	if err != nil {
+		return nil, fmt.Errorf("hash: %w", err)
+	}
+	r := &run{e: e, alg: alg, workers: max(vals.Workers(), 1), roots: map[int64]string{}}
+	if mb := vals.Int("io.hash_rate_limit_mb_s"); mb > 0 {
+		r.budget = &budget{st: e.st, bucket: IOBucket, rate: mb * 1_000_000}
+	}
+	libs, err := e.st.HashLibraries(ctx, job.LibraryID)
+	if err != nil {
+		return nil, err
+	}
+	if job.LibraryID.Valid && len(libs) == 0 {
+		return nil, protocol.Errorf(protocol.ErrLibraryMissing, "library %d no longer exists", job.LibraryID.Int64)
+	}
+	for _, l := range libs {
+		root, err := resolveLibrary(e.cfg.LibraryRoot, l.Path)
+		if err != nil && job.LibraryID.Valid {
+			return nil, err
+		}
+		r.roots[l.ID] = root // "" for an unusable root of an all-libraries job
+	}
+	return r, nil
+}
+
+// commit stores a batch's outcomes; after a cancel it still writes them,
+// within FlushTimeout, so the work is not lost.
+func (r *run) commit(ctx context.Context, done []outcome) error {
+	var results []store.HashResult
+	var failures []store.HashFailure
+	var bytes int64
+	for _, o := range done {
+		switch {
+		case o.unavailable:
+			r.counts.Unavailable++
+		case o.changed:
+			r.counts.SkippedChanged++
+		case o.err != nil:
+			r.counts.Failed++
+			failures = append(failures, store.HashFailure{ID: o.id, Message: o.err.Error(), Backoff: r.e.backoff})
+		default:
+			results = append(results, store.HashResult{ID: o.id, Algorithm: r.alg, Sum: o.sum, SizeBytes: o.size, MtimeNs: o.mtimeNs})
+			bytes += o.size
+		}
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.cfg.FlushTimeout)
+	defer cancel()
+	stored, err := r.e.st.RecordHashes(wctx, results, failures)
+	if err != nil {
+		return err
+	}
+	// Rows whose recorded size/mtime no longer match what was read were
+	// left due by the store: they changed between scan and hash.
+	r.counts.Hashed += stored
+	r.counts.SkippedChanged += int64(len(results)) - stored
+	r.counts.Bytes += bytes
+	return nil
+}
+
+// backoff is RetryBase doubled per earlier failure, capped at RetryMax.
+func (e *Executor) backoff(errorCount int64) time.Duration {
+	d := e.cfg.RetryBase
+	for i := int64(1); i < errorCount && d < e.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, e.cfg.RetryMax)
+}
