@@ -1,0 +1,197 @@
+package archive
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+const (
+	// MaxEntries caps how many entries an archive may list; more is treated
+	// as a corrupt (or hostile) archive. Real comics have a few hundred.
+	MaxEntries = 100_000
+	// MaxComicInfoSize caps ComicInfo.xml; real ones are a few KiB.
+	MaxComicInfoSize = 1 << 20
+	// MaxRarDictionary caps the RAR decoder window (rardecode allocates it):
+	// WinRAR's default is 4 MiB (RAR4) or 32 MiB (RAR5).
+	MaxRarDictionary = 128 << 20
+)
+
+var (
+	magicZip      = []byte("PK\x03\x04")
+	magicZipEmpty = []byte("PK\x05\x06")
+	magicZipSpan  = []byte("PK\x07\x08")
+	magicRar      = []byte("Rar!\x1a\x07")
+	magic7z       = []byte("7z\xbc\xaf\x27\x1c")
+)
+
+// sniffLen is how many leading bytes detection needs.
+const sniffLen = 16
+
+// Detect reads the first bytes of path and returns its real format,
+// whatever its extension says (a .cbr that is really a zip is a zip).
+// Unknown content is an archive_corrupt error; an unreadable file io_error.
+func Detect(path string) (protocol.FileFormat, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", coded(protocol.ErrIOError, err, "detect")
+	}
+	defer f.Close()
+	head := make([]byte, sniffLen)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", coded(protocol.ErrIOError, err, "detect")
+	}
+	return DetectBytes(head[:n])
+}
+
+// DetectBytes returns the format of content starting with head (at least
+// 16 bytes when the content is that long).
+func DetectBytes(head []byte) (protocol.FileFormat, error) {
+	switch {
+	case len(head) == 0:
+		return "", codedf(protocol.ErrArchiveCorrupt, "empty file")
+	case bytes.HasPrefix(head, magicZip), bytes.HasPrefix(head, magicZipEmpty), bytes.HasPrefix(head, magicZipSpan):
+		return protocol.FormatZip, nil
+	case bytes.HasPrefix(head, magicRar):
+		return protocol.FormatRar, nil
+	case bytes.HasPrefix(head, magic7z):
+		return protocol.FormatSevenZip, nil
+	case imageKind(head) != "":
+		return protocol.FormatImage, nil
+	}
+	return "", codedf(protocol.ErrArchiveCorrupt, "unknown format (magic % x)", head[:min(len(head), 8)])
+}
+
+// imageKind names the image format of head by magic bytes, or "".
+func imageKind(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte{0xff, 0xd8, 0xff}):
+		return "jpeg"
+	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
+		return "png"
+	case bytes.HasPrefix(head, []byte("GIF87a")), bytes.HasPrefix(head, []byte("GIF89a")):
+		return "gif"
+	case len(head) >= 12 && bytes.Equal(head[:4], []byte("RIFF")) && bytes.Equal(head[8:12], []byte("WEBP")):
+		return "webp"
+	case len(head) >= 12 && bytes.Equal(head[4:8], []byte("ftyp")) &&
+		(bytes.Equal(head[8:12], []byte("avif")) || bytes.Equal(head[8:12], []byte("avis"))):
+		return "avif"
+	case bytes.HasPrefix(head, []byte("BM")) && len(head) >= 14:
+		return "bmp"
+	case bytes.HasPrefix(head, []byte{0xff, 0x0a}), bytes.HasPrefix(head, []byte("\x00\x00\x00\x0cJXL \r\n\x87\n")):
+		return "jxl"
+	}
+	return ""
+}
+
+// Open opens the archive or loose image at path. The format comes from
+// magic bytes; the listing comes from the index only. The returned Archive
+// keeps the file open until Close.
+func Open(path string) (Archive, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, coded(protocol.ErrIOError, err, "open")
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, coded(protocol.ErrIOError, err, "stat")
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, codedf(protocol.ErrIOError, "open %s: is a directory", path)
+	}
+	a, err := OpenReaderAt(f, st.Size(), st.Name())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	a.(closerSetter).setCloser(f)
+	return a, nil
+}
+
+// OpenReaderAt opens archive content held by r (size bytes). name is used
+// as the page name of a loose image. Close does not close r.
+func OpenReaderAt(r io.ReaderAt, size int64, name string) (Archive, error) {
+	head := make([]byte, min(size, sniffLen))
+	if _, err := r.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, classify(err, "read header")
+	}
+	format, err := DetectBytes(head)
+	if err != nil {
+		return nil, err
+	}
+	switch format {
+	case protocol.FormatZip:
+		return openZip(r, size)
+	case protocol.FormatRar:
+		return openRar(r, size)
+	case protocol.FormatSevenZip:
+		return open7z(r, size)
+	case protocol.FormatImage:
+		return openImage(r, size, name), nil
+	}
+	return nil, fmt.Errorf("open: unhandled format %q", format)
+}
+
+// closerSetter lets Open hand the *os.File to the archive it opened.
+type closerSetter interface{ setCloser(io.Closer) }
+
+// common implements the parts of Archive shared by every format.
+type common struct {
+	format protocol.FileFormat
+	sel    selection
+	closer io.Closer
+	// read opens entry i of the format's own listing.
+	read func(e Entry, limit int64) ([]byte, error)
+}
+
+func (c *common) Format() protocol.FileFormat { return c.format }
+func (c *common) Pages() []Entry              { return c.sel.pages }
+func (c *common) setCloser(cl io.Closer)      { c.closer = cl }
+
+func (c *common) ComicInfo() ([]byte, bool, error) {
+	if c.sel.comicInfo == nil {
+		return nil, false, nil
+	}
+	data, err := c.ReadEntry(*c.sel.comicInfo, MaxComicInfoSize)
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+func (c *common) ReadEntry(e Entry, limit int64) ([]byte, error) {
+	if e.Size > limit {
+		return nil, errTooLarge(e.Name, e.Size, limit)
+	}
+	return c.read(e, limit)
+}
+
+func (c *common) Close() error {
+	if c.closer == nil {
+		return nil
+	}
+	err := c.closer.Close()
+	c.closer = nil
+	return err
+}
+
+// readBounded reads r to the end but never more than limit+1 bytes, so a
+// header that lies about the size cannot make us allocate more than limit.
+func readBounded(r io.Reader, e Entry, limit int64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(e.Size, limit, 64<<20))+1))
+	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, errTooLarge(e.Name, n, limit)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,67 @@
+package archive
+
+import (
+	"errors"
+	"io"
+
+	"github.com/bodgit/sevenzip"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+type sevenZipArchive struct {
+	common
+	files []*sevenzip.File
+}
+
+// open7z prescans the header (encryption, counts), then lets sevenzip
+// parse the listing. No folder is decoded to list pages.
+func open7z(r io.ReaderAt, size int64) (Archive, error) {
+	if err := prescan7z(r, size); err != nil {
+		return nil, err
+	}
+	zr, err := sevenzip.NewReader(r, size)
+	if err != nil {
+		return nil, sevenZipError(err, "list 7z")
+	}
+	if len(zr.File) > MaxEntries {
+		return nil, codedf(protocol.ErrArchiveCorrupt, "list 7z: %d entries exceeds the limit of %d", len(zr.File), MaxEntries)
+	}
+	raw := make([]rawEntry, 0, len(zr.File))
+	for i, f := range zr.File {
+		raw = append(raw, rawEntry{name: f.Name, size: int64(min(f.UncompressedSize, 1<<62)), dir: f.FileInfo().IsDir(), index: i})
+	}
+	a := &sevenZipArchive{files: zr.File}
+	a.common = common{format: protocol.FormatSevenZip, sel: selectEntries(raw), read: a.read}
+	return a, nil
+}
+
+// sevenZipError maps sevenzip errors: its ReadError says whether an
+// encrypting coder was involved, which without a password means locked.
+func sevenZipError(err error, what string) error {
+	var re *sevenzip.ReadError
+	if errors.As(err, &re) && re.Encrypted {
+		return coded(protocol.ErrArchiveEncrypted, err, what)
+	}
+	var rv sevenzip.ReadError
+	if errors.As(err, &rv) && rv.Encrypted {
+		return coded(protocol.ErrArchiveEncrypted, err, what)
+	}
+	return classify(err, what)
+}
+
+func (a *sevenZipArchive) read(e Entry, limit int64) ([]byte, error) {
+	if e.index < 0 || e.index >= len(a.files) {
+		return nil, codedf(protocol.ErrArchiveCorrupt, "read %q: no such entry", e.Name)
+	}
+	rc, err := a.files[e.index].Open()
+	if err != nil {
+		return nil, sevenZipError(err, "read "+e.Name)
+	}
+	defer rc.Close()
+	data, err := readBounded(rc, e, limit)
+	if err != nil {
+		return nil, sevenZipError(err, "read "+e.Name)
+	}
+	return data, nil
+}

@@ -1,0 +1,82 @@
+package archive
+
+import (
+	"archive/zip"
+	"compress/bzip2"
+	"errors"
+	"io"
+	"unicode/utf8"
+
+	"golang.org/x/text/encoding/charmap"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+const (
+	zipFlagEncrypted       = 0x1
+	zipFlagStrongEncrypted = 0x40
+	zipMethodBzip2         = 12
+)
+
+type zipArchive struct {
+	common
+	files []*zip.File
+}
+
+// openZip lists the central directory. Any encrypted entry makes the whole
+// archive archive_encrypted: Bindery has no passwords, and a comic with
+// some pages locked is not readable either.
+func openZip(r io.ReaderAt, size int64) (Archive, error) {
+	zr, err := zip.NewReader(r, size)
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		return nil, classify(err, "list zip")
+	}
+	if len(zr.File) > MaxEntries {
+		return nil, codedf(protocol.ErrArchiveCorrupt, "list zip: %d entries exceeds the limit of %d", len(zr.File), MaxEntries)
+	}
+	zr.RegisterDecompressor(zipMethodBzip2, func(r io.Reader) io.ReadCloser { return io.NopCloser(bzip2.NewReader(r)) })
+	raw := make([]rawEntry, 0, len(zr.File))
+	for i, f := range zr.File {
+		dir := f.FileInfo().IsDir()
+		if !dir && f.Flags&(zipFlagEncrypted|zipFlagStrongEncrypted) != 0 {
+			return nil, codedf(protocol.ErrArchiveEncrypted, "list zip: entry %q is encrypted", f.Name)
+		}
+		raw = append(raw, rawEntry{name: zipName(f), size: int64(min(f.UncompressedSize64, 1<<62)), dir: dir, index: i})
+	}
+	a := &zipArchive{files: zr.File}
+	a.common = common{format: protocol.FormatZip, sel: selectEntries(raw), read: a.read}
+	return a, nil
+}
+
+// zipName decodes names written without the UTF-8 flag by old Windows
+// tools: when they are not valid UTF-8 they are CP437, as the spec says.
+func zipName(f *zip.File) string {
+	if !f.NonUTF8 || utf8.ValidString(f.Name) {
+		return f.Name
+	}
+	s, err := charmap.CodePage437.NewDecoder().String(f.Name)
+	if err != nil {
+		return f.Name
+	}
+	return s
+}
+
+func (a *zipArchive) read(e Entry, limit int64) ([]byte, error) {
+	if e.index < 0 || e.index >= len(a.files) {
+		return nil, codedf(protocol.ErrArchiveCorrupt, "read %q: no such entry", e.Name)
+	}
+	f := a.files[e.index]
+	rc, err := f.Open()
+	if err != nil {
+		if errors.Is(err, zip.ErrAlgorithm) {
+			return nil, codedf(protocol.ErrArchiveCorrupt, "read %q: unsupported zip compression method %d", e.Name, f.Method)
+		}
+		return nil, classify(err, "read "+e.Name)
+	}
+	defer rc.Close()
+	data, err := readBounded(rc, e, limit)
+	if err != nil {
+		return nil, classify(err, "read "+e.Name)
+	}
+	return data, nil
+}
