@@ -119,8 +119,11 @@ func (r *run) readSum(ctx context.Context, path string, parallel bool) ([]byte, 
 		return nil, nil, err
 	}
 	defer f.Close()
-	h := r.newHasher(parallel)
-	n, err := copyHash(ctx, h, f, r.budget.take(ctx))
+	h, pool := r.newHasher(parallel), &bufPool
+	if parallel {
+		pool = &bigBufPool
+	}
+	n, err := copyHashPool(ctx, h, f, r.budget.take(ctx), pool)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package hashing
+
+const raceEnabled = false
