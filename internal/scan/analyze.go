@@ -1,0 +1,141 @@
+package scan
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+
+	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// analyze is phase 3: every present row that needs analysis is opened, in
+// parallel (scan.max_workers), and its archive index read: page count,
+// ComicInfo.xml, series name. Nothing is decompressed but ComicInfo.xml.
+// Results are written a batch at a time; a batch interrupted by a cancel is
+// dropped whole and redone by the next scan (its rows still need analysis).
+func (r *run) analyze(ctx context.Context) error {
+	total, err := r.st.CountToAnalyze(ctx, r.libID)
+	if err != nil {
+		return err
+	}
+	done := int64(0)
+	r.progress(r.counts.FilesSeen, r.counts.FilesSeen+total)
+	var after int64
+	for {
+		targets, err := r.st.FilesToAnalyze(ctx, r.libID, after, r.cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		if len(targets) == 0 {
+			return nil
+		}
+		after = targets[len(targets)-1].ID
+		results := r.analyzeAll(ctx, targets)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b := store.AnalysisBatch{SessionID: r.session.ID, Results: make([]store.Analysis, 0, len(results))}
+		for _, res := range results {
+			b.Results = append(b.Results, res.analysis)
+			b.Errors = append(b.Errors, res.errs...)
+			r.counts.ErrorCount += int64(len(res.errs))
+		}
+		b.Counts = r.counts
+		if err := r.st.ApplyAnalysis(ctx, &b); err != nil {
+			return err
+		}
+		done += int64(len(targets))
+		r.progress(r.counts.FilesSeen+done, r.counts.FilesSeen+max(total, done))
+	}
+}
+
+type fileResult struct {
+	analysis store.Analysis
+	errs     []store.ScanError
+}
+
+// analyzeAll analyses targets with the configured number of workers and
+// returns the results in the targets' order.
+func (r *run) analyzeAll(ctx context.Context, targets []store.FileTarget) []fileResult {
+	out := make([]fileResult, len(targets))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(r.vals.Workers(), len(targets)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				out[i] = r.analyzeFile(targets[i])
+			}
+		}()
+	}
+	for i := range targets {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return out
+}
+
+// analyzeFile reads one file's index. A file that cannot be read keeps a
+// row with the error code and a series guessed from its path, so it still
+// shows up in its folder's series; the scan goes on.
+func (r *run) analyzeFile(t store.FileTarget) fileResult {
+	guess := guessSeries(t.RelativePath)
+	res := fileResult{analysis: store.Analysis{ID: t.ID, SeriesNameRaw: guess.name}}
+	a := &res.analysis
+	a.Metadata = store.FileMetadata{Source: string(guess.source), Series: nullStr(guess.name), Year: nullInt(guess.year)}
+	fail := func(err error) fileResult {
+		a.ErrorCode = protocol.CodeOf(err, protocol.ErrIOError)
+		a.ErrorMessage = err.Error()
+		res.errs = append(res.errs, store.ScanError{RelativePath: t.RelativePath, Code: a.ErrorCode, Message: a.ErrorMessage})
+		return res
+	}
+	abs, err := pathsafe.Resolve(r.root, t.RelativePath)
+	if err != nil {
+		return fail(protocol.Wrap(protocol.ErrIOError, err))
+	}
+	arc, err := archive.Open(abs)
+	if err != nil {
+		return fail(err)
+	}
+	defer arc.Close()
+	a.Format = string(arc.Format())
+	a.TotalPages = sql.NullInt64{Int64: int64(len(arc.Pages())), Valid: true}
+	data, ok, err := arc.ComicInfo()
+	if err != nil {
+		return fail(err)
+	}
+	if ok {
+		meta, series, perr := parseComicInfo(data)
+		if perr != nil {
+			res.errs = append(res.errs, store.ScanError{RelativePath: t.RelativePath, Code: protocol.ErrArchiveCorrupt,
+				Message: "ComicInfo.xml ignored: " + perr.Error()})
+		} else {
+			a.Metadata = meta
+			if series != "" {
+				a.SeriesNameRaw = series
+			} else {
+				a.Metadata.Series = nullStr(guess.name)
+				if !a.Metadata.Year.Valid {
+					a.Metadata.Year = nullInt(guess.year)
+				}
+			}
+		}
+	}
+	if a.TotalPages.Int64 == 0 {
+		return fail(protocol.Errorf(protocol.ErrNoPages, "no image pages"))
+	}
+	a.NeedsCover = r.coverMode
+	return res
+}
+
+func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func nullInt(n int) sql.NullInt64 { return sql.NullInt64{Int64: int64(n), Valid: n != 0} }

@@ -1,0 +1,218 @@
+package scan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/bindery-nas/bindery/internal/store"
+)
+
+// discover is phase 1: it walks the library and merges the walk with the
+// library's rows, both in relative_path byte order, like a merge join:
+//
+//   - a path only on disk is a new row (needs analysis and a hash);
+//   - a path on both sides with the same (size, mtime) is unchanged and
+//     costs no write at all; a different signature is a change;
+//   - a row seen again while marked missing is restored;
+//   - a row only in the database is marked missing (never deleted).
+//
+// Memory is one folder listing, one page of rows and one batch of writes,
+// whatever the size of the library. Writes go in batches of BatchSize rows
+// per transaction, each idempotent, so a killed scan resumes cleanly.
+type discover struct {
+	run   *run
+	pager sigPager
+	batch store.DiscoveryBatch
+	last  string
+	// estimate is the expected number of files, for progress.
+	estimate int64
+}
+
+func (d *discover) do(ctx context.Context) error {
+	r := d.run
+	d.pager = sigPager{st: r.st, lib: r.libID, limit: max(r.cfg.BatchSize*2, 100)}
+	d.resetBatch()
+	est, err := r.st.CountPresentFiles(ctx, r.libID)
+	if err != nil {
+		return err
+	}
+	d.estimate = est
+	w := &walker{root: r.root, exts: r.vals.Extensions(), errs: d.addError}
+	if err := w.walk(ctx, d.visit); err != nil {
+		r.counts.DirectoriesSeen = w.dirs
+		return err
+	}
+	r.counts.DirectoriesSeen = w.dirs
+	for {
+		sig, ok, err := d.pager.peek(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		d.unseen(sig)
+		d.pager.next()
+		if err := d.maybeFlush(ctx); err != nil {
+			return err
+		}
+	}
+	return d.flush(ctx)
+}
+
+// visit merges one walk item with the rows that sort before or at it.
+func (d *discover) visit(it item) error {
+	ctx := d.run.ctx
+	if it.rel <= d.last {
+		return fmt.Errorf("discover: walk order broken at %q after %q", it.rel, d.last)
+	}
+	d.last = it.rel
+	for {
+		sig, ok, err := d.pager.peek(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok || sig.RelativePath >= it.rel {
+			break
+		}
+		d.unseen(sig)
+		d.pager.next()
+	}
+	if it.opaque {
+		if err := d.skipPrefix(ctx, it.rel); err != nil {
+			return err
+		}
+		return d.maybeFlush(ctx)
+	}
+	c := &d.run.counts
+	c.FilesSeen++
+	c.BytesSeen += it.stat.SizeBytes
+	sig, ok, err := d.pager.peek(ctx)
+	if err != nil {
+		return err
+	}
+	if ok && sig.RelativePath == it.rel {
+		d.seen(sig, it.stat)
+		d.pager.next()
+	} else {
+		d.batch.Insert = append(d.batch.Insert, it.stat)
+		c.Added++
+	}
+	if c.FilesSeen%256 == 0 {
+		d.run.progress(c.FilesSeen, max(d.estimate, c.FilesSeen))
+	}
+	return d.maybeFlush(ctx)
+}
+
+// seen compares a row with the file found at its path.
+func (d *discover) seen(sig store.FileSig, st store.FileStat) {
+	c := &d.run.counts
+	same := sig.SizeBytes == st.SizeBytes && sig.MtimeNS == st.MtimeNS
+	switch {
+	case same && !sig.IsMissing:
+		c.Unchanged++
+	case same:
+		c.Restored++
+		d.batch.Update = append(d.batch.Update, store.FileUpdate{ID: sig.ID, FileStat: st})
+	default:
+		c.Changed++
+		if sig.IsMissing {
+			c.Restored++
+		}
+		d.batch.Update = append(d.batch.Update, store.FileUpdate{ID: sig.ID, FileStat: st, SigChanged: true})
+	}
+	if same && d.run.force {
+		d.batch.Reanalyze = append(d.batch.Reanalyze, sig.ID)
+	}
+}
+
+// unseen handles a row no file was found for.
+func (d *discover) unseen(sig store.FileSig) {
+	if sig.IsMissing {
+		return
+	}
+	d.run.counts.Missing++
+	d.batch.Missing = append(d.batch.Missing, sig.ID)
+}
+
+// skipPrefix passes over the rows under a folder that could not be read.
+func (d *discover) skipPrefix(ctx context.Context, prefix string) error {
+	for {
+		sig, ok, err := d.pager.peek(ctx)
+		if err != nil || !ok || !strings.HasPrefix(sig.RelativePath, prefix) {
+			return err
+		}
+		d.pager.next()
+	}
+}
+
+func (d *discover) addError(e store.ScanError) {
+	d.run.counts.ErrorCount++
+	d.batch.Errors = append(d.batch.Errors, e)
+}
+
+func (d *discover) maybeFlush(ctx context.Context) error {
+	if d.batch.Len()+len(d.batch.Errors) < d.run.cfg.BatchSize {
+		return nil
+	}
+	return d.flush(ctx)
+}
+
+// flush writes the pending batch with the session's running counts. A batch
+// without writes costs nothing: an unchanged library is never written to.
+func (d *discover) flush(ctx context.Context) error {
+	if d.batch.Empty() {
+		return nil
+	}
+	d.batch.Counts = d.run.counts
+	if err := d.run.st.ApplyDiscovery(ctx, &d.batch); err != nil {
+		return err
+	}
+	d.resetBatch()
+	d.run.progress(d.run.counts.FilesSeen, max(d.estimate, d.run.counts.FilesSeen))
+	return nil
+}
+
+func (d *discover) resetBatch() {
+	r := d.run
+	d.batch = store.DiscoveryBatch{SessionID: r.session.ID, LibraryID: r.libID, MissingSince: r.session.StartedAt,
+		Insert: d.batch.Insert[:0], Update: d.batch.Update[:0], Reanalyze: d.batch.Reanalyze[:0],
+		Missing: d.batch.Missing[:0], Errors: d.batch.Errors[:0]}
+}
+
+// sigPager reads a library's rows in relative_path order, one page at a
+// time (keyset pagination, so no read transaction stays open).
+type sigPager struct {
+	st    *store.Store
+	lib   int64
+	limit int
+	buf   []store.FileSig
+	pos   int
+	after string
+	done  bool
+}
+
+func (p *sigPager) peek(ctx context.Context) (store.FileSig, bool, error) {
+	if p.pos < len(p.buf) {
+		return p.buf[p.pos], true, nil
+	}
+	if p.done {
+		return store.FileSig{}, false, nil
+	}
+	page, err := p.st.FileSigsAfter(ctx, p.lib, p.after, p.limit)
+	if err != nil {
+		return store.FileSig{}, false, err
+	}
+	p.buf, p.pos = page, 0
+	if len(page) < p.limit {
+		p.done = true
+	}
+	if len(page) == 0 {
+		return store.FileSig{}, false, nil
+	}
+	p.after = page[len(page)-1].RelativePath
+	return p.buf[0], true, nil
+}
+
+func (p *sigPager) next() { p.pos++ }

@@ -1,0 +1,200 @@
+// Package scan is the scan job executor of workerd: it turns a library
+// folder into library_files, series and file_metadata rows.
+//
+// Strategy: a scan is a sequence of phases, each streaming over the
+// database in batches and each idempotent, so that memory stays bounded on
+// a library of any size and a scan killed at any point converges, when run
+// again, to the rows an uninterrupted scan would have written:
+//
+//  1. discover: walk + merge with the rows by (relative_path, size, mtime);
+//     new, changed, restored and missing rows (discover.go);
+//  2. moves: new rows that are a missing row moved elsewhere (moves.go);
+//  3. analyze: page count and ComicInfo.xml of new/changed rows, in
+//     parallel (analyze.go);
+//  4. series: one series per case-folded (name, publisher), created one at
+//     a time in name order, first file by path wins (series.go);
+//  5. link: files to series, counts, empty series removed (series.go);
+//  6. covers: files without a cover marked when regenerate_missing=1.
+//
+// Covers themselves are policy: the scan only sets needs_cover; controld
+// admits thumbnail rows.
+package scan
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Config configures the executor. Zero values take the documented
+// defaults.
+type Config struct {
+	// LibraryRoot is workerd's --library-root: every library path must
+	// resolve (realpath) inside it, else the scan fails with
+	// path_violation. Default "": no confinement (tests, single-user
+	// setups).
+	LibraryRoot string
+	// BatchSize is the number of rows written per transaction and read per
+	// page. Default 500.
+	BatchSize int
+}
+
+// Executor runs scan jobs. It is safe for concurrent use, though the
+// protocol allows one scan at a time.
+type Executor struct {
+	st  *store.Store
+	cfg Config
+}
+
+var _ engine.JobExecutor = (*Executor)(nil)
+
+// New returns a scan executor over st.
+func New(st *store.Store, cfg Config) *Executor {
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 500
+	}
+	return &Executor{st: st, cfg: cfg}
+}
+
+// run is the state of one scan.
+type run struct {
+	ctx       context.Context
+	st        *store.Store
+	cfg       Config
+	vals      settings.Values
+	rep       engine.Reporter
+	libID     int64
+	root      string
+	force     bool
+	coverMode bool
+	session   store.ScanRecord
+	counts    store.ScanCounts
+}
+
+// Execute scans the job's library. The result is the session's counts. On
+// cancel (ctx done) it returns ctx.Err(), every finished batch kept and the
+// session closed as failed with code cancelled.
+func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Reporter) (map[string]int64, error) {
+	var p protocol.ScanPayload
+	if err := protocol.DecodePayload(job.Payload, &p); err != nil {
+		return nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
+	}
+	if !job.LibraryID.Valid {
+		return nil, protocol.Errorf(protocol.ErrInvalidPayload, "scan job %d names no library", job.ID)
+	}
+	vals, err := settings.Load(ctx, e.st)
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	r := &run{ctx: ctx, st: e.st, cfg: e.cfg, vals: vals, rep: rep, libID: job.LibraryID.Int64, force: p.Force,
+		coverMode: vals.String("scan.cover.mode") == "scan"}
+	if r.root, err = e.resolveLibrary(ctx, r.libID); err != nil {
+		return nil, err
+	}
+	r.session, err = e.st.StartScanSession(ctx, sql.NullInt64{Int64: job.ID, Valid: true}, r.libID)
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	runErr := r.phases(ctx)
+	status, code, msg := protocol.ScanSucceeded, "", ""
+	if runErr != nil {
+		status, code, msg = protocol.ScanFailed, protocol.CodeOf(runErr, protocol.ErrExecutorFailed), runErr.Error()
+		if ctx.Err() != nil {
+			code, msg, runErr = protocol.ErrCancelled, "scan cancelled", ctx.Err()
+		}
+	}
+	if err := e.st.FinishScanSession(context.WithoutCancel(ctx), r.session.ID, status, r.counts, code, msg); err != nil {
+		return r.counts.Map(), errors.Join(runErr, err)
+	}
+	return r.counts.Map(), runErr
+}
+
+func (r *run) phases(ctx context.Context) error {
+	d := &discover{run: r}
+	if err := d.do(ctx); err != nil {
+		return err
+	}
+	if r.vals.String("scan.hash.mode") == "full" {
+		if err := r.detectMoves(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.analyze(ctx); err != nil {
+		return err
+	}
+	ids, err := r.createSeries(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.linkSeries(ctx, ids); err != nil {
+		return err
+	}
+	if r.coverMode && r.vals.Bool("scan.cover.regenerate_missing") {
+		for {
+			n, err := r.st.MarkCoversMissing(ctx, r.libID, r.cfg.BatchSize)
+			if err != nil {
+				return err
+			}
+			if n < int64(r.cfg.BatchSize) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// resolveLibrary returns the real path of a library, which must be an
+// existing folder inside the configured library root.
+func (e *Executor) resolveLibrary(ctx context.Context, id int64) (string, error) {
+	p, err := e.st.LibraryPath(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", protocol.Errorf(protocol.ErrLibraryMissing, "library %d does not exist", id)
+		}
+		return "", fmt.Errorf("scan: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", protocol.Errorf(protocol.ErrLibraryMissing, "library folder %s: %v", p, err)
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return "", protocol.Wrap(protocol.ErrLibraryMissing, err)
+	}
+	if info, err := os.Stat(real); err != nil || !info.IsDir() {
+		return "", protocol.Errorf(protocol.ErrLibraryMissing, "library folder %s is not a readable folder", p)
+	}
+	if e.cfg.LibraryRoot != "" {
+		root, err := filepath.EvalSymlinks(e.cfg.LibraryRoot)
+		if err != nil {
+			return "", protocol.Errorf(protocol.ErrLibraryMissing, "library root %s: %v", e.cfg.LibraryRoot, err)
+		}
+		if root, err = filepath.Abs(root); err != nil || !within(root, real) {
+			return "", protocol.Errorf(protocol.ErrPathViolation, "library folder %s is not inside the library root %s", p, root)
+		}
+	}
+	return real, nil
+}
+
+// progress reports to the engine, which writes it on its next heartbeat.
+func (r *run) progress(processed, total int64) {
+	if r.rep != nil {
+		r.rep.Progress(processed, total)
+	}
+}
+
+// statFile stats abs as discovery does.
+func statFile(abs, rel string) (store.FileStat, error) {
+	info, err := os.Stat(abs)
+	if err != nil {
+		return store.FileStat{}, err
+	}
+	return statOf(rel, info), nil
+}

@@ -1,0 +1,167 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// item is one thing the walk reports, in strictly increasing byte order of
+// rel (SQLite's BINARY collation), so that discovery can merge it with the
+// rows of library_files read in relative_path order.
+type item struct {
+	// rel is the '/'-separated path relative to the library root. For an
+	// opaque folder it ends in '/'.
+	rel string
+	// opaque marks a folder that could not be read: the rows under it are
+	// neither seen nor missing, they are left alone.
+	opaque bool
+	stat   store.FileStat
+}
+
+// walker walks a library folder without ever following a symlink out of
+// it.
+//
+// Strategy: each folder is read whole with os.ReadDir and its entries sorted
+// by name, with "/" appended to folder names. A folder's subtree is then a
+// contiguous block that sorts exactly where "name/" sorts among its
+// siblings, so a depth-first walk emits full relative paths in byte order
+// without ever sorting more than one folder listing.
+type walker struct {
+	// root is the library's real path (symlinks resolved).
+	root string
+	exts map[string]bool
+	// dirs counts folders read; errs receives per-path problems.
+	dirs int64
+	errs func(store.ScanError)
+}
+
+type dirEntry struct {
+	key string // name, plus "/" for folders
+	ent fs.DirEntry
+}
+
+// walk calls fn for every candidate file and every unreadable folder. An
+// unreadable root is returned as an error.
+func (w *walker) walk(ctx context.Context, fn func(item) error) error {
+	ents, err := os.ReadDir(w.root)
+	if err != nil {
+		return protocol.Wrap(protocol.ErrLibraryMissing, err)
+	}
+	return w.dir(ctx, "", ents, fn)
+}
+
+func (w *walker) dir(ctx context.Context, rel string, ents []fs.DirEntry, fn func(item) error) error {
+	w.dirs++
+	list := make([]dirEntry, 0, len(ents))
+	for _, e := range ents {
+		if skipName(e.Name()) {
+			continue
+		}
+		key := e.Name()
+		if e.IsDir() {
+			key += "/"
+		}
+		list = append(list, dirEntry{key: key, ent: e})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].key < list[j].key })
+	for _, de := range list {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		childRel := path.Join(rel, de.ent.Name())
+		if err := w.entry(ctx, childRel, de.ent, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, fn func(item) error) error {
+	abs := filepath.Join(w.root, filepath.FromSlash(rel))
+	switch t := e.Type(); {
+	case t.IsDir():
+		ents, err := os.ReadDir(abs)
+		if err != nil {
+			w.errs(store.ScanError{RelativePath: rel + "/", Code: protocol.ErrIOError, Message: err.Error()})
+			return fn(item{rel: rel + "/", opaque: true})
+		}
+		return w.dir(ctx, rel, ents, fn)
+	case t&fs.ModeSymlink != 0:
+		return w.symlink(rel, abs, fn)
+	case t.IsRegular():
+		if !w.wanted(rel) {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // deleted since the folder was read
+			}
+			w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrIOError, Message: err.Error()})
+			return nil
+		}
+		return fn(item{rel: rel, stat: statOf(rel, info)})
+	}
+	return nil // sockets, devices, pipes
+}
+
+// symlink indexes a link to a file inside the library under the link's own
+// path. A link that leads out of the library is recorded, never followed;
+// a link to a folder inside the library is not followed either (its target
+// is walked in place, and following could loop).
+func (w *walker) symlink(rel, abs string, fn func(item) error) error {
+	target, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if w.wanted(rel) {
+			w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrIOError, Message: "broken symlink: " + err.Error()})
+		}
+		return nil
+	}
+	if !within(w.root, target) {
+		w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrSymlinkEscape,
+			Message: "symlink leads outside the library to " + target})
+		return nil
+	}
+	info, err := os.Stat(target)
+	if err != nil || !info.Mode().IsRegular() || !w.wanted(rel) {
+		return nil
+	}
+	return fn(item{rel: rel, stat: statOf(rel, info)})
+}
+
+func (w *walker) wanted(rel string) bool {
+	return w.exts[strings.ToLower(path.Ext(rel))]
+}
+
+// skipName is true for names a library never indexes: dot-files and the
+// metadata folders NAS systems and macOS sprinkle everywhere.
+func skipName(name string) bool {
+	switch name {
+	case "@eaDir", "__MACOSX", "#recycle", "#snapshot", "Thumbs.db":
+		return true
+	}
+	return strings.HasPrefix(name, ".")
+}
+
+func statOf(rel string, info fs.FileInfo) store.FileStat {
+	st := store.FileStat{RelativePath: rel, SizeBytes: info.Size(), MtimeNS: info.ModTime().UnixNano()}
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+		st.Inode, st.Device = int64(sys.Ino), int64(sys.Dev)
+	}
+	return st
+}
+
+// within reports whether the real path p is root or lies under it.
+func within(root, p string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, string(filepath.Separator))+string(filepath.Separator))
+}
