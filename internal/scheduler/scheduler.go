@@ -1,0 +1,130 @@
+// Package scheduler is controld's clock: small periodic services that turn
+// time and finished work into rows (protocol §4, §5, issue 8). The scan
+// queue's dispatcher, scan follow-ups (cover admission, the hash job after a
+// scan), periodic scans, stale-lease recovery, retries, retention, WAL
+// checkpoints and missing-file cover cleanups. Every service keeps its
+// state in the database, so a restarted controld (or a second one) simply
+// continues; none of them ever stops controld on error.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// CoverAdmitter admits thumbnail rows for files flagged needs_cover (the
+// covers store). *store.Store satisfies it once the covers code is built
+// in; until then cover admission is skipped.
+type CoverAdmitter interface {
+	AdmitPendingCovers(ctx context.Context, libraryID int64, limit int, capacity, shardCount int64, format protocol.ImageFormat) (int64, error)
+}
+
+// CleanupScheduler schedules cover cleanups of files missing for longer
+// than missingFor. *store.Store satisfies it once the covers code is built
+// in; until then the service is skipped.
+type CleanupScheduler interface {
+	ScheduleMissingCleanups(ctx context.Context, missingFor time.Duration) (int64, error)
+}
+
+// Scheduler runs the services. Create it with New, then Start; Stop ends
+// every service and waits for them.
+type Scheduler struct {
+	st       *store.Store
+	cfg      Config
+	covers   CoverAdmitter
+	cleanups CleanupScheduler
+	metrics  *metrics
+
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	dispatch *service
+}
+
+// New prepares a scheduler over st; nothing runs before Start.
+func New(st *store.Store, cfg Config) *Scheduler {
+	s := &Scheduler{st: st, cfg: cfg.withDefaults()}
+	if a, ok := any(st).(CoverAdmitter); ok {
+		s.covers = a
+	}
+	if c, ok := any(st).(CleanupScheduler); ok {
+		s.cleanups = c
+	}
+	return s
+}
+
+// WithCovers overrides the cover admitter (nil disables admission).
+func (s *Scheduler) WithCovers(a CoverAdmitter) *Scheduler { s.covers = a; return s }
+
+// WithCleanups overrides the cleanup scheduler (nil disables it).
+func (s *Scheduler) WithCleanups(c CleanupScheduler) *Scheduler { s.cleanups = c; return s }
+
+// ErrRunning is returned by Start on a scheduler already started.
+var ErrRunning = errors.New("scheduler already running")
+
+// Start starts every service on its own goroutine; each runs once at
+// once, then on its period. ctx bounds them all, as does Stop.
+func (s *Scheduler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return ErrRunning
+	}
+	m, err := newMetrics(s.cfg.Registry)
+	if err != nil {
+		return err
+	}
+	s.metrics = m
+	s.dispatch = newService("dispatch", s.cfg.DispatchInterval, s.dispatchOnce, s)
+	services := []*service{
+		s.dispatch,
+		newService("followups", s.cfg.FollowUpInterval, s.followUps, s),
+		newService("schedule", s.cfg.ScheduleInterval, s.scheduledScans, s),
+		newService("recover", s.cfg.Lease/protocol.RecoverDivisor, s.recoverStale, s),
+		newService("retry", s.cfg.RetryInterval, s.retries, s),
+		newService("retention", s.cfg.RetentionInterval, s.retention, s),
+		newService("wal", s.cfg.WALInterval, s.walCheckpoints, s),
+		newService("cleanups", s.cfg.CleanupInterval, s.missingCleanups, s),
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	for _, sv := range services {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			sv.run(ctx)
+		}()
+	}
+	s.cfg.Logger.Info("scheduler started", "services", len(services), "lease", s.cfg.Lease)
+	return nil
+}
+
+// Stop ends every service and waits for the running ticks to return. It
+// is safe to call more than once and without Start.
+func (s *Scheduler) Stop() {
+	s.mu.Lock()
+	cancel := s.cancel
+	s.cancel = nil
+	s.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	s.wg.Wait()
+	s.cfg.Logger.Info("scheduler stopped")
+}
+
+// Kick wakes the dispatcher at once (the API calls it after a request or
+// a cancel, so a free slot is filled without waiting for the poll).
+func (s *Scheduler) Kick() {
+	s.mu.Lock()
+	d := s.dispatch
+	s.mu.Unlock()
+	if d != nil {
+		d.Kick()
+	}
+}

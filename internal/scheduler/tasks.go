@@ -1,0 +1,239 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// dispatchOnce promotes the queue head when the single-active slot is
+// free. The cheap readiness probe runs on the reader pool, so an idle
+// system never takes the write lock; losing the INSERT to the unique index
+// is not an error (the next tick tries again).
+func (s *Scheduler) dispatchOnce(ctx context.Context) (int64, error) {
+	ready, err := s.st.QueueReady(ctx)
+	if err != nil || !ready {
+		return 0, err
+	}
+	job, err := s.st.PromoteQueueHead(ctx)
+	if err != nil || job == nil {
+		return 0, err
+	}
+	s.cfg.Logger.Info("queue head promoted", "job", job.ID, "kind", job.Kind,
+		"library", job.LibraryID.Int64, "priority", job.Priority)
+	return 1, nil
+}
+
+// followUps admits covers for every library with flagged files (that is
+// what a running scan produces, batch by batch) and then follows up every
+// finished scan exactly once: after a completed scan with
+// scan.hash.mode=full, a normal-priority hash job of its library.
+func (s *Scheduler) followUps(ctx context.Context) (int64, error) {
+	v, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return 0, err
+	}
+	admitted, admitErr := s.admitCovers(ctx, v)
+	followed, err := s.followUpScans(ctx, v.String("scan.hash.mode") == "full")
+	return admitted + followed, errors.Join(admitErr, err)
+}
+
+// maxAdmitBatches bounds one tick's admission per library, so one huge
+// library cannot keep the service from its other work.
+const maxAdmitBatches = 20
+
+func (s *Scheduler) admitCovers(ctx context.Context, v settings.Values) (int64, error) {
+	if s.covers == nil {
+		return 0, nil
+	}
+	libs, err := s.st.LibrariesNeedingCovers(ctx)
+	if err != nil {
+		return 0, err
+	}
+	format := protocol.ImageFormat(v.String("scan.cover.format"))
+	capacity, shards := v.Int("thumbnail.queue.capacity"), v.Int("cover.cache.shard_count")
+	var total int64
+	for _, lib := range libs {
+		for range maxAdmitBatches {
+			n, err := s.covers.AdmitPendingCovers(ctx, lib, s.cfg.CoverBatch, capacity, shards, format)
+			total += n
+			if errors.Is(err, store.ErrQueueFull) {
+				return total, nil // capacity is full: the next tick continues
+			}
+			if err != nil {
+				return total, fmt.Errorf("admit covers of library %d: %w", lib, err)
+			}
+			if n < int64(s.cfg.CoverBatch) {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+func (s *Scheduler) followUpScans(ctx context.Context, hashAfterScan bool) (int64, error) {
+	var done int64
+	after := int64(0)
+	for {
+		jobs, err := s.st.ScansToFollowUp(ctx, after, 100)
+		if err != nil {
+			return done, err
+		}
+		for _, j := range jobs {
+			after = j.ID
+			ok, hash, err := s.st.FollowUpScan(ctx, j.ID, hashAfterScan)
+			if err != nil {
+				return done, err
+			}
+			if !ok {
+				continue
+			}
+			done++
+			if hash != nil {
+				s.cfg.Logger.Info("hash requested after scan", "scan_job", j.ID, "library", j.LibraryID.Int64,
+					"created", hash.Created, "queued", hash.Queued != nil)
+				s.Kick()
+			}
+		}
+		if len(jobs) < 100 {
+			return done, nil
+		}
+	}
+}
+
+// scheduledScans requests the periodic scans that are due.
+func (s *Scheduler) scheduledScans(ctx context.Context) (int64, error) {
+	outs, err := s.st.RequestScheduledScans(ctx)
+	if len(outs) > 0 {
+		s.Kick()
+	}
+	return int64(len(outs)), err
+}
+
+// recoverStale takes back the rows of dead workers (protocol §4).
+func (s *Scheduler) recoverStale(ctx context.Context) (int64, error) {
+	c, err := s.st.RecoverStale(ctx)
+	if c.Total() > 0 {
+		s.cfg.Logger.Warn("recovered stale leases", "jobs", c.Jobs, "thumbnails", c.Thumbnails,
+			"cleanup", c.Cleanup, "wal", c.WAL)
+	}
+	return c.Total(), err
+}
+
+// retries re-queues retryable jobs and failed thumbnails whose retry_after
+// passed.
+func (s *Scheduler) retries(ctx context.Context) (int64, error) {
+	v, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return 0, err
+	}
+	requeued, failed, jobErr := s.st.RequeueRetryableJobs(ctx, int(v.Int("jobs.max_attempts")))
+	thumbs, thumbErr := s.st.RequeueFailedThumbnails(ctx)
+	if failed > 0 {
+		s.cfg.Logger.Warn("jobs gave up after their last attempt", "count", failed)
+	}
+	return requeued + failed + thumbs, errors.Join(jobErr, thumbErr)
+}
+
+// retention deletes old rows batch by batch, pausing between batches so
+// that workers get the write lock in between.
+func (s *Scheduler) retention(ctx context.Context) (int64, error) {
+	v, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return 0, err
+	}
+	now := s.st.Now()
+	jobsAge := time.Duration(v.Int("jobs.retention_hours")) * time.Hour
+	p := store.RetentionPolicy{
+		JobsBefore:        now.Add(-jobsAge),
+		FailedBefore:      now.Add(-max(jobsAge, s.cfg.MaintenanceRetention)),
+		MaintenanceBefore: now.Add(-s.cfg.MaintenanceRetention),
+		KeepSessions:      s.cfg.KeepScanSessions,
+	}
+	var total int64
+	for _, del := range []func(context.Context, store.RetentionPolicy, int) (int64, error){
+		s.st.DeleteOldJobs, s.st.PruneScanSessions, s.st.DeleteOldMaintenance,
+	} {
+		for {
+			n, err := del(ctx, p, s.cfg.RetentionBatch)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			if n == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return total, ctx.Err()
+			case <-time.After(retentionPause):
+			}
+		}
+	}
+	return total, nil
+}
+
+// retentionPause is the breath between two retention batches.
+const retentionPause = 20 * time.Millisecond
+
+// walCheckpoints enqueues the periodic passive checkpoint (the interval is
+// its own minimum spacing: the request is refused until it is due) and a
+// truncate checkpoint when the -wal file outgrew its threshold.
+func (s *Scheduler) walCheckpoints(ctx context.Context) (int64, error) {
+	v, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if fi, err := os.Stat(s.st.Path() + "-wal"); err == nil {
+		threshold := v.Int("wal.checkpoint.truncate_threshold_mb") << 20
+		if fi.Size() > threshold {
+			minGap := time.Duration(v.Int("wal.checkpoint.min_interval_seconds")) * time.Second
+			reason := fmt.Sprintf("wal is %d MiB, over %d MiB", fi.Size()>>20, threshold>>20)
+			created, err := s.enqueue(ctx, protocol.CheckpointTruncate, reason, minGap)
+			if err != nil {
+				return n, err
+			}
+			n += created
+		}
+	}
+	if every := time.Duration(v.Int("wal.checkpoint.interval_minutes")) * time.Minute; every > 0 {
+		created, err := s.enqueue(ctx, protocol.CheckpointPassive, "schedule", every)
+		if err != nil {
+			return n, err
+		}
+		n += created
+	}
+	return n, nil
+}
+
+func (s *Scheduler) enqueue(ctx context.Context, mode protocol.CheckpointMode, reason string, minGap time.Duration) (int64, error) {
+	w, created, err := s.st.EnqueueCheckpoint(ctx, mode, reason, false, minGap)
+	if errors.Is(err, store.ErrQueueFull) {
+		return 0, nil // not due yet
+	}
+	if err != nil || !created {
+		return 0, err
+	}
+	s.cfg.Logger.Info("checkpoint enqueued", "id", w.ID, "mode", mode, "reason", reason)
+	return 1, nil
+}
+
+// missingCleanups schedules cover cleanups of files missing for longer
+// than cleanup.missing_after_hours.
+func (s *Scheduler) missingCleanups(ctx context.Context) (int64, error) {
+	if s.cleanups == nil {
+		return 0, nil
+	}
+	v, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return 0, err
+	}
+	return s.cleanups.ScheduleMissingCleanups(ctx, time.Duration(v.Int("cleanup.missing_after_hours"))*time.Hour)
+}
