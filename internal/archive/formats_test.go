@@ -185,3 +185,33 @@ func TestZipUnsupportedMethod(t *testing.T) {
 	_, err = a.ReadEntry(a.Pages()[0], 100)
 	wantCode(t, err, protocol.ErrArchiveCorrupt)
 }
+
+// TestLibraryManifest opens every file of a generated library and checks
+// it against the manifest: page counts, ComicInfo presence, error codes.
+func TestLibraryManifest(t *testing.T) {
+	dir := t.TempDir()
+	m, err := fixtures.Library(dir, fixtures.LibrarySpec{Files: 40, Broken: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[fixtures.Kind]int{}
+	for _, f := range m.Files {
+		kinds[f.Kind]++
+		a, err := Open(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		if f.ErrorCode != "" {
+			wantCode(t, err, f.ErrorCode)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+		_, hasCI, err := a.ComicInfo()
+		if err != nil || len(a.Pages()) != f.Pages || hasCI != (f.Info != nil) {
+			t.Fatalf("%s: %d pages (want %d), ComicInfo %v (want %v), err %v", f.Path, len(a.Pages()), f.Pages, hasCI, f.Info != nil, err)
+		}
+		a.Close()
+	}
+	if len(m.Files) != 40 || kinds[fixtures.KindCBZ] == 0 || kinds[fixtures.KindCBR4] == 0 || kinds[fixtures.KindCBR5] == 0 || kinds[fixtures.KindImage] == 0 {
+		t.Fatalf("unexpected mix %v", kinds)
+	}
+}
