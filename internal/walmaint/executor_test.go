@@ -90,7 +90,7 @@ func (e *env) runOnce(t *testing.T, ex *walmaint.Executor, after ...func(engine.
 
 func directCheckpoint(t *testing.T, db *sql.DB, mode string) (busy, log, done int64) {
 	t.Helper()
-	if err := db.QueryRow(`PRAGMA wal_checkpoint(` + mode + `)`).Scan(&busy, &log, &done); err != nil {
+	if err := db.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &log, &done); err != nil {
 		t.Fatal(err)
 	}
 	return
