@@ -34,7 +34,7 @@ func TestWalkOrder(t *testing.T) {
 			}
 			parts = append(parts, name.Draw(rt, "file")+".cbz")
 			rel := strings.Join(parts, "/")
-			if skipAny(parts) || conflicts(seen, rel) {
+			if skipAny(parts) || seen[rel] || conflicts(seen, rel) {
 				continue
 			}
 			p := filepath.Join(root, filepath.FromSlash(rel))
