@@ -253,6 +253,28 @@ func TestFollowUps(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the store's own admission turns flags into thumbnail rows", func(t *testing.T) {
+		e := setup(t, 1)
+		now := protocol.FormatTime(e.control.Now())
+		for i := range 5 {
+			if _, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+				needs_cover, is_missing, created_at, updated_at) VALUES (?, ?, 1, 1, 1, ?, ?, ?)`,
+				e.libs[0], fmt.Sprint(i, ".cbz"), i/4, now, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := e.start(t, fastConfig(nil))
+		if s.covers == nil {
+			t.Fatal("*store.Store is not a CoverAdmitter")
+		}
+		waitFor(t, "thumbnail rows", func() bool {
+			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM thumbnails WHERE status = 'pending' AND library_id = ?`, e.libs[0])
+			return n == 4
+		})
+		if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM library_files WHERE needs_cover = 1 AND is_missing = 0`); n != 0 {
+			t.Fatalf("%d present files still flagged", n)
+		}
+	})
 	t.Run("hash mode off: no hash job", func(t *testing.T) {
 		e := setup(t, 1)
 		if err := e.control.PutSettings(e.ctx, map[string]string{"scan.hash.mode": "off"}); err != nil {

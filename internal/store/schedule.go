@@ -119,11 +119,11 @@ func (s *Store) FollowUpScan(ctx context.Context, jobID int64, requestHash bool)
 	return done, hash, nil
 }
 
-// LibrariesNeedingCovers lists the libraries that have files a scan marked
-// as needing a cover (needs_cover=1), for cover admission.
+// LibrariesNeedingCovers lists the libraries that have present files a
+// scan marked as needing a cover (needs_cover=1), for cover admission.
 func (s *Store) LibrariesNeedingCovers(ctx context.Context) ([]int64, error) {
 	out := []int64{}
-	if err := s.r.SelectContext(ctx, &out, `SELECT DISTINCT library_id FROM library_files WHERE needs_cover = 1 ORDER BY library_id`); err != nil {
+	if err := s.r.SelectContext(ctx, &out, `SELECT DISTINCT library_id FROM library_files WHERE needs_cover = 1 AND is_missing = 0 ORDER BY library_id`); err != nil {
 		return nil, fmt.Errorf("libraries needing covers: %w", err)
 	}
 	return out, nil
