@@ -1,0 +1,182 @@
+package api
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+func fileCursor(f store.FileRecord) string { return protocol.EncodeIDCursor(f.ID) }
+
+func (s *Server) listFiles(c echo.Context) error {
+	limit, after, err := idPage(c)
+	if err != nil {
+		return err
+	}
+	var f store.FileFilter
+	lib, ok, err := queryID(c, "library_id")
+	if err != nil {
+		return err
+	}
+	f.LibraryID = sql.NullInt64{Int64: lib, Valid: ok}
+	ser, ok, err := queryID(c, "series_id")
+	if err != nil {
+		return err
+	}
+	f.SeriesID = sql.NullInt64{Int64: ser, Valid: ok}
+	missing, ok, err := queryBool(c, "missing")
+	if err != nil {
+		return err
+	}
+	f.Missing = sql.NullBool{Bool: missing, Valid: ok}
+	if f.Format, err = queryEnum(c, "format", protocol.ParseFileFormat); err != nil {
+		return err
+	}
+	files, err := s.st.ListFiles(c.Request().Context(), f, after, limit+1)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, makePage(files, limit, fileView, fileCursor))
+}
+
+func (s *Server) getFile(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	f, err := s.st.GetFile(ctx, id)
+	if err != nil {
+		return err
+	}
+	m, err := s.st.FileMetadata(ctx, id)
+	if err != nil {
+		return err
+	}
+	v := fileView(f)
+	if m != nil {
+		v.Metadata = metadataView(*m)
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// getCover serves the cached cover of a file. The path comes from the
+// newest ready thumbnail row and must resolve under <state>/covers: a row
+// pointing anywhere else (written by hand, or a symlink planted in the
+// cache) is refused, so this route can never serve a library file or any
+// other file. With ?v= equal to the current version the response may be
+// cached forever (the URL changes when the cover does); otherwise clients
+// must revalidate.
+func (s *Server) getCover(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	ref, err := s.st.CoverOf(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	notReady := apiErr(http.StatusNotFound, store.CodeCoverNotReady, "file %d has no cover yet", id)
+	if s.cfg.StateDir == "" {
+		return notReady
+	}
+	f, fi, err := s.openCover(ref)
+	if errors.Is(err, fs.ErrNotExist) {
+		return notReady
+	}
+	if err != nil {
+		s.log.Warn("cover refused", "file_id", id, "thumbnail_id", ref.ThumbnailID, "err", err)
+		return notReady
+	}
+	defer f.Close()
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, coverType(ref.Format))
+	h.Set("ETag", fmt.Sprintf(`"%s-%d-%x"`, ref.Version, fi.Size(), fi.ModTime().UnixNano()))
+	h.Set("X-Content-Type-Options", "nosniff")
+	if c.QueryParam("v") == ref.Version {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "no-cache")
+	}
+	http.ServeContent(c.Response(), c.Request(), "", fi.ModTime(), f)
+	return nil
+}
+
+// openCover opens the cache file of ref after confining it to
+// <state>/covers by realpath.
+func (s *Server) openCover(ref store.CoverRef) (*os.File, os.FileInfo, error) {
+	rel, ok := strings.CutPrefix(ref.OutputRelpath, store.CoversDir+"/")
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %q is not under %s/", pathsafe.ErrOutside, ref.OutputRelpath, store.CoversDir)
+	}
+	real, err := pathsafe.Resolve(filepath.Join(s.cfg.StateDir, store.CoversDir), rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("cover %s: not a regular file: %w", rel, fs.ErrNotExist)
+	}
+	return f, fi, nil
+}
+
+func coverType(f protocol.ImageFormat) string {
+	if f == protocol.ImageJPEG {
+		return "image/jpeg"
+	}
+	return "image/webp"
+}
+
+// regenerateCover admits a new render of a file's cover even when one is
+// ready: 202 with the new row, 200 with the pending/running row that
+// already exists.
+func (s *Server) regenerateCover(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := emptyBody(c); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	vals, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return err
+	}
+	format := protocol.ImageFormat(vals.String("scan.cover.format"))
+	t, created, err := s.st.RegenerateThumbnail(ctx, id, format,
+		vals.Int("thumbnail.queue.capacity"), vals.Int("cover.cache.shard_count"))
+	return s.admitted(c, t, created, err)
+}
+
+// admitted renders the outcome of a thumbnail admission.
+func (s *Server) admitted(c echo.Context, t store.Thumbnail, created bool, err error) error {
+	if errors.Is(err, store.ErrQueueFull) {
+		return apiErr(http.StatusTooManyRequests, CodeThumbnailQueueFull,
+			"the thumbnail queue is full (thumbnail.queue.capacity); retry later")
+	}
+	if err != nil {
+		return err
+	}
+	if created {
+		return c.JSON(http.StatusAccepted, thumbnailView(t))
+	}
+	return c.JSON(http.StatusOK, thumbnailView(t))
+}

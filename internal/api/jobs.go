@@ -1,0 +1,155 @@
+package api
+
+import (
+	"database/sql"
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+type createJobBody struct {
+	Kind      *string `json:"kind"`
+	LibraryID *int64  `json:"library_id"`
+	Priority  *string `json:"priority"`
+}
+
+type queuedJSON struct {
+	Queued queueEntryJSON `json:"queued"`
+}
+
+// createJob requests a scan or hash job. The store decides in one
+// transaction: 201 a new pending job, 200 the same work already pending,
+// running or queued, 202 a queue entry waiting for the single-active slot.
+func (s *Server) createJob(c echo.Context) error {
+	var b createJobBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if b.Kind == nil {
+		return fieldf("kind", "required: scan or hash")
+	}
+	kind, err := protocol.ParseJobKind(*b.Kind)
+	if err != nil || (kind != protocol.JobKindScan && kind != protocol.JobKindHash) {
+		return fieldf("kind", "want scan or hash, got %q", *b.Kind)
+	}
+	req := store.JobRequest{Kind: kind, Priority: protocol.PriorityHigh, Reason: "api"}
+	if b.Priority != nil {
+		if req.Priority, err = protocol.ParsePriority(*b.Priority); err != nil {
+			return fieldf("priority", "want high or normal, got %q", *b.Priority)
+		}
+	}
+	if b.LibraryID != nil {
+		if *b.LibraryID <= 0 {
+			return fieldf("library_id", "want a positive integer")
+		}
+		req.LibraryID = sql.NullInt64{Int64: *b.LibraryID, Valid: true}
+	} else if kind == protocol.JobKindScan {
+		return fieldf("library_id", "required for a scan")
+	}
+	out, err := s.st.RequestJob(c.Request().Context(), req)
+	if errors.Is(err, store.ErrNotFound) && b.LibraryID != nil {
+		return apiErr(http.StatusNotFound, "library_not_found", "library %d not found", *b.LibraryID).with("field", "library_id")
+	}
+	if err != nil {
+		return err
+	}
+	s.cfg.Kick()
+	switch {
+	case out.Job != nil && out.Created:
+		return c.JSON(http.StatusCreated, jobView(*out.Job))
+	case out.Job != nil:
+		return c.JSON(http.StatusOK, jobView(*out.Job))
+	case out.Queued != nil:
+		return c.JSON(http.StatusAccepted, queuedJSON{Queued: queueView(*out.Queued, out.Position)})
+	}
+	return errorf("request job: empty outcome")
+}
+
+func (s *Server) listJobs(c echo.Context) error {
+	limit, err := pageLimit(c)
+	if err != nil {
+		return err
+	}
+	var f store.JobFilter
+	if f.Kind, err = queryEnum(c, "kind", protocol.ParseJobKind); err != nil {
+		return err
+	}
+	if f.Status, err = queryEnum(c, "status", protocol.ParseJobStatus); err != nil {
+		return err
+	}
+	lib, ok, err := queryID(c, "library_id")
+	if err != nil {
+		return err
+	}
+	f.LibraryID = sql.NullInt64{Int64: lib, Valid: ok}
+	var after *protocol.JobCursor
+	if cur := c.QueryParam("cursor"); cur != "" {
+		jc, err := protocol.DecodeJobCursor(cur)
+		if err != nil {
+			return invalidCursor()
+		}
+		after = &jc
+	}
+	jobs, err := s.st.ListJobs(c.Request().Context(), f, after, limit+1)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, makePage(jobs, limit, jobView, func(j store.Job) string {
+		return protocol.EncodeCursor(protocol.JobCursor{CreatedAt: j.CreatedAt, ID: j.ID})
+	}))
+}
+
+func (s *Server) getJob(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	j, err := s.st.GetJob(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, jobView(j))
+}
+
+func (s *Server) cancelJob(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := emptyBody(c); err != nil {
+		return err
+	}
+	j, err := s.st.CancelJob(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	s.cfg.Kick()
+	return c.JSON(http.StatusOK, jobView(j))
+}
+
+func (s *Server) listQueue(c echo.Context) error {
+	q, err := s.st.ListQueue(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	items := make([]queueEntryJSON, 0, len(q))
+	for i, e := range q {
+		items = append(items, queueView(e, i+1))
+	}
+	return c.JSON(http.StatusOK, page[queueEntryJSON]{Items: items})
+}
+
+func (s *Server) deleteQueueEntry(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.st.CancelQueueEntry(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,208 @@
+package api
+
+import (
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+type createLibraryBody struct {
+	Name                *string `json:"name"`
+	Path                *string `json:"path"`
+	ScanIntervalMinutes *int64  `json:"scan_interval_minutes"`
+}
+
+type patchLibraryBody struct {
+	Name                *string `json:"name"`
+	ScanIntervalMinutes *int64  `json:"scan_interval_minutes"`
+}
+
+// maxScanInterval is one year: anything larger is a typo.
+const maxScanInterval = 525600
+
+func validName(name *string) error {
+	if name == nil {
+		return nil
+	}
+	if n := len(strings.TrimSpace(*name)); n == 0 || len(*name) > 200 || strings.ContainsRune(*name, 0) {
+		return fieldf("name", "want 1 to 200 characters")
+	}
+	return nil
+}
+
+func validInterval(v *int64) error {
+	if v != nil && (*v < 0 || *v > maxScanInterval) {
+		return fieldf("scan_interval_minutes", "want 0 (manual only) to %d", maxScanInterval)
+	}
+	return nil
+}
+
+func (s *Server) createLibrary(c echo.Context) error {
+	var b createLibraryBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if b.Name == nil {
+		return fieldf("name", "required")
+	}
+	if b.Path == nil {
+		return fieldf("path", "required")
+	}
+	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes)); err != nil {
+		return firstAPIError(err)
+	}
+	real, err := s.libraryPath(*b.Path)
+	if err != nil {
+		return err
+	}
+	in := store.NewLibrary{Name: strings.TrimSpace(*b.Name), Path: real}
+	if b.ScanIntervalMinutes != nil {
+		in.ScanIntervalMinutes = *b.ScanIntervalMinutes
+	}
+	lib, err := s.st.CreateLibrary(c.Request().Context(), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, libraryView(lib))
+}
+
+// firstAPIError unwraps errors.Join to the first *Error.
+func firstAPIError(err error) error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return err
+}
+
+// libraryPath validates a requested library path and returns its real
+// path. The path must be absolute and lexically under a library root before
+// anything is looked up (so the API cannot be used to probe the rest of the
+// file system), exist, be a directory, and still lie under a root once
+// every symlink is resolved.
+func (s *Server) libraryPath(p string) (string, error) {
+	outside := func() error {
+		return badRequest(CodePathOutsideRoot, "path must lie under a library root").
+			with("field", "path").with("library_roots", s.roots)
+	}
+	if p == "" || strings.ContainsRune(p, 0) || !filepath.IsAbs(p) {
+		return "", outside()
+	}
+	clean := filepath.Clean(p)
+	var root string
+	for _, r := range s.roots {
+		if clean == r || strings.HasPrefix(clean, strings.TrimSuffix(r, "/")+"/") {
+			root = r
+			break
+		}
+	}
+	if root == "" {
+		return "", outside()
+	}
+	real, err := filepath.EvalSymlinks(clean)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", badRequest(CodePathNotFound, "path does not exist").with("field", "path")
+	}
+	if err != nil {
+		return "", badRequest(CodePathNotFound, "path cannot be resolved").with("field", "path")
+	}
+	for _, r := range s.roots {
+		if ok, err := pathsafe.Within(r, real); err == nil && ok {
+			fi, err := os.Stat(real)
+			if err != nil {
+				return "", badRequest(CodePathNotFound, "path does not exist").with("field", "path")
+			}
+			if !fi.IsDir() {
+				return "", badRequest(CodePathNotDirectory, "path is not a directory").with("field", "path")
+			}
+			return real, nil
+		}
+	}
+	return "", outside()
+}
+
+func (s *Server) listLibraries(c echo.Context) error {
+	limit, after, err := idPage(c)
+	if err != nil {
+		return err
+	}
+	libs, err := s.st.ListLibraries(c.Request().Context(), after, limit+1)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, makePage(libs, limit, libraryView, func(l store.Library) string {
+		return protocol.EncodeIDCursor(l.ID)
+	}))
+}
+
+func (s *Server) getLibrary(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	lib, err := s.st.GetLibrary(ctx, id)
+	if err != nil {
+		return err
+	}
+	st, err := s.st.LibraryStats(ctx, id)
+	if err != nil {
+		return err
+	}
+	v := libraryView(lib)
+	v.FileCount, v.MissingCount, v.SeriesCount = &st.FileCount, &st.MissingCount, &st.SeriesCount
+	if st.LastScanID.Valid {
+		scan, err := s.st.GetScan(ctx, st.LastScanID.Int64)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err == nil {
+			sv := scanView(scan)
+			v.LastScan = &sv
+		}
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) patchLibrary(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var b patchLibraryBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes)); err != nil {
+		return firstAPIError(err)
+	}
+	if b.Name != nil {
+		n := strings.TrimSpace(*b.Name)
+		b.Name = &n
+	}
+	lib, err := s.st.UpdateLibrary(c.Request().Context(), id, store.LibraryPatch{Name: b.Name, ScanIntervalMinutes: b.ScanIntervalMinutes})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, libraryView(lib))
+}
+
+func (s *Server) deleteLibrary(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.st.DeleteLibrary(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

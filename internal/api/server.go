@@ -1,0 +1,186 @@
+// Package api is controld's admin HTTP API (echo): JSON under /api/v1,
+// bearer-token auth on every /api/v1 route, errors mapped to statuses in one
+// place (errors.go), keyset lists with opaque cursors, Server-Sent Events
+// fed from the database, and the public /healthz, /readyz and /metrics.
+//
+// Strategy: handlers only parse and validate input, call one store method
+// and render its rows; every policy decision that must be atomic (admission,
+// queueing, cancel) lives in the store's single transactions, so two
+// concurrent requests can never both win.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/bindery-nas/bindery/internal/events"
+	"github.com/bindery-nas/bindery/internal/store"
+)
+
+// Base is the path prefix of every authenticated route.
+const Base = "/api/v1"
+
+// MaxBodyBytes caps every request body (1 MiB); larger bodies get 413.
+const MaxBodyBytes = 1 << 20
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	// Store is the open database (controld role). Required.
+	Store *store.Store
+	// Token is the admin bearer token. Required, at least 16 characters.
+	Token string
+	// LibraryRoots are the folders a library path must lie under, after
+	// symlinks are resolved; default ["/libraries"].
+	LibraryRoots []string
+	// StateDir holds the cover cache (<state>/covers). Required for
+	// GET /files/{id}/cover.
+	StateDir string
+	// Events feeds GET /events; nil disables the route's stream (it
+	// answers 503).
+	Events *events.Broker
+	// Logger receives request errors; default slog.Default().
+	Logger *slog.Logger
+	// Registry receives the HTTP metrics and is served on /metrics;
+	// default a new registry with the Go and process collectors.
+	Registry *prometheus.Registry
+	// Kick is called after a request that may free or fill the scan/hash
+	// slot (the scheduler's dispatcher wakes at once); default none.
+	Kick func()
+	// SSEKeepAlive is the period of the comment lines that keep an idle
+	// event stream open through proxies; default 15s.
+	SSEKeepAlive time.Duration
+}
+
+// Server is the admin API.
+type Server struct {
+	cfg   Config
+	st    *store.Store
+	echo  *echo.Echo
+	log   *slog.Logger
+	roots []string
+	reg   *prometheus.Registry
+	m     *httpMetrics
+}
+
+// New builds the server and its routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errorf("api: no store")
+	}
+	if err := checkToken(cfg.Token); err != nil {
+		return nil, err
+	}
+	if len(cfg.LibraryRoots) == 0 {
+		cfg.LibraryRoots = []string{"/libraries"}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if cfg.Kick == nil {
+		cfg.Kick = func() {}
+	}
+	if cfg.SSEKeepAlive == 0 {
+		cfg.SSEKeepAlive = 15 * time.Second
+	}
+	roots := make([]string, 0, len(cfg.LibraryRoots))
+	for _, r := range cfg.LibraryRoots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, errorf("api: library root %q: %v", r, err)
+		}
+		roots = append(roots, abs)
+	}
+	s := &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger, roots: roots, reg: cfg.Registry}
+	s.m = newHTTPMetrics(cfg.Registry, cfg.Store)
+	s.echo = s.router()
+	return s, nil
+}
+
+// Handler is the http.Handler of the whole API.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Routes lists every registered method and path (for the OpenAPI test).
+func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }
+
+// HTTPServer wraps the handler in an http.Server with the timeouts a
+// server facing slow or hostile clients needs. The write timeout does not
+// apply to GET /events: the stream lifts it for its own connection.
+func (s *Server) HTTPServer(addr string) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+func (s *Server) router() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Pre(rejectDotSegments)
+	e.Use(s.m.middleware, s.recoverPanics, limitBody)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metrics)
+
+	g := e.Group(Base, s.requireToken)
+	g.POST("/libraries", s.createLibrary)
+	g.GET("/libraries", s.listLibraries)
+	g.GET("/libraries/:id", s.getLibrary)
+	g.PATCH("/libraries/:id", s.patchLibrary)
+	g.DELETE("/libraries/:id", s.deleteLibrary)
+
+	g.POST("/jobs", s.createJob)
+	g.GET("/jobs", s.listJobs)
+	g.GET("/jobs/:id", s.getJob)
+	g.POST("/jobs/:id/cancel", s.cancelJob)
+	g.GET("/queue", s.listQueue)
+	g.DELETE("/queue/:id", s.deleteQueueEntry)
+
+	g.GET("/files", s.listFiles)
+	g.GET("/files/:id", s.getFile)
+	g.GET("/files/:id/cover", s.getCover)
+	g.POST("/files/:id/cover/regenerate", s.regenerateCover)
+	g.GET("/series", s.listSeries)
+	g.GET("/series/:id", s.getSeries)
+	g.GET("/series/:id/files", s.listSeriesFiles)
+	g.GET("/scans", s.listScans)
+	g.GET("/scans/:id", s.getScan)
+	g.GET("/scans/:id/errors", s.listScanErrors)
+
+	g.GET("/duplicates/groups", s.listDuplicateGroups)
+	g.GET("/duplicates/groups/:key/files", s.listDuplicateFiles)
+
+	g.POST("/thumbnails", s.createThumbnail)
+	g.GET("/thumbnails/metrics", s.thumbnailMetrics)
+	g.GET("/thumbnails/:id", s.getThumbnail)
+
+	g.POST("/maintenance/wal-checkpoint", s.createCheckpoint)
+	g.GET("/maintenance/wal-checkpoint", s.listCheckpoints)
+	g.GET("/maintenance/wal-checkpoint/latest", s.latestCheckpoint)
+	g.POST("/maintenance/thumbnail-cleanup", s.createCleanup)
+	g.POST("/maintenance/recover-stale", s.recoverStale)
+	g.GET("/workers", s.listWorkers)
+
+	g.GET("/settings", s.listSettings)
+	g.PATCH("/settings", s.patchSettings)
+	g.GET("/settings/:key", s.getSetting)
+
+	g.GET("/events", s.streamEvents)
+	return e
+}

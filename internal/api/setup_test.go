@@ -1,0 +1,204 @@
+package api_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/bindery-nas/bindery/internal/api"
+	"github.com/bindery-nas/bindery/internal/events"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+const testToken = "test-token-0123456789abcdef"
+
+type env struct {
+	t      testing.TB
+	ctx    context.Context
+	st     *store.Store
+	worker *store.Store
+	srv    *api.Server
+	path   string
+	root   string // the library root
+	state  string // the state dir
+	broker *events.Broker
+}
+
+// setup opens a fresh database, a library root and a state dir in temp
+// folders, and builds the server on them.
+func setup(t testing.TB) *env {
+	t.Helper()
+	control, worker, path := storetest.MustOpenDB(t)
+	dir := t.TempDir()
+	e := &env{t: t, ctx: context.Background(), st: control, worker: worker, path: path,
+		root: filepath.Join(dir, "libraries"), state: filepath.Join(dir, "state")}
+	for _, d := range []string{e.root, filepath.Join(e.state, "covers")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.broker = events.New(events.Config{Store: control, Interval: 20 * 1e6})
+	srv, err := api.New(api.Config{Store: control, Token: testToken, LibraryRoots: []string{e.root},
+		StateDir: e.state, Events: e.broker, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = srv
+	return e
+}
+
+type resp struct {
+	Code int
+	Body []byte
+	Hdr  http.Header
+}
+
+// errCode is the error.code of an error body.
+func (r resp) errCode() string {
+	var b struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return b.Error.Code
+}
+
+func (r resp) decode(t testing.TB, dst any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, dst); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// call sends one request with the test token.
+func (e *env) call(method, target, body string) resp {
+	return e.callAuth(method, target, body, "Bearer "+testToken)
+}
+
+func (e *env) callAuth(method, target, body, auth string) resp {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, target, rd)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	e.srv.Handler().ServeHTTP(rec, req)
+	return resp{Code: rec.Code, Body: rec.Body.Bytes(), Hdr: rec.Header()}
+}
+
+// expect checks the status and, for errors, the code.
+func (e *env) expect(r resp, status int, code string) {
+	e.t.Helper()
+	if r.Code != status || (code != "" && r.errCode() != code) {
+		e.t.Fatalf("got %d %s, want %d %s", r.Code, r.Body, status, code)
+	}
+}
+
+// snapshot dumps every table so that a test can prove a refused request
+// changed nothing.
+func (e *env) snapshot() string {
+	e.t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+e.path+"?mode=ro")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		_ = rows.Scan(&n)
+		tables = append(tables, n)
+	}
+	rows.Close()
+	var b strings.Builder
+	for _, tb := range tables {
+		rs, err := db.Query(`SELECT * FROM "` + tb + `" ORDER BY rowid`)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		cols, _ := rs.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rs.Next() {
+			_ = rs.Scan(ptrs...)
+			fmt.Fprintf(&b, "%s %v\n", tb, vals)
+		}
+		rs.Close()
+	}
+	return b.String()
+}
+
+// unchanged runs fn and fails when the database differs afterwards.
+func (e *env) unchanged(fn func()) {
+	e.t.Helper()
+	before := e.snapshot()
+	fn()
+	if after := e.snapshot(); after != before {
+		e.t.Fatalf("database changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+func (e *env) now() string { return protocol.FormatTime(e.st.Now()) }
+
+// library creates a folder under the root and registers it through the API.
+func (e *env) library(name string) int64 {
+	e.t.Helper()
+	dir := filepath.Join(e.root, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	r := e.call("POST", "/api/v1/libraries", fmt.Sprintf(`{"name":%q,"path":%q}`, name, dir))
+	e.expect(r, 201, "")
+	var l struct{ ID int64 }
+	r.decode(e.t, &l)
+	return l.ID
+}
+
+// file inserts a library_files row as workerd's scanner would.
+func (e *env) file(lib int64, rel string) int64 {
+	e.t.Helper()
+	now := e.now()
+	res, err := e.worker.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format,
+		total_pages, needs_analysis, created_at, updated_at) VALUES (?, ?, 1000, 1700000000000000000, 'zip', 12, 0, ?, ?)`,
+		lib, rel, now, now)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	id, _ := res.LastInsertId()
+	return id
+}
+
+// exec runs SQL as a third party (controld role).
+func (e *env) exec(q string, args ...any) {
+	e.t.Helper()
+	if _, err := e.st.Exec(e.ctx, q, args...); err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+}

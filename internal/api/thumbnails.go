@@ -1,0 +1,62 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+type createThumbnailBody struct {
+	FileID *int64  `json:"file_id"`
+	Format *string `json:"format"`
+}
+
+// createThumbnail admits a cover render (protocol §4.3): one conditional
+// INSERT in the store, atomic under concurrent requests, refused with 429
+// once pending+running reach thumbnail.queue.capacity.
+func (s *Server) createThumbnail(c echo.Context) error {
+	var b createThumbnailBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if b.FileID == nil || *b.FileID <= 0 {
+		return fieldf("file_id", "required: a positive integer")
+	}
+	ctx := c.Request().Context()
+	vals, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return err
+	}
+	format := protocol.ImageFormat(vals.String("scan.cover.format"))
+	if b.Format != nil {
+		if format, err = protocol.ParseImageFormat(*b.Format); err != nil {
+			return fieldf("format", "want webp or jpeg, got %q", *b.Format)
+		}
+	}
+	t, created, err := s.st.AdmitThumbnail(ctx, *b.FileID, format,
+		vals.Int("thumbnail.queue.capacity"), vals.Int("cover.cache.shard_count"))
+	return s.admitted(c, t, created, err)
+}
+
+func (s *Server) getThumbnail(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	t, err := s.st.GetThumbnail(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, thumbnailView(t))
+}
+
+func (s *Server) thumbnailMetrics(c echo.Context) error {
+	m, err := s.st.ThumbnailMetrics(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, m)
+}

@@ -1,0 +1,377 @@
+package api
+
+import (
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// JSON views of the store's rows. Timestamps go out as RFC 3339 UTC with
+// milliseconds; NULL columns go out as null.
+
+const rfc3339Milli = "2006-01-02T15:04:05.000Z07:00"
+
+// ts converts a protocol timestamp to RFC 3339. A value that does not parse
+// (written by hand by a third party) is passed through unchanged rather
+// than hidden.
+func ts(s string) string {
+	t, err := protocol.ParseTime(s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format(rfc3339Milli)
+}
+
+func nts(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	v := ts(s.String)
+	return &v
+}
+
+func pts(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := ts(*s)
+	return &v
+}
+
+// nsTime renders a file mtime (Unix nanoseconds) in RFC 3339 UTC.
+func nsTime(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+
+func nstr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+func nint(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
+}
+
+// rawObject renders a JSON text column as JSON, or null when it is empty or
+// not valid JSON.
+func rawObject(s string) json.RawMessage {
+	if s == "" || !json.Valid([]byte(s)) {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(s)
+}
+
+type libraryJSON struct {
+	ID                  int64     `json:"id"`
+	Name                string    `json:"name"`
+	Path                string    `json:"path"`
+	ScanIntervalMinutes int64     `json:"scan_interval_minutes"`
+	LastScanRequestedAt *string   `json:"last_scan_requested_at"`
+	CreatedAt           string    `json:"created_at"`
+	UpdatedAt           string    `json:"updated_at"`
+	FileCount           *int64    `json:"file_count,omitempty"`
+	MissingCount        *int64    `json:"missing_count,omitempty"`
+	SeriesCount         *int64    `json:"series_count,omitempty"`
+	LastScan            *scanJSON `json:"last_scan,omitempty"`
+}
+
+func libraryView(l store.Library) libraryJSON {
+	return libraryJSON{ID: l.ID, Name: l.Name, Path: l.Path, ScanIntervalMinutes: l.ScanIntervalMinutes,
+		LastScanRequestedAt: nts(l.LastScanRequestedAt), CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
+}
+
+type jobJSON struct {
+	ID                int64           `json:"id"`
+	Kind              string          `json:"kind"`
+	Status            string          `json:"status"`
+	LibraryID         *int64          `json:"library_id"`
+	Priority          string          `json:"priority"`
+	Progress          float64         `json:"progress"`
+	ProcessedItems    int64           `json:"processed_items"`
+	TotalItems        *int64          `json:"total_items"`
+	WorkerID          *string         `json:"worker_id"`
+	WorkerHeartbeatAt *string         `json:"worker_heartbeat_at"`
+	LeaseExpiresAt    *string         `json:"lease_expires_at"`
+	Attempt           int64           `json:"attempt"`
+	RetryAfter        *string         `json:"retry_after"`
+	ErrorCode         *string         `json:"error_code"`
+	ErrorMessage      *string         `json:"error_message"`
+	Payload           json.RawMessage `json:"payload"`
+	Result            json.RawMessage `json:"result"`
+	CancelRequested   bool            `json:"cancel_requested"`
+	CreatedAt         string          `json:"created_at"`
+	UpdatedAt         string          `json:"updated_at"`
+	StartedAt         *string         `json:"started_at"`
+	FinishedAt        *string         `json:"finished_at"`
+}
+
+func jobView(j store.Job) jobJSON {
+	return jobJSON{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: nint(j.LibraryID), Priority: j.Priority,
+		Progress: j.Progress, ProcessedItems: j.ProcessedItems, TotalItems: nint(j.TotalItems),
+		WorkerID: nstr(j.WorkerID), WorkerHeartbeatAt: nts(j.WorkerHeartbeatAt), LeaseExpiresAt: nts(j.LeaseExpiresAt),
+		Attempt: j.Attempt, RetryAfter: nts(j.RetryAfter), ErrorCode: nstr(j.ErrorCode), ErrorMessage: nstr(j.ErrorMessage),
+		Payload: rawObject(j.Payload), Result: rawObject(j.Result.String), CancelRequested: j.CancelRequested,
+		CreatedAt: ts(j.CreatedAt), UpdatedAt: ts(j.UpdatedAt), StartedAt: nts(j.StartedAt), FinishedAt: nts(j.FinishedAt)}
+}
+
+type queueEntryJSON struct {
+	ID        int64  `json:"id"`
+	Kind      string `json:"kind"`
+	LibraryID *int64 `json:"library_id"`
+	Priority  string `json:"priority"`
+	Reason    string `json:"reason"`
+	Position  int    `json:"position"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+func queueView(q store.ScanRequest, pos int) queueEntryJSON {
+	return queueEntryJSON{ID: q.ID, Kind: q.Kind, LibraryID: q.LibraryID, Priority: q.Priority, Reason: q.Reason,
+		Position: pos, CreatedAt: ts(q.CreatedAt), UpdatedAt: ts(q.UpdatedAt)}
+}
+
+type coverJSON struct {
+	// Status: none, pending, running, ready or failed (the newest row's).
+	Status string  `json:"status"`
+	URL    *string `json:"url"`
+}
+
+type seriesRefJSON struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+type fileJSON struct {
+	ID            int64          `json:"id"`
+	LibraryID     int64          `json:"library_id"`
+	RelativePath  string         `json:"relative_path"`
+	SizeBytes     int64          `json:"size_bytes"`
+	Mtime         string         `json:"mtime"`
+	MtimeNs       int64          `json:"mtime_ns"`
+	Format        *string        `json:"format"`
+	TotalPages    *int64         `json:"total_pages"`
+	Series        *seriesRefJSON `json:"series"`
+	IsMissing     bool           `json:"is_missing"`
+	MissingSince  *string        `json:"missing_since"`
+	HashAlgorithm *string        `json:"hash_algorithm"`
+	ContentHash   *string        `json:"content_hash"`
+	AnalysisError *analysisJSON  `json:"analysis_error"`
+	AnalyzedAt    *string        `json:"analyzed_at"`
+	Cover         coverJSON      `json:"cover"`
+	Metadata      *metadataJSON  `json:"metadata,omitempty"`
+	CreatedAt     string         `json:"created_at"`
+	UpdatedAt     string         `json:"updated_at"`
+}
+
+type analysisJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func fileView(f store.FileRecord) fileJSON {
+	v := fileJSON{ID: f.ID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes,
+		Mtime: nsTime(f.MtimeNs), MtimeNs: f.MtimeNs, Format: nstr(f.Format), TotalPages: nint(f.TotalPages),
+		IsMissing: f.IsMissing, MissingSince: nts(f.MissingSince), HashAlgorithm: nstr(f.HashAlgorithm),
+		AnalyzedAt: nts(f.AnalyzedAt), CreatedAt: ts(f.CreatedAt), UpdatedAt: ts(f.UpdatedAt),
+		Cover: coverJSON{Status: "none"}}
+	if f.SeriesID.Valid {
+		v.Series = &seriesRefJSON{ID: f.SeriesID.Int64, Name: f.SeriesName.String}
+	}
+	if len(f.ContentHash) > 0 {
+		h := hex.EncodeToString(f.ContentHash)
+		v.ContentHash = &h
+	}
+	if f.AnalysisErrorCode.Valid {
+		v.AnalysisError = &analysisJSON{Code: f.AnalysisErrorCode.String, Message: f.AnalysisErrorMessage.String}
+	}
+	if f.CoverStatus.Valid {
+		v.Cover.Status = f.CoverStatus.String
+	}
+	if ver := f.CoverVersion(); ver != "" {
+		u := coverURL(f.ID, ver)
+		v.Cover.URL = &u
+	}
+	return v
+}
+
+func coverURL(fileID int64, version string) string {
+	return Base + "/files/" + strconv.FormatInt(fileID, 10) + "/cover?v=" + version
+}
+
+type metadataJSON struct {
+	Source         string  `json:"source"`
+	Series         *string `json:"series"`
+	Number         *string `json:"number"`
+	Volume         *int64  `json:"volume"`
+	Title          *string `json:"title"`
+	Year           *int64  `json:"year"`
+	Month          *int64  `json:"month"`
+	Publisher      *string `json:"publisher"`
+	Genre          *string `json:"genre"`
+	Tags           *string `json:"tags"`
+	AgeRating      *string `json:"age_rating"`
+	LanguageISO    *string `json:"language_iso"`
+	Writer         *string `json:"writer"`
+	Penciller      *string `json:"penciller"`
+	Summary        *string `json:"summary"`
+	Web            *string `json:"web"`
+	FrontCoverPage *int64  `json:"front_cover_page"`
+	UpdatedAt      string  `json:"updated_at"`
+}
+
+func metadataView(m store.MetadataRecord) *metadataJSON {
+	return &metadataJSON{Source: m.Source, Series: nstr(m.Series), Number: nstr(m.Number), Volume: nint(m.Volume),
+		Title: nstr(m.Title), Year: nint(m.Year), Month: nint(m.Month), Publisher: nstr(m.Publisher),
+		Genre: nstr(m.Genre), Tags: nstr(m.Tags), AgeRating: nstr(m.AgeRating), LanguageISO: nstr(m.LanguageISO),
+		Writer: nstr(m.Writer), Penciller: nstr(m.Penciller), Summary: nstr(m.Summary), Web: nstr(m.Web),
+		FrontCoverPage: nint(m.FrontCoverPage), UpdatedAt: ts(m.UpdatedAt)}
+}
+
+type seriesJSON struct {
+	ID        int64   `json:"id"`
+	LibraryID int64   `json:"library_id"`
+	Name      string  `json:"name"`
+	Publisher string  `json:"publisher"`
+	Year      *int64  `json:"year"`
+	Summary   *string `json:"summary"`
+	FileCount int64   `json:"file_count"`
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt string  `json:"updated_at"`
+}
+
+func seriesView(s store.Series) seriesJSON {
+	return seriesJSON{ID: s.ID, LibraryID: s.LibraryID, Name: s.Name, Publisher: s.Publisher, Year: nint(s.Year),
+		Summary: nstr(s.Summary), FileCount: s.FileCount, CreatedAt: ts(s.CreatedAt), UpdatedAt: ts(s.UpdatedAt)}
+}
+
+type scanJSON struct {
+	ID           int64            `json:"id"`
+	JobID        *int64           `json:"job_id"`
+	LibraryID    int64            `json:"library_id"`
+	Status       string           `json:"status"`
+	Counts       map[string]int64 `json:"counts"`
+	ErrorCode    *string          `json:"error_code"`
+	ErrorMessage *string          `json:"error_message"`
+	StartedAt    string           `json:"started_at"`
+	FinishedAt   *string          `json:"finished_at"`
+}
+
+func scanView(r store.ScanRecord) scanJSON {
+	return scanJSON{ID: r.ID, JobID: nint(r.JobID), LibraryID: r.LibraryID, Status: r.Status, Counts: r.ScanCounts.Map(),
+		ErrorCode: nstr(r.ErrorCode), ErrorMessage: nstr(r.ErrorMessage), StartedAt: ts(r.StartedAt), FinishedAt: nts(r.FinishedAt)}
+}
+
+type scanErrorJSON struct {
+	ID           int64  `json:"id"`
+	SessionID    int64  `json:"session_id"`
+	RelativePath string `json:"relative_path"`
+	ErrorCode    string `json:"error_code"`
+	Message      string `json:"message"`
+	CreatedAt    string `json:"created_at"`
+}
+
+func scanErrorView(e store.ScanErrorRecord) scanErrorJSON {
+	return scanErrorJSON{ID: e.ID, SessionID: e.SessionID, RelativePath: e.RelativePath, ErrorCode: e.Code,
+		Message: e.Message, CreatedAt: ts(e.CreatedAt)}
+}
+
+type thumbnailJSON struct {
+	ID                int64   `json:"id"`
+	FileID            int64   `json:"file_id"`
+	LibraryID         int64   `json:"library_id"`
+	GroupKey          string  `json:"group_key"`
+	MediaType         string  `json:"media_type"`
+	Format            string  `json:"format"`
+	Status            string  `json:"status"`
+	Width             *int64  `json:"width"`
+	Height            *int64  `json:"height"`
+	BytesSize         *int64  `json:"bytes_size"`
+	WorkerID          *string `json:"worker_id"`
+	WorkerHeartbeatAt *string `json:"worker_heartbeat_at"`
+	LeaseExpiresAt    *string `json:"lease_expires_at"`
+	ErrorCode         *string `json:"error_code"`
+	ErrorMessage      *string `json:"error_message"`
+	ErrorCount        int64   `json:"error_count"`
+	RetryAfter        *string `json:"retry_after"`
+	CreatedAt         string  `json:"created_at"`
+	UpdatedAt         string  `json:"updated_at"`
+	StartedAt         *string `json:"started_at"`
+	FinishedAt        *string `json:"finished_at"`
+}
+
+func thumbnailView(t store.Thumbnail) thumbnailJSON {
+	return thumbnailJSON{ID: t.ID, FileID: t.FileID, LibraryID: t.LibraryID, GroupKey: t.GroupKey, MediaType: t.MediaType,
+		Format: t.Format, Status: t.Status, Width: nint(t.Width), Height: nint(t.Height), BytesSize: nint(t.BytesSize),
+		WorkerID: nstr(t.WorkerID), WorkerHeartbeatAt: nts(t.WorkerHeartbeatAt), LeaseExpiresAt: nts(t.LeaseExpiresAt),
+		ErrorCode: nstr(t.ErrorCode), ErrorMessage: nstr(t.ErrorMessage), ErrorCount: t.ErrorCount,
+		RetryAfter: nts(t.RetryAfter), CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt),
+		StartedAt: nts(t.StartedAt), FinishedAt: nts(t.FinishedAt)}
+}
+
+type cleanupJSON struct {
+	ID           int64   `json:"id"`
+	GroupKey     string  `json:"group_key"`
+	Status       string  `json:"status"`
+	ExecuteAfter string  `json:"execute_after"`
+	DeletedFiles int64   `json:"deleted_files"`
+	DeletedRows  int64   `json:"deleted_rows"`
+	ErrorCode    *string `json:"error_code"`
+	ErrorMessage *string `json:"error_message"`
+	CreatedAt    string  `json:"created_at"`
+	UpdatedAt    string  `json:"updated_at"`
+	FinishedAt   *string `json:"finished_at"`
+}
+
+func cleanupView(c store.CleanupJob) cleanupJSON {
+	return cleanupJSON{ID: c.ID, GroupKey: c.GroupKey, Status: c.Status, ExecuteAfter: ts(c.ExecuteAfter),
+		DeletedFiles: c.DeletedFiles, DeletedRows: c.DeletedRows, ErrorCode: nstr(c.ErrorCode),
+		ErrorMessage: nstr(c.ErrorMessage), CreatedAt: ts(c.CreatedAt), UpdatedAt: ts(c.UpdatedAt), FinishedAt: nts(c.FinishedAt)}
+}
+
+type checkpointJSON struct {
+	ID                  int64   `json:"id"`
+	Mode                string  `json:"mode"`
+	Reason              string  `json:"reason"`
+	Status              string  `json:"status"`
+	ExecuteAfter        string  `json:"execute_after"`
+	RetryCount          int64   `json:"retry_count"`
+	RetryAfter          *string `json:"retry_after"`
+	CheckpointBusy      *int64  `json:"checkpoint_busy"`
+	CheckpointLogFrames *int64  `json:"checkpoint_log_frames"`
+	CheckpointedFrames  *int64  `json:"checkpointed_frames"`
+	WorkerID            *string `json:"worker_id"`
+	ErrorCode           *string `json:"error_code"`
+	ErrorMessage        *string `json:"error_message"`
+	CreatedAt           string  `json:"created_at"`
+	UpdatedAt           string  `json:"updated_at"`
+	StartedAt           *string `json:"started_at"`
+	FinishedAt          *string `json:"finished_at"`
+}
+
+func checkpointView(w store.WALJob) checkpointJSON {
+	return checkpointJSON{ID: w.ID, Mode: w.RequestedMode, Reason: w.Reason, Status: w.Status,
+		ExecuteAfter: ts(w.ExecuteAfter), RetryCount: w.RetryCount, RetryAfter: nts(w.RetryAfter),
+		CheckpointBusy: nint(w.CheckpointBusy), CheckpointLogFrames: nint(w.CheckpointLogFrames),
+		CheckpointedFrames: nint(w.CheckpointedFrames), WorkerID: nstr(w.WorkerID), ErrorCode: nstr(w.ErrorCode),
+		ErrorMessage: nstr(w.ErrorMessage), CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
+		StartedAt: nts(w.StartedAt), FinishedAt: nts(w.FinishedAt)}
+}
+
+type workerJSON struct {
+	WorkerID   string  `json:"worker_id"`
+	Host       string  `json:"host"`
+	PID        int64   `json:"pid"`
+	Version    string  `json:"version"`
+	Live       bool    `json:"live"`
+	StartedAt  string  `json:"started_at"`
+	LastSeenAt string  `json:"last_seen_at"`
+	StoppedAt  *string `json:"stopped_at"`
+}

@@ -1,0 +1,82 @@
+package events
+
+import (
+	"database/sql"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Event payloads: the fields a dashboard needs to update a row in place;
+// GET the resource for the rest. Timestamps are RFC 3339 UTC.
+
+type jobData struct {
+	ID              int64   `json:"id"`
+	Kind            string  `json:"kind"`
+	Status          string  `json:"status"`
+	LibraryID       *int64  `json:"library_id"`
+	Progress        float64 `json:"progress"`
+	ProcessedItems  int64   `json:"processed_items"`
+	TotalItems      *int64  `json:"total_items"`
+	CancelRequested bool    `json:"cancel_requested"`
+	ErrorCode       *string `json:"error_code"`
+	UpdatedAt       string  `json:"updated_at"`
+}
+
+func jobEvent(j store.Job) jobData {
+	return jobData{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: nint(j.LibraryID), Progress: j.Progress,
+		ProcessedItems: j.ProcessedItems, TotalItems: nint(j.TotalItems), CancelRequested: j.CancelRequested,
+		ErrorCode: nstr(j.ErrorCode), UpdatedAt: rfc3339(j.UpdatedAt)}
+}
+
+type thumbnailData struct {
+	ID        int64   `json:"id"`
+	FileID    int64   `json:"file_id"`
+	LibraryID int64   `json:"library_id"`
+	Status    string  `json:"status"`
+	Format    string  `json:"format"`
+	ErrorCode *string `json:"error_code"`
+	UpdatedAt string  `json:"updated_at"`
+}
+
+func thumbnailEvent(t store.Thumbnail) thumbnailData {
+	return thumbnailData{ID: t.ID, FileID: t.FileID, LibraryID: t.LibraryID, Status: t.Status, Format: t.Format,
+		ErrorCode: nstr(t.ErrorCode), UpdatedAt: rfc3339(t.UpdatedAt)}
+}
+
+type scanErrorData struct {
+	ID           int64  `json:"id"`
+	SessionID    int64  `json:"session_id"`
+	LibraryID    int64  `json:"library_id"`
+	JobID        *int64 `json:"job_id"`
+	RelativePath string `json:"relative_path"`
+	ErrorCode    string `json:"error_code"`
+	Message      string `json:"message"`
+}
+
+func scanErrorEvent(e store.ScanErrorEvent) scanErrorData {
+	return scanErrorData{ID: e.ID, SessionID: e.SessionID, LibraryID: e.LibraryID, JobID: nint(e.JobID),
+		RelativePath: e.RelativePath, ErrorCode: e.ErrorCode, Message: e.Message}
+}
+
+func rfc3339(s string) string {
+	t, err := protocol.ParseTime(s)
+	if err != nil {
+		return s
+	}
+	return t.Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+func nint(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
+}
+
+func nstr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
