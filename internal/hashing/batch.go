@@ -80,43 +80,31 @@ feed:
 func (r *run) hashOne(ctx context.Context, c store.HashCandidate, parallel bool) (outcome, bool) {
 	o := outcome{id: c.ID}
 	root := r.roots[c.LibraryID]
-	if root == "" {
+	if root == nil {
 		o.unavailable = true
 		return o, true
 	}
-	path, err := pathsafe.Resolve(root, c.RelativePath)
-	if err != nil {
-		o.err = fileError(err)
-		return o, true
-	}
-	sum, before, err := r.readSum(ctx, path, parallel)
-	if ctx.Err() != nil {
+	sum, fi, changed, err := r.readSum(ctx, root, c.RelativePath, parallel)
+	switch {
+	case ctx.Err() != nil:
 		return o, false
-	}
-	if err != nil {
+	case err != nil:
 		o.err = fileError(err)
-		return o, true
-	}
-	after, err := os.Stat(path)
-	if err != nil {
-		o.err = fileError(err)
-		return o, true
-	}
-	if !sameVersion(before, after) {
+	case changed:
 		o.changed = true
-		return o, true
+	default:
+		o.sum, o.size, o.mtimeNs = sum, fi.Size(), fi.ModTime().UnixNano()
 	}
-	o.sum, o.size, o.mtimeNs = sum, before.Size(), before.ModTime().UnixNano()
 	return o, true
 }
 
-// readSum streams the file into a fresh hasher. The returned stat is the
-// one taken after opening; the caller compares it with one taken after
-// reading. A short or long read also counts as a change.
-func (r *run) readSum(ctx context.Context, path string, parallel bool) ([]byte, os.FileInfo, error) {
-	f, fi, err := openRegular(path)
+// readSum streams the file into a fresh hasher. changed reports that the
+// file's size or mtime moved while it was read, or that the bytes read were
+// not its size: the digest then describes no stable version.
+func (r *run) readSum(ctx context.Context, root *libRoot, rel string, parallel bool) (sum []byte, fi os.FileInfo, changed bool, err error) {
+	f, fi, err := root.open(rel)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	defer f.Close()
 	h, pool := r.newHasher(parallel), &bufPool
@@ -125,22 +113,17 @@ func (r *run) readSum(ctx context.Context, path string, parallel bool) ([]byte, 
 	}
 	n, err := copyHashPool(ctx, h, f, r.budget.take(ctx), pool)
 	if err != nil {
-		return nil, nil, err
-	}
-	if n != fi.Size() {
-		fi = changedInfo{fi}
+		return nil, nil, false, err
 	}
 	if r.e.afterRead != nil {
-		r.e.afterRead(path)
+		r.e.afterRead(f.Name())
 	}
 	after, err := f.Stat()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	if !sameVersion(fi, after) {
-		fi = changedInfo{fi}
-	}
-	return h.Sum(nil), fi, nil
+	changed = n != fi.Size() || after.Size() != fi.Size() || !after.ModTime().Equal(fi.ModTime())
+	return h.Sum(nil), fi, changed, nil
 }
 
 func (r *run) newHasher(parallel bool) hash.Hash {
@@ -150,18 +133,6 @@ func (r *run) newHasher(parallel bool) hash.Hash {
 	h, _ := newHash(r.alg) // r.alg was parsed by start
 	return h
 }
-
-// sameVersion reports whether two stats describe the same file contents as
-// far as size and mtime tell.
-func sameVersion(a, b os.FileInfo) bool {
-	if _, ok := a.(changedInfo); ok {
-		return false
-	}
-	return a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
-}
-
-// changedInfo marks a stat known to be stale (the read saw another size).
-type changedInfo struct{ os.FileInfo }
 
 // fileError gives a read failure its protocol error code; the file's
 // hash_last_error records it as "<code>: <detail>".
@@ -178,17 +149,21 @@ func fileError(err error) error {
 	return protocol.Wrap(code, err)
 }
 
-// resolveLibrary returns the real path of a library, which must exist and
-// lie under the configured library root.
-func resolveLibrary(libraryRoot, libPath string) (string, error) {
+// resolveLibrary opens a library folder, which must exist and lie under
+// the configured library root.
+func resolveLibrary(libraryRoot, libPath string) (*libRoot, error) {
 	ok, err := pathsafe.Within(libraryRoot, libPath)
 	if err != nil {
-		return "", protocol.Errorf(protocol.ErrLibraryMissing, "library %s: %v", libPath, err)
+		return nil, protocol.Errorf(protocol.ErrLibraryMissing, "library %s: %v", libPath, err)
 	}
 	if !ok {
-		return "", protocol.Errorf(protocol.ErrPathViolation, "library %s is not under %s", libPath, libraryRoot)
+		return nil, protocol.Errorf(protocol.ErrPathViolation, "library %s is not under %s", libPath, libraryRoot)
 	}
-	return libPath, nil
+	root, err := openLibRoot(libPath)
+	if err != nil {
+		return nil, protocol.Wrap(protocol.ErrLibraryMissing, err)
+	}
+	return root, nil
 }
 
 // budget draws read bytes from the shared io_rate_limits bucket. It

@@ -97,7 +97,7 @@ type run struct {
 	alg     protocol.HashAlgorithm
 	workers int
 	budget  *budget
-	roots   map[int64]string // library id → resolved root; "" when unusable
+	roots   map[int64]*libRoot // library id → open root; nil when unusable
 	counts  Counts
 }
 
@@ -112,6 +112,7 @@ func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	total, err := e.st.CountHashCandidates(ctx, job.LibraryID, r.alg)
 	if err != nil {
 		return nil, err
@@ -149,7 +150,7 @@ func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash: %w", err)
 	}
-	r := &run{e: e, alg: alg, workers: max(vals.Workers(), 1), roots: map[int64]string{}}
+	r := &run{e: e, alg: alg, workers: max(vals.Workers(), 1), roots: map[int64]*libRoot{}}
 	if mb := vals.Int("io.hash_rate_limit_mb_s"); mb > 0 {
 		r.budget = &budget{st: e.st, bucket: IOBucket, rate: mb * 1_000_000}
 	}
@@ -163,11 +164,20 @@ func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
 	for _, l := range libs {
 		root, err := resolveLibrary(e.cfg.LibraryRoot, l.Path)
 		if err != nil && job.LibraryID.Valid {
+			r.close()
 			return nil, err
 		}
-		r.roots[l.ID] = root // "" for an unusable root of an all-libraries job
+		r.roots[l.ID] = root // nil for an unusable root of an all-libraries job
 	}
 	return r, nil
+}
+
+func (r *run) close() {
+	for _, root := range r.roots {
+		if root != nil {
+			root.Close()
+		}
+	}
 }
 
 // commit stores a batch's outcomes; after a cancel it still writes them,

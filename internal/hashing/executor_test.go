@@ -165,6 +165,32 @@ func TestExecute(t *testing.T) {
 		}
 	})
 
+	t.Run("symlinks that stay inside the library are followed", func(t *testing.T) {
+		e := setup(t)
+		a := e.addFile(t, "a.cbz", []byte("content"))
+		// Absolute target: the kernel's RESOLVE_BENEATH refuses it, the
+		// pathsafe fallback admits it because it lands inside the library.
+		os.Symlink(filepath.Join(e.lib, "a.cbz"), filepath.Join(e.lib, "abs.cbz"))
+		os.Symlink("a.cbz", filepath.Join(e.lib, "rel.cbz"))
+		abs, rel := e.register(t, "abs.cbz"), e.register(t, "rel.cbz")
+		for _, id := range []int64{abs, rel} { // the scanner records the target's stat
+			if _, err := e.control.Exec(e.ctx, `UPDATE library_files SET (size_bytes, mtime_ns) =
+				(SELECT size_bytes, mtime_ns FROM library_files WHERE id = ?) WHERE id = ?`, a, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, _, err := e.run(t, e.ctx)
+		if err != nil || res["hashed"] != 3 {
+			t.Fatalf("run: %v %v", res, err)
+		}
+		want := refSum(protocol.HashBLAKE3, []byte("content"))
+		for _, id := range []int64{a, abs, rel} {
+			if r := e.row(t, id); !bytes.Equal(r.Sum, want) {
+				t.Fatalf("file %d: %+v", id, r)
+			}
+		}
+	})
+
 	t.Run("algorithm change rehashes lazily", func(t *testing.T) {
 		e := setup(t)
 		id := e.addFile(t, "a.cbz", []byte("abc"))
@@ -329,6 +355,7 @@ func TestExecute(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer r.close()
 		f, _ := os.Open(filepath.Join(e.lib, "big.cbz"))
 		defer f.Close()
 		n, err := copyHash(ctx, r.newHasher(true), f, rateHook)
