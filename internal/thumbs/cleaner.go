@@ -1,0 +1,97 @@
+package thumbs
+
+import (
+	"context"
+
+	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// cleanBatch is how many thumbnail rows one cleanup step handles.
+const cleanBatch = 200
+
+// Cleaner runs claimed thumbnail_cleanup_jobs rows
+// (engine.CleanupExecutor): it deletes the cache files and the ready/failed
+// thumbnail rows of the row's group (store.CleanupCandidates says which),
+// and nothing else: never a file outside <state>/covers, never a library
+// file, never a pending/running row, never a cache file another live row
+// still points at.
+type Cleaner struct {
+	st    *store.Store
+	cache *cache
+}
+
+var _ engine.CleanupExecutor = (*Cleaner)(nil)
+
+// NewCleaner returns a cleaner of the cache under cfg.StateDir/covers.
+func NewCleaner(st *store.Store, cfg Config) *Cleaner {
+	cfg = cfg.withDefaults()
+	return &Cleaner{st: st, cache: newCache(cfg.StateDir, cfg.StaleTempAge)}
+}
+
+// Clean deletes files first, then rows, batch by batch, so a crash at any
+// point leaves rows whose files may be gone, and running the cleanup again
+// (it is idempotent: a missing file is no error) finishes the job.
+func (c *Cleaner) Clean(ctx context.Context, job store.CleanupJob) (deletedFiles, deletedRows int64, err error) {
+	if _, err := store.ParseCleanupKey(job.GroupKey); err != nil {
+		return 0, 0, protocol.Wrap(protocol.ErrInvalidPayload, err)
+	}
+	var after int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return deletedFiles, deletedRows, err
+		}
+		rows, err := c.st.CleanupCandidates(ctx, job.GroupKey, after, cleanBatch)
+		if err != nil {
+			return deletedFiles, deletedRows, protocol.Wrap(protocol.ErrIOError, err)
+		}
+		if len(rows) == 0 {
+			return deletedFiles, deletedRows, nil
+		}
+		after = rows[len(rows)-1].ID
+		files, n, err := c.cleanBatch(ctx, rows)
+		deletedFiles += files
+		deletedRows += n
+		if err != nil {
+			return deletedFiles, deletedRows, err
+		}
+	}
+}
+
+func (c *Cleaner) cleanBatch(ctx context.Context, rows []store.Thumbnail) (files, deleted int64, err error) {
+	ids := make([]int64, len(rows))
+	paths := make([]string, 0, len(rows))
+	for i, t := range rows {
+		ids[i] = t.ID
+		paths = append(paths, t.OutputRelpath)
+	}
+	inUse, err := c.st.CoverPathsInUse(ctx, paths, ids)
+	if err != nil {
+		return 0, 0, protocol.Wrap(protocol.ErrIOError, err)
+	}
+	done := map[string]bool{}
+	for _, p := range paths {
+		if inUse[p] || done[p] {
+			continue
+		}
+		done[p] = true
+		removed, err := c.cache.remove(p)
+		if protocol.CodeOf(err, "") == protocol.ErrPathViolation {
+			// A row pointing outside the cache (hand-written SQL): its
+			// row goes, the file it names is never touched.
+			continue
+		}
+		if err != nil {
+			return files, 0, err
+		}
+		if removed {
+			files++
+		}
+	}
+	deleted, err = c.st.DeleteCleanedThumbnails(ctx, ids)
+	if err != nil {
+		return files, 0, protocol.Wrap(protocol.ErrIOError, err)
+	}
+	return files, deleted, nil
+}

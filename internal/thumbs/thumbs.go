@@ -1,0 +1,305 @@
+// Package thumbs renders comic covers with libvips and keeps the cover cache
+// under <state>/covers. It is workerd's thumbnail and cleanup executor.
+//
+// Strategy: one page is read into memory (bounded by thumbnail.max_source_mb,
+// never an extraction to disk), decoded once through libvips' thumbnail path
+// (shrink-on-load, EXIF rotation, sRGB), and re-encoded at falling quality
+// until it fits the byte budget. The cover is written to a temp file in its
+// shard folder, fsynced and renamed, so readers never see a partial cover.
+// Every source path is resolved under its library root and every output
+// path under <state>/covers (protocol §8), else path_violation.
+package thumbs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Config configures a Renderer or Cleaner. Zero values take the documented
+// defaults.
+type Config struct {
+	// StateDir is workerd's state folder; covers live in StateDir/covers.
+	// Required.
+	StateDir string
+	// LibraryRoot, when set, is the folder every library must lie in
+	// (e.g. /libraries); a library outside it is a path_violation. Default
+	// "": each library's own path is the only root checked.
+	LibraryRoot string
+	// VipsConcurrency is libvips' worker threads per render; default 1
+	// (the engine runs renders in parallel instead).
+	VipsConcurrency int
+	// SettingsTTL is how long the cover settings are cached between
+	// renders; default 5s.
+	SettingsTTL time.Duration
+	// StaleTempAge is how old a temp file of ours must be before it is
+	// taken for the leftover of a crash and removed; default 1h.
+	StaleTempAge time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.VipsConcurrency <= 0 {
+		c.VipsConcurrency = 1
+	}
+	if c.SettingsTTL <= 0 {
+		c.SettingsTTL = 5 * time.Second
+	}
+	if c.StaleTempAge <= 0 {
+		c.StaleTempAge = time.Hour
+	}
+	return c
+}
+
+// Renderer renders claimed thumbnail rows (engine.ThumbnailExecutor). It
+// is safe for concurrent use.
+type Renderer struct {
+	st    *store.Store
+	cfg   Config
+	cache *cache
+
+	mu       sync.Mutex
+	settings settings.Values
+	loadedAt time.Time
+
+	renders, encodes, overBudget atomic.Int64
+}
+
+// NewRenderer returns a renderer writing under cfg.StateDir/covers. It
+// bounds libvips (operation cache off, cfg.VipsConcurrency threads).
+func NewRenderer(st *store.Store, cfg Config) *Renderer {
+	cfg = cfg.withDefaults()
+	setupVips(cfg.VipsConcurrency)
+	return &Renderer{st: st, cfg: cfg, cache: newCache(cfg.StateDir, cfg.StaleTempAge)}
+}
+
+// Stats counts what the renderer did since it started.
+type Stats struct {
+	// Renders is the number of covers written.
+	Renders int64
+	// Encodes is the number of encoder runs (Encodes/Renders is the mean
+	// attempts per cover).
+	Encodes int64
+	// OverBudget counts covers kept over the byte budget at quality_min.
+	OverBudget int64
+}
+
+// Stats returns the counters.
+func (r *Renderer) Stats() Stats {
+	return Stats{Renders: r.renders.Load(), Encodes: r.encodes.Load(), OverBudget: r.overBudget.Load()}
+}
+
+// Result is the outcome of a render.
+type Result struct {
+	Width, Height, BytesSize int64
+	// Version is the file's new cover_updated_at.
+	Version int64
+	// Attempts is how many encodes the cover took.
+	Attempts int
+}
+
+var _ engine.ThumbnailExecutor = (*Renderer)(nil)
+
+// Render implements engine.ThumbnailExecutor; see RenderRow.
+func (r *Renderer) Render(ctx context.Context, t store.Thumbnail) (engine.ThumbnailResult, error) {
+	res, err := r.RenderRow(ctx, t)
+	if err != nil {
+		return engine.ThumbnailResult{}, err
+	}
+	return engine.ThumbnailResult{Width: res.Width, Height: res.Height, BytesSize: res.BytesSize}, nil
+}
+
+// RenderRow renders the cover of row t into t.OutputRelpath and gives the
+// file a new cover version. Errors are *protocol.Error with codes
+// source_missing, path_violation, archive_encrypted, source_too_large,
+// decode_error or io_error.
+func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, error) {
+	format, err := protocol.ParseImageFormat(t.Format)
+	if err != nil {
+		return Result{}, protocol.Errorf(protocol.ErrInvalidPayload, "thumbnail %d: %v", t.ID, err)
+	}
+	vals, err := r.loadSettings(ctx)
+	if err != nil {
+		return Result{}, protocol.Wrap(protocol.ErrIOError, err)
+	}
+	dst, err := r.cache.target(t.OutputRelpath)
+	if err != nil {
+		return Result{}, err
+	}
+	src, err := r.st.CoverSource(ctx, t.FileID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, protocol.Errorf(protocol.ErrSourceMissing, "file %d no longer exists", t.FileID)
+	}
+	if err != nil {
+		return Result{}, protocol.Wrap(protocol.ErrIOError, err)
+	}
+	page, err := r.readPage(ctx, src, vals.Int("thumbnail.max_source_mb")<<20,
+		vals.Int("io.thumbnail_rate_limit_mb_s")*1_000_000)
+	if err != nil {
+		return Result{}, err
+	}
+	cover, err := RenderCover(page, optionsFrom(vals, format))
+	page = nil
+	if err != nil {
+		return Result{}, err
+	}
+	r.encodes.Add(int64(cover.Attempts))
+	if cover.OverBudget {
+		r.overBudget.Add(1)
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	if err := r.cache.write(dst, cover.Data, nil); err != nil {
+		return Result{}, err
+	}
+	v, err := r.st.MarkCoverRendered(ctx, t.FileID)
+	if err != nil {
+		return Result{}, protocol.Wrap(protocol.ErrIOError, err)
+	}
+	r.renders.Add(1)
+	return Result{Width: int64(cover.Width), Height: int64(cover.Height), BytesSize: int64(len(cover.Data)),
+		Version: v, Attempts: cover.Attempts}, nil
+}
+
+// optionsFrom reads scan.cover.* for format.
+func optionsFrom(v settings.Values, format protocol.ImageFormat) Options {
+	return Options{
+		Width:        int(v.Int("scan.cover.width")),
+		Format:       format,
+		TargetBytes:  int(v.Int("scan.cover.target_kb")) << 10,
+		QualityStart: int(v.Int("scan.cover.quality_start")),
+		QualityStep:  int(v.Int("scan.cover.quality_step")),
+		QualityMin:   int(v.Int("scan.cover.quality_min")),
+	}
+}
+
+func (r *Renderer) loadSettings(ctx context.Context) (settings.Values, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.settings != nil && time.Since(r.loadedAt) < r.cfg.SettingsTTL {
+		return r.settings, nil
+	}
+	v, err := settings.Load(ctx, r.st)
+	if err != nil {
+		return nil, fmt.Errorf("load settings: %w", err)
+	}
+	r.settings, r.loadedAt = v, time.Now()
+	return v, nil
+}
+
+// readPage resolves the file under its library, opens it and reads its
+// cover page, pacing the read through the global thumbnail I/O budget.
+func (r *Renderer) readPage(ctx context.Context, src store.CoverSource, limit, bytesPerSec int64) ([]byte, error) {
+	if src.IsMissing {
+		return nil, protocol.Errorf(protocol.ErrSourceMissing, "file %d is missing from its library", src.FileID)
+	}
+	path, err := r.resolveSource(src)
+	if err != nil {
+		return nil, err
+	}
+	a, err := archive.Open(path)
+	if err != nil {
+		return nil, sourceErr(err)
+	}
+	defer a.Close()
+	page, err := pickPage(a.Pages(), src.FrontCoverPage)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.pace(ctx, min(page.Size, limit), bytesPerSec); err != nil {
+		return nil, err
+	}
+	data, err := a.ReadEntry(page, limit)
+	if err != nil {
+		return nil, sourceErr(err)
+	}
+	return data, nil
+}
+
+// resolveSource checks the library root and the file by realpath.
+func (r *Renderer) resolveSource(src store.CoverSource) (string, error) {
+	if r.cfg.LibraryRoot != "" {
+		ok, err := pathsafe.Within(r.cfg.LibraryRoot, src.LibraryPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", protocol.Wrap(protocol.ErrPathViolation, err)
+		}
+		if err == nil && !ok {
+			return "", protocol.Errorf(protocol.ErrPathViolation, "library %s is not under %s", src.LibraryPath, r.cfg.LibraryRoot)
+		}
+	}
+	path, err := pathsafe.Resolve(src.LibraryPath, filepath.FromSlash(src.RelativePath))
+	switch {
+	case errors.Is(err, pathsafe.ErrOutside):
+		return "", protocol.Wrap(protocol.ErrPathViolation, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return "", protocol.Wrap(protocol.ErrSourceMissing, err)
+	case err != nil:
+		return "", protocol.Wrap(protocol.ErrIOError, err)
+	}
+	return path, nil
+}
+
+// pickPage is the ComicInfo FrontCover page when it names a page, else the
+// first page in natural order (Pages is already sorted; a loose image is
+// its own single page). front is a 0-based index into the pages.
+func pickPage(pages []archive.Entry, front sql.NullInt64) (archive.Entry, error) {
+	if len(pages) == 0 {
+		return archive.Entry{}, protocol.Errorf(protocol.ErrDecodeError, "no image pages")
+	}
+	if front.Valid && front.Int64 >= 0 && front.Int64 < int64(len(pages)) {
+		return pages[front.Int64], nil
+	}
+	return pages[0], nil
+}
+
+// pace waits for the global thumbnail I/O budget (io_rate_limits bucket
+// thumbnail_io_global) before reading bytes; bytesPerSec ≤ 0 is unlimited.
+func (r *Renderer) pace(ctx context.Context, bytes, bytesPerSec int64) error {
+	if bytesPerSec <= 0 {
+		return nil
+	}
+	wait, err := r.st.ReserveIO(ctx, store.BucketThumbnailIO, bytes, bytesPerSec)
+	if err != nil {
+		return protocol.Wrap(protocol.ErrIOError, err)
+	}
+	if wait <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// sourceErr maps archive errors onto the thumbnail codes: a corrupt
+// archive cannot be decoded; file-system trouble is io_error or, when the
+// file vanished, source_missing. Coded errors keep their code.
+func sourceErr(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return protocol.Wrap(protocol.ErrSourceMissing, err)
+	}
+	switch protocol.CodeOf(err, "") {
+	case protocol.ErrArchiveCorrupt, protocol.ErrNoPages:
+		return &protocol.Error{Code: protocol.ErrDecodeError, Message: err.Error(), Err: err}
+	case "":
+		return protocol.Wrap(protocol.ErrIOError, err)
+	}
+	return err
+}
