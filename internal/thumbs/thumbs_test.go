@@ -19,7 +19,7 @@ import (
 // env is a library folder, a state dir, a folder outside both, and a
 // migrated database with the library registered.
 type env struct {
-	ctrl, work           *store.Store
+	ctrl, work          *store.Store
 	lib, state, outside string
 	libID               int64
 	r                   *Renderer
@@ -297,4 +297,3 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
-
