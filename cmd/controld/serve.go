@@ -272,6 +272,15 @@ func (m *Main) runRecovery(ctx context.Context) {
 	}()
 }
 
+// HTTPTimeouts describes the server's timeouts, for logs and tests.
+func (m *Main) HTTPTimeouts() string {
+	if m.http == nil {
+		return ""
+	}
+	h := m.http
+	return fmt.Sprintf("read_header=%s read=%s write=%s idle=%s", h.ReadHeaderTimeout, h.ReadTimeout, h.WriteTimeout, h.IdleTimeout)
+}
+
 // Addr is the listening address (useful with port 0).
 func (m *Main) Addr() string {
 	if m.ln == nil {

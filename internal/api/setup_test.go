@@ -202,3 +202,5 @@ func (e *env) exec(q string, args ...any) {
 		e.t.Fatalf("%s: %v", q, err)
 	}
 }
+
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bindery-nas/bindery/internal/cli"
+	"github.com/bindery-nas/bindery/internal/store"
+)
+
+func newTestMain(t *testing.T, args ...string) *Main {
+	t.Helper()
+	m := NewMain()
+	m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := m.ParseFlags(append([]string{"--listen", "127.0.0.1:0"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestServe(t *testing.T) {
+	t.Setenv("BINDERY_ADMIN_TOKEN", "")
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	m := newTestMain(t, "--state-dir", state, "--library-root", dir+"/a,"+dir+"/b", "--library-root", dir+"/c")
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if got := strings.Join(m.Config.LibraryRoots, " "); got != dir+"/a "+dir+"/b "+dir+"/c" {
+		t.Fatalf("roots = %s", got)
+	}
+	fi, err := os.Stat(filepath.Join(state, "admin.token"))
+	if err != nil || fi.Mode().Perm() != 0o600 || len(m.Token) != 64 {
+		t.Fatalf("token file %v %v, token %d chars", fi.Mode(), err, len(m.Token))
+	}
+	get := func(path, tok string) int {
+		req, _ := http.NewRequest("GET", "http://"+m.Addr()+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if c := get("/readyz", ""); c != 200 {
+		t.Fatalf("readyz %d", c)
+	}
+	if c := get("/api/v1/jobs", ""); c != 401 {
+		t.Fatalf("no token: %d", c)
+	}
+	if c := get("/api/v1/jobs", m.Token); c != 200 {
+		t.Fatalf("token: %d", c)
+	}
+	if m.HTTPTimeouts() == "" {
+		t.Fatal("no timeouts")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("second start reuses the token", func(t *testing.T) {
+		m2 := newTestMain(t, "--state-dir", state)
+		if err := m2.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer m2.Close()
+		if m2.Token != m.Token {
+			t.Fatal("token changed across restarts")
+		}
+	})
+}
+
+func TestServeRefusesBadDatabase(t *testing.T) {
+	t.Setenv("BINDERY_ADMIN_TOKEN", "")
+	t.Run("newer schema", func(t *testing.T) {
+		dir := t.TempDir()
+		db := filepath.Join(dir, "bindery.db")
+		if err := store.Migrate(context.Background(), db); err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.Open(context.Background(), store.Config{Path: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Exec(context.Background(), `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, 1)`); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		m := newTestMain(t, "--state-dir", dir)
+		err = m.Run(context.Background())
+		m.Close()
+		if cli.CodeOf(err) != cli.ExitSchema {
+			t.Fatalf("newer schema: %v (exit %d)", err, cli.CodeOf(err))
+		}
+	})
+	t.Run("corrupt file", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "bindery.db"), []byte(strings.Repeat("not sqlite ", 500)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		m := newTestMain(t, "--state-dir", dir)
+		err := m.Run(context.Background())
+		m.Close()
+		if cli.CodeOf(err) != cli.ExitDatabase {
+			t.Fatalf("corrupt: %v (exit %d)", err, cli.CodeOf(err))
+		}
+	})
+	t.Run("short token", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Setenv("BINDERY_ADMIN_TOKEN", "short")
+		m := newTestMain(t, "--state-dir", dir)
+		err := m.Run(context.Background())
+		m.Close()
+		if cli.CodeOf(err) != cli.ExitUsage {
+			t.Fatalf("short token: %v", err)
+		}
+	})
+}
