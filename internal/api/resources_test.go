@@ -32,19 +32,19 @@ func TestLibraries(t *testing.T) {
 	t.Run("path validation", func(t *testing.T) {
 		e.t = t
 		cases := map[string]string{
-			e.root + "/../" + filepath.Base(outside):  "path_outside_library_root",
-			e.root + "/inner/../../" :                 "path_outside_library_root",
-			"/etc":                                    "path_outside_library_root",
-			"~":                                       "path_outside_library_root",
-			"~/comics":                                "path_outside_library_root",
-			"libraries/inner":                         "path_outside_library_root",
-			"":                                        "path_outside_library_root",
-			e.root + "/escape":                        "path_outside_library_root",
-			e.root + "/escape/sub":                    "path_not_found",
-			e.root + "2":                              "path_outside_library_root",
-			e.root + "/missing":                       "path_not_found",
-			e.root + "/plain.txt":                     "path_not_directory",
-			e.root + "/%2e%2e":                        "path_not_found",
+			e.root + "/../" + filepath.Base(outside): "path_outside_library_root",
+			e.root + "/inner/../../":                 "path_outside_library_root",
+			"/etc":                                   "path_outside_library_root",
+			"~":                                      "path_outside_library_root",
+			"~/comics":                               "path_outside_library_root",
+			"libraries/inner":                        "path_outside_library_root",
+			"":                                       "path_outside_library_root",
+			e.root + "/escape":                       "path_outside_library_root",
+			e.root + "/escape/sub":                   "path_not_found",
+			e.root + "2":                             "path_outside_library_root",
+			e.root + "/missing":                      "path_not_found",
+			e.root + "/plain.txt":                    "path_not_directory",
+			e.root + "/%2e%2e":                       "path_not_found",
 		}
 		for p, code := range cases {
 			e.unchanged(func() {
@@ -78,8 +78,8 @@ func TestLibraries(t *testing.T) {
 		f2 := e.file(id, "b.cbz")
 		e.exec(`UPDATE library_files SET is_missing = 1 WHERE id = ?`, f2)
 		var l struct {
-			FileCount    int64 `json:"file_count"`
-			MissingCount int64 `json:"missing_count"`
+			FileCount    int64  `json:"file_count"`
+			MissingCount int64  `json:"missing_count"`
 			CreatedAt    string `json:"created_at"`
 		}
 		e.call("GET", fmt.Sprintf("/api/v1/libraries/%d", id), "").decode(t, &l)
