@@ -1,0 +1,167 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// dataPlane is a database with one library, opened by two workerd
+// processes (two stores: two writer connections competing for the lock).
+type dataPlane struct {
+	a, b *store.Store
+	lib  int64
+}
+
+func setupDataPlane(t *testing.T) *dataPlane {
+	t.Helper()
+	control, a, path := storetest.MustOpenDB(t)
+	b := storetest.MustOpen(t, path, store.RoleWorker, nil)
+	now := protocol.FormatTime(control.Now())
+	res, err := control.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
+		VALUES ('l', '/libraries/l', ?, ?)`, now, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, _ := res.LastInsertId()
+	return &dataPlane{a: a, b: b, lib: lib}
+}
+
+// TestEnsureSeriesConcurrent has two scanners create the same series at the
+// same time in different orders: the unique identity index lets exactly one
+// create each, and both get the same ids.
+func TestEnsureSeriesConcurrent(t *testing.T) {
+	d := setupDataPlane(t)
+	ctx := context.Background()
+	var in []store.NewSeries
+	for i := range 60 {
+		in = append(in, store.NewSeries{Name: fmt.Sprintf("Series %d", i), NameKey: fmt.Sprintf("series %d", i),
+			Publisher: "P", PublisherKey: "p"})
+	}
+	shuffled := append([]store.NewSeries(nil), in...)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	var wg sync.WaitGroup
+	ids := make([]map[string]int64, 2)
+	created := make([]int64, 2)
+	errs := make([]error, 2)
+	for w, st := range []*store.Store{d.a, d.b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids[w] = map[string]int64{}
+			list := in
+			if w == 1 {
+				list = shuffled
+			}
+			for start := 0; start < len(list); start += 7 { // many small transactions interleave
+				chunk := list[start:min(start+7, len(list))]
+				got, n, err := st.EnsureSeries(ctx, d.lib, chunk)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				created[w] += n
+				for i, s := range chunk {
+					ids[w][s.NameKey] = got[i]
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if created[0]+created[1] != 60 {
+		t.Fatalf("created %v, want 60 in all", created)
+	}
+	for k, id := range ids[0] {
+		if ids[1][k] != id {
+			t.Fatalf("%s: ids %d and %d", k, id, ids[1][k])
+		}
+	}
+	if n, _ := d.a.QueryInt(ctx, `SELECT count(*) FROM series`); n != 60 {
+		t.Fatalf("%d series", n)
+	}
+	// Again: nothing created, same ids.
+	got, n, err := d.a.EnsureSeries(ctx, d.lib, in[:3])
+	if err != nil || n != 0 || got[0] != ids[0][in[0].NameKey] {
+		t.Fatalf("second ensure: %v %d %v", got, n, err)
+	}
+}
+
+// TestDiscoveryReplay applies the same discovery batch twice, as a scan
+// restarted after a kill would: nothing is inserted or marked twice.
+func TestDiscoveryReplay(t *testing.T) {
+	d := setupDataPlane(t)
+	ctx := context.Background()
+	sess, err := d.a.StartScanSession(ctx, noJob, d.lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: sess.StartedAt,
+		Insert: []store.FileStat{{RelativePath: "a.cbz", SizeBytes: 1, MtimeNS: 2}, {RelativePath: "b.cbz", SizeBytes: 3, MtimeNS: 4}},
+		Errors: []store.ScanError{{RelativePath: "x", Code: protocol.ErrIOError, Message: "m"}},
+		Counts: store.ScanCounts{FilesSeen: 2, Added: 2, ErrorCount: 1}}
+	for range 2 {
+		if err := d.a.ApplyDiscovery(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := d.a.QueryInt(ctx, `SELECT count(*) FROM library_files`); n != 2 {
+		t.Fatalf("%d rows", n)
+	}
+	sigs, err := d.a.FileSigsAfter(ctx, d.lib, "", 10)
+	if err != nil || len(sigs) != 2 || sigs[0].RelativePath != "a.cbz" {
+		t.Fatalf("sigs %v %v", sigs, err)
+	}
+	miss := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: "2026-01-01 00:00:00.000",
+		Missing: []int64{sigs[0].ID}, Counts: b.Counts}
+	for range 2 {
+		if err := d.b.ApplyDiscovery(ctx, miss); err != nil {
+			t.Fatal(err)
+		}
+		miss.MissingSince = "2027-01-01 00:00:00.000" // a replay must not move missing_since
+	}
+	if n, _ := d.a.QueryInt(ctx, `SELECT count(*) FROM library_files WHERE is_missing = 1
+		AND missing_since = '2026-01-01 00:00:00.000'`); n != 1 {
+		t.Fatalf("missing rows %d", n)
+	}
+	rec, err := d.a.GetScan(ctx, sess.ID)
+	if err != nil || rec.FilesSeen != 2 || rec.Status != "running" {
+		t.Fatalf("session %+v %v", rec, err)
+	}
+}
+
+// TestApplyMoveRace: a move whose old row is no longer missing changes
+// nothing.
+func TestApplyMoveRace(t *testing.T) {
+	d := setupDataPlane(t)
+	ctx := context.Background()
+	sess, _ := d.a.StartScanSession(ctx, noJob, d.lib)
+	b := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib,
+		Insert: []store.FileStat{{RelativePath: "old.cbz", SizeBytes: 5, MtimeNS: 1}, {RelativePath: "new.cbz", SizeBytes: 5, MtimeNS: 2}}}
+	if err := d.a.ApplyDiscovery(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	sigs, _ := d.a.FileSigsAfter(ctx, d.lib, "", 10) // new.cbz, old.cbz
+	h := store.FileHash{Algorithm: "blake3", Sum: make([]byte, 32), SizeBytes: 5, MtimeNS: 2}
+	ok, err := d.a.ApplyMove(ctx, store.Move{SessionID: sess.ID, NewID: sigs[0].ID, OldID: sigs[1].ID,
+		Stat: store.FileStat{RelativePath: "new.cbz", SizeBytes: 5, MtimeNS: 2}, Hash: h})
+	if err != nil || ok {
+		t.Fatalf("move onto a present row: ok=%v err=%v", ok, err)
+	}
+	if n, _ := d.a.QueryInt(ctx, `SELECT count(*) FROM library_files`); n != 2 {
+		t.Fatalf("rows %d: the rolled back move deleted one", n)
+	}
+}
+
+var noJob = sql.NullInt64{}
