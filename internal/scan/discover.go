@@ -105,7 +105,9 @@ func (d *discover) visit(it item) error {
 	return d.maybeFlush(ctx)
 }
 
-// seen compares a row with the file found at its path.
+// seen compares a row with the file found at its path. An unchanged row is
+// analysed again when the scan is forced or when its last analysis failed
+// with io_error.
 func (d *discover) seen(sig store.FileSig, st store.FileStat) {
 	c := &d.run.counts
 	same := sig.SizeBytes == st.SizeBytes && sig.MtimeNS == st.MtimeNS
@@ -122,7 +124,7 @@ func (d *discover) seen(sig store.FileSig, st store.FileStat) {
 		}
 		d.batch.Update = append(d.batch.Update, store.FileUpdate{ID: sig.ID, FileStat: st, SigChanged: true})
 	}
-	if same && d.run.force {
+	if same && (d.run.force || sig.RetryAnalysis) {
 		d.batch.Reanalyze = append(d.batch.Reanalyze, sig.ID)
 	}
 }

@@ -170,3 +170,25 @@ func TestCoversAndForce(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryIOError: a file whose last analysis hit io_error (a passing
+// condition, unlike a corrupt or encrypted archive) is analysed again by the
+// next scan even though it did not change.
+func TestRetryIOError(t *testing.T) {
+	e := setup(t)
+	e.file("a.cbz", cbz(t, "", pages(2)...), t0)
+	e.file("bad.cbz", []byte("garbage"), t0)
+	e.scan()
+	if _, err := e.control.Exec(context.Background(), `UPDATE library_files SET analysis_error_code = 'io_error',
+		total_pages = NULL WHERE relative_path = 'a.cbz'`); err != nil {
+		t.Fatal(err)
+	}
+	e.scan()
+	got := e.rows(`SELECT relative_path, total_pages, ifnull(analysis_error_code, '') FROM library_files ORDER BY relative_path`)
+	if fmt.Sprint(got) != "[a.cbz|2| bad.cbz|NULL|archive_corrupt]" {
+		t.Fatalf("files %v", got)
+	}
+	if n := e.one(`SELECT count(*) FROM scan_errors WHERE relative_path = 'bad.cbz'`); n != "1" {
+		t.Fatalf("a corrupt unchanged file was analysed again (%s errors)", n)
+	}
+}

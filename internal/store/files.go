@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // FileStat is what discovery learns about one file on disk.
@@ -26,6 +28,9 @@ type FileSig struct {
 	SizeBytes    int64  `db:"size_bytes"`
 	MtimeNS      int64  `db:"mtime_ns"`
 	IsMissing    bool   `db:"is_missing"`
+	// RetryAnalysis: the last analysis failed with io_error, a condition
+	// that may have passed, so the file is analysed again even unchanged.
+	RetryAnalysis bool `db:"retry_analysis"`
 }
 
 // FileSigsAfter returns up to limit signatures of a library whose
@@ -35,15 +40,17 @@ type FileSig struct {
 // is ever held in memory whole.
 func (s *Store) FileSigsAfter(ctx context.Context, libraryID int64, after string, limit int) ([]FileSig, error) {
 	out := make([]FileSig, 0, limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing FROM library_files
-		WHERE library_id = ? AND relative_path > ? ORDER BY relative_path LIMIT ?`, libraryID, after, limit)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing,
+			ifnull(analysis_error_code = ?, 0)
+		FROM library_files WHERE library_id = ? AND relative_path > ? ORDER BY relative_path LIMIT ?`,
+		protocol.ErrIOError, libraryID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("file signatures: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var f FileSig
-		if err := rows.Scan(&f.ID, &f.RelativePath, &f.SizeBytes, &f.MtimeNS, &f.IsMissing); err != nil {
+		if err := rows.Scan(&f.ID, &f.RelativePath, &f.SizeBytes, &f.MtimeNS, &f.IsMissing, &f.RetryAnalysis); err != nil {
 			return nil, fmt.Errorf("file signatures: %w", err)
 		}
 		out = append(out, f)
