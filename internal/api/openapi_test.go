@@ -12,8 +12,8 @@ import (
 )
 
 type spec struct {
-	OpenAPI    string                               `yaml:"openapi"`
-	Info       map[string]any                       `yaml:"info"`
+	OpenAPI    string                    `yaml:"openapi"`
+	Info       map[string]any            `yaml:"info"`
 	Paths      map[string]map[string]any `yaml:"paths"`
 	Components struct {
 		Schemas         map[string]any `yaml:"schemas"`
