@@ -42,6 +42,7 @@ func TestInstallScript(t *testing.T) {
 			"etc/systemd/system/bindery.target":           0o644,
 			"etc/bindery/bindery.env":                     0o640,
 			"etc/bindery/bindery.env.example":             0o644,
+			"usr/local/share/doc/bindery/OPERATIONS.md":   0o644,
 		}
 		for rel, m := range want {
 			if got := mode(t, filepath.Join(stage, rel)).Perm(); got != m {
