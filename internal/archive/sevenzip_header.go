@@ -43,9 +43,11 @@ const (
 )
 
 var (
-	szCoderAES  = []byte{0x06, 0xf1, 0x07, 0x01}
-	szCoderLZMA = []byte{0x03, 0x01, 0x01}
-	errSzFormat = errors.New("malformed 7z header")
+	szCoderAES   = []byte{0x06, 0xf1, 0x07, 0x01}
+	szCoderLZMA  = []byte{0x03, 0x01, 0x01}
+	szCoderLZMA2 = []byte{0x21}
+	szCoderCopy  = []byte{0x00}
+	errSzFormat  = errors.New("malformed 7z header")
 )
 
 type szCoder struct {
@@ -122,9 +124,9 @@ func scanHeader(r io.ReaderAt, hdr []byte, mayDecode bool) error {
 		if s.encrypted() {
 			return codedf(protocol.ErrArchiveEncrypted, "7z header is encrypted")
 		}
-		plain, ok, err := decodeLZMAHeader(r, &s)
-		if err != nil || !ok {
-			return err // other coders: left to sevenzip
+		plain, err := decodeHeader(r, &s)
+		if err != nil {
+			return err
 		}
 		return scanHeader(r, plain, false)
 	}
@@ -142,35 +144,44 @@ func corrupt7z(err error) error {
 	return coded(protocol.ErrArchiveCorrupt, err, "read 7z header")
 }
 
-// decodeLZMAHeader decodes the usual one-folder, one-LZMA-coder header.
-func decodeLZMAHeader(r io.ReaderAt, s *szStreams) ([]byte, bool, error) {
-	if len(s.folders) != 1 || len(s.packSizes) != 1 {
-		return nil, false, nil
+// decodeHeader decodes an encoded header: one folder, one coder, LZMA
+// (what 7-Zip writes), LZMA2 or Copy. Other codings are refused: sevenzip
+// would decode them itself and could then allocate per an unchecked count.
+func decodeHeader(r io.ReaderAt, s *szStreams) ([]byte, error) {
+	if len(s.folders) != 1 || len(s.packSizes) != 1 || len(s.folders[0].coders) != 1 || len(s.folders[0].unpackSizes) != 1 {
+		return nil, codedf(protocol.ErrArchiveCorrupt, "7z encoded header: unsupported layout")
 	}
-	f := s.folders[0]
-	if len(f.coders) != 1 || !bytes.Equal(f.coders[0].id, szCoderLZMA) || len(f.coders[0].props) != 5 || len(f.unpackSizes) != 1 {
-		return nil, false, nil
+	c, unpacked := s.folders[0].coders[0], s.folders[0].unpackSizes[0]
+	if unpacked > szMaxHeader || s.packSizes[0] > szMaxHeader || s.packPos > 1<<62 {
+		return nil, codedf(protocol.ErrArchiveCorrupt, "7z encoded header of %d bytes is too large", unpacked)
 	}
-	unpacked := f.unpackSizes[0]
-	if unpacked > szMaxHeader || s.packSizes[0] > szMaxHeader {
-		return nil, false, codedf(protocol.ErrArchiveCorrupt, "7z encoded header of %d bytes is too large", unpacked)
-	}
-	// The classic .lzma header: properties, dictionary size (capped to the
-	// output size, which is always enough), uncompressed size.
-	props := f.coders[0].props
-	dict := min(uint64(binary.LittleEndian.Uint32(props[1:])), max(unpacked, lzma.MinDictCap))
-	head := append([]byte{props[0]}, binary.LittleEndian.AppendUint32(nil, uint32(dict))...)
-	head = binary.LittleEndian.AppendUint64(head, unpacked)
 	packed := io.NewSectionReader(r, int64(szSigHdrSize+s.packPos), int64(s.packSizes[0]))
-	lr, err := lzma.ReaderConfig{DictCap: int(max(dict, lzma.MinDictCap))}.NewReader(io.MultiReader(bytes.NewReader(head), packed))
+	dictCap := int(max(unpacked, lzma.MinDictCap))
+	var dec io.Reader
+	var err error
+	switch {
+	case bytes.Equal(c.id, szCoderCopy):
+		dec = packed
+	case bytes.Equal(c.id, szCoderLZMA) && len(c.props) == 5:
+		// The classic .lzma header: properties, dictionary size (capped to
+		// the output size, always enough), uncompressed size.
+		dict := min(uint64(binary.LittleEndian.Uint32(c.props[1:])), uint64(dictCap))
+		head := append([]byte{c.props[0]}, binary.LittleEndian.AppendUint32(nil, uint32(dict))...)
+		head = binary.LittleEndian.AppendUint64(head, unpacked)
+		dec, err = lzma.ReaderConfig{DictCap: dictCap}.NewReader(io.MultiReader(bytes.NewReader(head), packed))
+	case bytes.Equal(c.id, szCoderLZMA2) && len(c.props) == 1:
+		dec, err = lzma.Reader2Config{DictCap: dictCap}.NewReader2(packed)
+	default:
+		return nil, codedf(protocol.ErrArchiveCorrupt, "7z encoded header: unsupported coder % x", c.id)
+	}
 	if err != nil {
-		return nil, false, coded(protocol.ErrArchiveCorrupt, err, "decode 7z header")
+		return nil, coded(protocol.ErrArchiveCorrupt, err, "decode 7z header")
 	}
 	var out bytes.Buffer
-	if _, err := io.CopyN(&out, lr, int64(unpacked)); err != nil {
-		return nil, false, classify(err, "decode 7z header")
+	if _, err := io.CopyN(&out, dec, int64(unpacked)); err != nil {
+		return nil, classify(err, "decode 7z header")
 	}
-	return out.Bytes(), true, nil
+	return out.Bytes(), nil
 }
 
 // szReader reads 7z header fields from memory, failing on overrun.
