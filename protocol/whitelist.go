@@ -64,7 +64,7 @@ var Whitelist = map[string]map[WritePath][]string{
 // deletes their rows (controld only reads them, apart from admission
 // bookkeeping such as library_files.needs_cover).
 var DataPlaneTables = []string{
-	"library_files", "series", "scan_sessions", "scan_errors", "file_metadata", "workers",
+	"library_files", "series", "scan_sessions", "scan_errors", "file_metadata", "workers", "duplicate_groups",
 }
 
 // WritableColumns returns, for a table, the union of columns workerd may

@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,29 +17,20 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-const pendingSummary = "00041_duplicate_groups.sql.pending"
-
-// applySummary installs the duplicate_groups summary (migration 00041) when
-// the schema does not have it yet: the migration waits for the workerd
-// whitelist to admit the table, so it is kept beside the migrations as
-// .sql.pending until then.
-func applySummary(tb testing.TB, st *store.Store) {
+// dropSummary removes the duplicate_groups summary (migration 00041) and its
+// triggers, so that the plain GROUP BY path over library_files can be
+// tested and benchmarked against it.
+func dropSummary(tb testing.TB, st *store.Store) {
 	tb.Helper()
-	ctx := context.Background()
-	n, err := st.QueryInt(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'duplicate_groups'`)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if n > 0 {
-		return
-	}
-	raw, err := os.ReadFile(filepath.Join("..", "..", "migrations", pendingSummary))
-	if err != nil {
-		tb.Fatalf("read pending migration: %v", err)
-	}
-	up, _, _ := strings.Cut(string(raw), "-- +goose Down")
-	if _, err := st.Exec(ctx, up); err != nil {
-		tb.Fatalf("apply summary: %v", err)
+	for _, q := range []string{
+		`DROP TRIGGER IF EXISTS tr_library_files_dup_insert`,
+		`DROP TRIGGER IF EXISTS tr_library_files_dup_update`,
+		`DROP TRIGGER IF EXISTS tr_library_files_dup_delete`,
+		`DROP TABLE IF EXISTS duplicate_groups`,
+	} {
+		if _, err := st.Exec(context.Background(), q); err != nil {
+			tb.Fatalf("drop summary: %v", err)
+		}
 	}
 }
 
@@ -56,8 +45,8 @@ func setupDup(t testing.TB, summary bool) *dupEnv {
 	t.Helper()
 	control, worker, _ := storetest.MustOpenDB(t)
 	e := &dupEnv{ctx: context.Background(), control: control, worker: worker}
-	if summary {
-		applySummary(t, control)
+	if !summary {
+		dropSummary(t, control)
 	}
 	for _, id := range []int{1, 2} {
 		if _, err := control.Exec(e.ctx, `INSERT INTO libraries (id, name, path, created_at, updated_at)
@@ -354,7 +343,7 @@ func TestDuplicateSummaryWorkerWrites(t *testing.T) {
 func BenchmarkDuplicateGroups(b *testing.B) {
 	for _, summary := range []bool{false, true} {
 		b.Run(fmt.Sprint("summary=", summary), func(b *testing.B) {
-			e := setupDup(b, false)
+			e := setupDup(b, summary)
 			gen := `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
 				INSERT INTO library_files (id, library_id, relative_path, size_bytes, mtime_ns, needs_hash,
 					hash_algorithm, content_hash, created_at, updated_at)
@@ -363,9 +352,6 @@ func BenchmarkDuplicateGroups(b *testing.B) {
 				FROM n`
 			if _, err := e.control.Exec(e.ctx, gen); err != nil {
 				b.Fatal(err)
-			}
-			if summary {
-				applySummary(b, e.control) // backfills from the rows above
 			}
 			first, err := e.worker.DuplicateGroups(e.ctx, nil, 50)
 			if err != nil || len(first) != 50 || first[0].FileCount != 3 {
