@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -179,5 +180,46 @@ func TestSharedFixtures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGeneratedLibrary scans a generated mixed library (zip, rar4, rar5,
+// 7z, loose images, broken files in series folders, some with publisher
+// folders) and checks every row against the generator's manifest.
+func TestGeneratedLibrary(t *testing.T) {
+	e := setup(t)
+	m, err := fixtures.Library(e.root, fixtures.LibrarySpec{Files: 48, Broken: 4})
+	must(t, err)
+	c := e.scan()
+	if c.FilesSeen != int64(len(m.Files)) || c.ErrorCount != 4 {
+		t.Fatalf("counts %+v for %d files", c, len(m.Files))
+	}
+	got := map[string]string{}
+	// The year is the file's own (ComicInfo, else its folder's): the
+	// series takes the first file's, and "Batman (2016)" and "Batman (2022)"
+	// are one series.
+	for _, r := range e.rows(`SELECT f.relative_path, ifnull(f.total_pages, 0), f.series_name_raw, ifnull(m.year, 0),
+			ifnull(f.analysis_error_code, '') FROM library_files f JOIN series s ON s.id = f.series_id
+			JOIN file_metadata m ON m.file_id = f.id`) {
+		path, rest, _ := strings.Cut(r, "|")
+		got[path] = rest
+	}
+	for _, f := range m.Files {
+		var want string
+		if f.ErrorCode != "" {
+			want = "|" + f.ErrorCode
+			if g := got[f.Path]; !strings.HasSuffix(g, want) {
+				t.Errorf("%s: got %q, want error %s", f.Path, g, f.ErrorCode)
+			}
+			continue
+		}
+		want = strings.Join([]string{strconv.Itoa(f.Pages), f.Series, strconv.Itoa(f.Year), ""}, "|")
+		if got[f.Path] != want {
+			t.Errorf("%s (%s): got %q, want %q", f.Path, f.Kind, got[f.Path], want)
+		}
+	}
+	// Every series once, no matter how many formats and folders it spans.
+	if n := e.one(`SELECT count(*) - count(DISTINCT name_key || '|' || publisher_key) FROM series`); n != "0" {
+		t.Fatalf("%s duplicate series", n)
 	}
 }
