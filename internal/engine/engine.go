@@ -75,6 +75,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.loop(ctx, l)
 		}()
 	}
+	if len(lanes) == 0 {
+		e.log.Warn("no executors configured: this worker claims nothing")
+	}
 	e.log.Info("engine started", "lanes", len(lanes), "lease", e.cfg.Lease)
 	e.keepAlive(ctx)
 	e.shutdown(&wg)

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/engine/enginetest"
+	"github.com/bindery-nas/bindery/internal/store"
+)
+
+// buildExecutors is the one place where workerd's executors are built.
+// A nil field leaves that lane off.
+//
+// BINDERY_TEST_EXECUTOR is for tests only: "noop" plugs executors that
+// succeed at once into every lane, "noop:<duration>" makes each execution
+// take that long (honouring cancellation). Each execution appends
+// "<kind> <id>" to <state-dir>/test-executions.log, so multi-process tests
+// can prove every row ran exactly once.
+func buildExecutors(cfg runConfig, st *store.Store) (engine.Executors, error) {
+	if cfg.TestExecutor != "" {
+		return testExecutors(cfg)
+	}
+	_ = st
+	// The real executors (scan, hash, thumbs, walmaint) are wired here as
+	// their packages land.
+	return engine.Executors{}, nil
+}
+
+func testExecutors(cfg runConfig) (engine.Executors, error) {
+	name, arg, _ := strings.Cut(cfg.TestExecutor, ":")
+	if name != "noop" {
+		return engine.Executors{}, fmt.Errorf("BINDERY_TEST_EXECUTOR=%q: want noop or noop:<duration>", cfg.TestExecutor)
+	}
+	n := &enginetest.Noop{}
+	if arg != "" {
+		d, err := time.ParseDuration(arg)
+		if err != nil {
+			return engine.Executors{}, fmt.Errorf("BINDERY_TEST_EXECUTOR: %w", err)
+		}
+		n.Delay = d
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return engine.Executors{}, err
+	}
+	// The file stays open for the process's lifetime.
+	log, err := os.OpenFile(filepath.Join(cfg.StateDir, "test-executions.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return engine.Executors{}, err
+	}
+	n.Log = log
+	return n.Executors(), nil
+}

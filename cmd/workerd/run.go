@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bindery-nas/bindery/internal/cli"
+	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/migrations"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// runConfig is everything "workerd run" is configured with; flags override
+// the BINDERY_* environment, which overrides the defaults.
+type runConfig struct {
+	DBPath               string
+	StateDir             string
+	LibraryRoot          string
+	WorkerID             string
+	Lease                time.Duration
+	ThumbnailConcurrency int
+	ShutdownGrace        time.Duration
+	// TestExecutor is BINDERY_TEST_EXECUTOR (test-only; see executors.go).
+	TestExecutor string
+}
+
+func (m *Main) newRunCommand() *cobra.Command {
+	var cfg runConfig
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Claim and execute jobs until SIGTERM/SIGINT",
+		Long: `Run the job engine: register this worker, claim rows of the four lease
+tables when idle, heartbeat every lease/3, and write each row's result.
+
+On SIGTERM or SIGINT workerd stops claiming, lets running work finish for up
+to --shutdown-grace, then cancels it and hands its leases back at once, and
+exits 0.
+
+Exit codes: 0 clean shutdown, 1 failure, 2 database missing/corrupt,
+3 schema older or newer than this binary (run "controld migrate" or upgrade
+workerd), 64 usage.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.TestExecutor = os.Getenv("BINDERY_TEST_EXECUTOR")
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return m.run(ctx, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DBPath, "db", cli.Env("BINDERY_DB", "/state/bindery.db"), "SQLite database file, shared with controld (env BINDERY_DB)")
+	f.StringVar(&cfg.StateDir, "state-dir", cli.Env("BINDERY_STATE_DIR", "/state"), "state directory: cover cache and temp files (env BINDERY_STATE_DIR)")
+	f.StringVar(&cfg.LibraryRoot, "library-root", cli.Env("BINDERY_LIBRARY_ROOT", "/libraries"), "root every library path must lie under; read-only (env BINDERY_LIBRARY_ROOT)")
+	f.StringVar(&cfg.WorkerID, "worker-id", cli.Env("BINDERY_WORKER_ID", ""), "this worker's id in worker_id columns; unique per live process (env BINDERY_WORKER_ID, default host-pid-random)")
+	f.DurationVar(&cfg.Lease, "lease", cli.EnvDuration("BINDERY_LEASE", protocol.DefaultLeaseDuration), "lease of a claimed row; heartbeats every lease/3 (env BINDERY_LEASE)")
+	f.IntVar(&cfg.ThumbnailConcurrency, "thumbnail-concurrency", cli.EnvInt("BINDERY_THUMBNAIL_CONCURRENCY", runtime.NumCPU()), "parallel cover renders (env BINDERY_THUMBNAIL_CONCURRENCY, default number of CPUs)")
+	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cli.EnvDuration("BINDERY_SHUTDOWN_GRACE", 20*time.Second), "time running work may finish after SIGTERM before it is cancelled and released (env BINDERY_SHUTDOWN_GRACE)")
+	return cmd
+}
+
+func (m *Main) run(ctx context.Context, cfg runConfig) error {
+	if cfg.Lease < time.Second || cfg.ThumbnailConcurrency < 1 || cfg.ShutdownGrace <= 0 {
+		return cli.Exit(cli.ExitUsage, errors.New("--lease must be ≥ 1s, --thumbnail-concurrency ≥ 1, --shutdown-grace > 0"))
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = defaultWorkerID()
+	}
+	st, err := openWorkerStore(ctx, cfg.DBPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	ex, err := buildExecutors(cfg, st)
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	e, err := engine.New(st, ex, engine.Config{
+		WorkerID: cfg.WorkerID, Lease: cfg.Lease, ThumbnailConcurrency: cfg.ThumbnailConcurrency,
+		ShutdownGrace: cfg.ShutdownGrace, Logger: log,
+	})
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	return e.Run(ctx)
+}
+
+// openWorkerStore opens the database with the worker role and refuses a
+// missing file, a file that is not a Bindery database, or a schema version
+// this binary was not built for. It never creates or migrates anything.
+func openWorkerStore(ctx context.Context, path string) (*store.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, cli.Exit(cli.ExitDatabase, fmt.Errorf("database %s: %w (workerd never creates it: start controld or run \"controld migrate\" first)", path, err))
+	}
+	st, err := store.Open(ctx, store.Config{Path: path, Role: store.RoleWorker})
+	if err != nil {
+		return nil, cli.Exit(cli.ExitDatabase, err)
+	}
+	err = st.CheckSchema(ctx)
+	switch {
+	case err == nil:
+		return st, nil
+	case errors.Is(err, migrations.ErrSchemaTooOld), errors.Is(err, migrations.ErrSchemaTooNew):
+		st.Close()
+		return nil, cli.Exit(cli.ExitSchema, fmt.Errorf("database %s: %w", path, err))
+	default:
+		st.Close()
+		return nil, cli.Exit(cli.ExitDatabase, fmt.Errorf("database %s: %w", path, err))
+	}
+}
+
+// defaultWorkerID is host-pid-random: unique per process even when a
+// container restarts with the same pid.
+func defaultWorkerID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "workerd"
+	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
