@@ -192,3 +192,23 @@ func TestRetryIOError(t *testing.T) {
 		t.Fatalf("a corrupt unchanged file was analysed again (%s errors)", n)
 	}
 }
+
+// TestBadComicInfo: a hostile or broken ComicInfo.xml is ignored with a
+// scan error; the file keeps its pages and a folder-derived series.
+func TestBadComicInfo(t *testing.T) {
+	e := setup(t)
+	doctype := `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">]><ComicInfo><Series>&lol;</Series></ComicInfo>`
+	e.file("Hostile (2001)/a.cbz", cbz(t, doctype, pages(2)...), t0)
+	c := e.scan()
+	if c.ErrorCount != 1 {
+		t.Fatalf("counts %+v", c)
+	}
+	got := e.one(`SELECT f.total_pages || '|' || f.series_name_raw || '|' || ifnull(f.analysis_error_code, '') || '|' ||
+		m.source || '|' || m.year FROM library_files f JOIN file_metadata m ON m.file_id = f.id`)
+	if got != "2|Hostile||folder|2001" {
+		t.Fatalf("file %s", got)
+	}
+	if got := e.one(`SELECT error_code FROM scan_errors`); got != protocol.ErrArchiveCorrupt {
+		t.Fatalf("error %s", got)
+	}
+}
