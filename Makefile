@@ -6,12 +6,17 @@ LDFLAGS := -X github.com/bindery-nas/bindery/internal/version.Version=$(VERSION)
 BIN := bin
 VAR := var
 
-.PHONY: all deps build test vet fmt-check lint run bench bench-smoke chaos fuzz clean
+.PHONY: all deps test-deps build test vet fmt-check lint run bench bench-smoke chaos fuzz clean
 
 all: build
 
+# System packages: libvips, 7zip, b3sum, … and, for the tests that need them,
+# chromium (dashboard), systemd (unit verification), docker-compose (config).
 deps:
 	@./scripts/deps.sh
+
+test-deps:
+	@./scripts/deps.sh chromium systemd compose
 
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/controld ./cmd/controld
@@ -25,8 +30,21 @@ vet: deps
 	$(GO) vet ./...
 
 # The README's test command; .ci/run calls exactly this.
-test: deps fmt-check vet
+test: deps test-deps fmt-check vet
 	$(GO) test -race -timeout 15m ./...
+
+FUZZTIME ?= 5m
+# Every fuzz target for FUZZTIME each (go test -fuzz takes one target a run).
+fuzz:
+	for t in FuzzOpenZip FuzzOpenRar FuzzOpen7z; do \
+	  $(GO) test ./internal/archive -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	$(GO) test ./internal/comicinfo -run '^$$' -fuzz '^FuzzComicInfo$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/natsort -run '^$$' -fuzz '^FuzzNatsortLess$$' -fuzztime $(FUZZTIME)
+
+# Build, start both daemons on ./var and index LIBRARY= (or a sample).
+run: build
+	$(GO) build -o $(BIN)/bindery-sample ./cmd/bindery-sample
+	LIBRARY="$(LIBRARY)" ./scripts/run.sh
 
 lint: fmt-check vet
 
