@@ -52,6 +52,8 @@ func readFile(t *testing.T, path string) string {
 
 // binaries builds controld and workerd once per test binary, with the
 // ldflags the Dockerfile uses, into a folder that lives as long as the run.
+// No -trimpath (unlike the image): the compile actions then match `make
+// build`'s and come from the build cache.
 type binaries struct {
 	once sync.Once
 	dir  string
@@ -81,7 +83,7 @@ func binDir(t *testing.T) string {
 		// trimming the build cache can fail one build spuriously; a real
 		// compile error fails both.
 		for attempt := 0; attempt < 2; attempt++ {
-			cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags", ldflags,
+			cmd := exec.CommandContext(ctx, goBin, "build", "-ldflags", ldflags,
 				"-o", built.dir+string(os.PathSeparator), "./cmd/controld", "./cmd/workerd")
 			cmd.Dir = root
 			out, err := cmd.CombinedOutput()
