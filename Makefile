@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/bindery-nas/bindery/internal/version.Version=$(VERSION)
 BIN := bin
 VAR := var
 
-.PHONY: all deps test-deps build test vet fmt-check lint run bench bench-smoke chaos fuzz clean
+.PHONY: all deps test-deps build test vet fmt-check lint run install docker bench bench-smoke chaos fuzz clean
 
 all: build
 
@@ -47,6 +47,13 @@ run: build
 	LIBRARY="$(LIBRARY)" ./scripts/run.sh
 
 lint: fmt-check vet
+
+# Lay out binaries, user, dirs and systemd units (DESTDIR/PREFIX aware).
+install: build
+	./deploy/install.sh
+
+docker:
+	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t bindery:$(VERSION) .
 
 clean:
 	rm -rf $(BIN) $(VAR)
