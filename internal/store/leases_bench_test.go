@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+)
+
+// seedThumbnails inserts n pending thumbnails in one transaction, as
+// controld's admission would.
+func seedThumbnails(b *testing.B, path string, n int) {
+	b.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := tx.Prepare(`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
+		VALUES (?, 1, 'g', 'x.webp', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		if _, err := st.Exec(i + 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkClaimFinishThumbnail measures claim→finish cycles per second of
+// the real lease paths (probe, stale recovery, claim, owner-checked
+// finish, whitelist authorizer) with 1 and 4 workers, each worker its own
+// Store (own connections), as separate workerd processes would be.
+func BenchmarkClaimFinishThumbnail(b *testing.B) {
+	for _, workers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			path := storetest.MustMigrate(b)
+			seedThumbnails(b, path, b.N)
+			stores := make([]*store.Store, workers)
+			for i := range stores {
+				stores[i] = storetest.MustOpen(b, path, store.RoleWorker, nil)
+			}
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			errs := make(chan error, workers)
+			b.ResetTimer()
+			start := time.Now()
+			for i, st := range stores {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					id := fmt.Sprintf("w%d", i)
+					for {
+						t, err := st.ClaimThumbnail(ctx, id, 30*time.Second)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if t == nil {
+							return
+						}
+						if err := st.FinishThumbnail(ctx, t.ID, id, store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1}); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			if n, _ := stores[0].QueryInt(ctx, `SELECT count(*) FROM thumbnails WHERE status = 'ready'`); n != int64(b.N) {
+				b.Fatalf("ready = %d, want %d", n, b.N)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cycles/s")
+		})
+	}
+}
+
+// BenchmarkPlainSQLiteTwoTx is the baseline: the same claim and finish as
+// two bare transactions on one go-sqlite3 connection, without recovery,
+// probe, authorizer or owner check.
+func BenchmarkPlainSQLiteTwoTx(b *testing.B) {
+	path := storetest.MustMigrate(b)
+	seedThumbnails(b, path, b.N)
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		tx, err := db.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var id int64
+		if err := tx.QueryRow(`UPDATE thumbnails SET status = 'running', worker_id = 'w', lease_expires_at = '2099-01-01 00:00:00.000'
+			WHERE id = (SELECT id FROM thumbnails WHERE status = 'pending' ORDER BY created_at, id LIMIT 1) RETURNING id`).Scan(&id); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		tx, err = db.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(`UPDATE thumbnails SET status = 'ready', lease_expires_at = NULL WHERE id = ? AND worker_id = 'w'`, id); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "cycles/s")
+}
