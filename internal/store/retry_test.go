@@ -1,10 +1,12 @@
 package store_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -133,5 +135,40 @@ func TestWorkers(t *testing.T) {
 	ws, _ = f.control.ListWorkers(f.ctx)
 	if ws[0].StoppedAt != nil {
 		t.Fatalf("restart kept stopped_at: %+v", ws[0])
+	}
+}
+
+// TestRequeueRacesKeepOneActive runs the retry policy from two controld
+// connections at once over several due scan/hash rows: the single-active
+// index must still admit exactly one.
+func TestRequeueRacesKeepOneActive(t *testing.T) {
+	f := setupLease(t)
+	for i := range 6 {
+		id := f.addJob(t, []string{"scan", "hash"}[i%2], "normal", time.Duration(i)*time.Millisecond)
+		f.exec(t, `UPDATE jobs SET status = 'retryable', retry_after = ? WHERE id = ?`, f.now(), id)
+	}
+	other := storetest.MustOpen(t, f.path, store.RoleControl, f.clock.Now)
+	var wg sync.WaitGroup
+	total := make([]int64, 2)
+	for i, s := range []*store.Store{f.control, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				rq, _, err := s.RequeueRetryableJobs(f.ctx, 5)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				total[i] += rq
+			}
+		}()
+	}
+	wg.Wait()
+	if total[0]+total[1] != 1 {
+		t.Fatalf("requeued %v, want exactly one in total", total)
+	}
+	if n := f.num(t, `SELECT count(*) FROM jobs WHERE status = 'pending'`); n != 1 {
+		t.Fatalf("pending = %d", n)
 	}
 }
