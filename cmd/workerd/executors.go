@@ -9,7 +9,11 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/engine/enginetest"
+	"github.com/bindery-nas/bindery/internal/hashing"
+	"github.com/bindery-nas/bindery/internal/scan"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/thumbs"
+	"github.com/bindery-nas/bindery/internal/walmaint"
 )
 
 // buildExecutors is the one place where workerd's executors are built.
@@ -24,10 +28,14 @@ func buildExecutors(cfg runConfig, st *store.Store) (engine.Executors, error) {
 	if cfg.TestExecutor != "" {
 		return testExecutors(cfg)
 	}
-	_ = st
-	// The real executors (scan, hash, thumbs, walmaint) are wired here as
-	// their packages land.
-	return engine.Executors{}, nil
+	covers := thumbs.Config{StateDir: cfg.StateDir, LibraryRoot: cfg.LibraryRoot}
+	return engine.Executors{
+		Scan:       scan.New(st, scan.Config{LibraryRoot: cfg.LibraryRoot}),
+		Hash:       hashing.New(st, hashing.Config{LibraryRoot: cfg.LibraryRoot}),
+		Thumbnail:  thumbs.NewRenderer(st, covers),
+		Cleanup:    thumbs.NewCleaner(st, covers),
+		Checkpoint: walmaint.New(st, walmaint.Config{}),
+	}, nil
 }
 
 func testExecutors(cfg runConfig) (engine.Executors, error) {

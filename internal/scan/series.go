@@ -14,17 +14,33 @@ func keyOf(f store.UnlinkedFile) seriesKey {
 	return seriesKey{name: identityKey(f.SeriesNameRaw), publisher: identityKey(f.Publisher)}
 }
 
+// firstFile is the first file by relative path of one identity.
+type firstFile struct {
+	path   string
+	series store.NewSeries
+}
+
 // createSeries is phase 4: the identities of every unlinked file are
 // collected in relative_path order (so the first file by path gives a new
 // series its name, publisher and year: "first file wins"), then created one
 // after the other in name order. The unique index on the identity makes
 // creation idempotent and race-free; existing series are left as they are.
-// It returns the id of every identity, for linking.
+// It returns the id of every identity a file has, for linking.
+//
+// A file without a publisher (no ComicInfo, or none given) adopts the
+// publisher its name already has in the library, so that a folder where
+// only some books carry ComicInfo.xml stays one series instead of splitting
+// into "Batman" and "Batman (DC Comics)". When a name has several
+// publishers, the smallest key wins, deterministically.
 //
 // Memory holds one entry per distinct series among unlinked files, never
 // one per file.
 func (r *run) createSeries(ctx context.Context) (map[seriesKey]int64, error) {
-	firsts := map[seriesKey]store.NewSeries{}
+	firsts := map[seriesKey]firstFile{}
+	publishers, err := r.st.SeriesPublishers(ctx, r.libID)
+	if err != nil {
+		return nil, err
+	}
 	after := ""
 	for {
 		files, err := r.st.UnlinkedFiles(ctx, r.libID, after, r.cfg.BatchSize)
@@ -38,13 +54,52 @@ func (r *run) createSeries(ctx context.Context) (map[seriesKey]int64, error) {
 		for _, f := range files {
 			k := keyOf(f)
 			if _, ok := firsts[k]; !ok {
-				firsts[k] = store.NewSeries{Name: cleanName(f.SeriesNameRaw), NameKey: k.name,
-					Publisher: cleanName(f.Publisher), PublisherKey: k.publisher, Year: f.Year}
+				firsts[k] = firstFile{path: f.RelativePath, series: store.NewSeries{Name: cleanName(f.SeriesNameRaw),
+					NameKey: k.name, Publisher: cleanName(f.Publisher), PublisherKey: k.publisher, Year: f.Year}}
+			}
+			if p, ok := publishers[k.name]; k.publisher != "" && (!ok || k.publisher < p.PublisherKey) {
+				publishers[k.name] = store.SeriesPublisher{Publisher: cleanName(f.Publisher), PublisherKey: k.publisher}
 			}
 		}
 	}
-	keys := make([]seriesKey, 0, len(firsts))
-	for k := range firsts {
+	resolved, wanted := adoptPublishers(firsts, publishers)
+	ids := make(map[seriesKey]int64, len(firsts))
+	for start := 0; start < len(wanted); start += r.cfg.BatchSize {
+		chunk := wanted[start:min(start+r.cfg.BatchSize, len(wanted))]
+		got, created, err := r.st.EnsureSeries(ctx, r.libID, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for i, ns := range chunk {
+			ids[seriesKey{ns.NameKey, ns.PublisherKey}] = got[i]
+		}
+		r.counts.SeriesCreated += created
+	}
+	for raw, k := range resolved {
+		ids[raw] = ids[k]
+	}
+	return ids, nil
+}
+
+// adoptPublishers maps every collected identity to the identity its files
+// join, and returns the series to ensure in name order, each described by
+// the first file (by path) of all the files that join it.
+func adoptPublishers(firsts map[seriesKey]firstFile, publishers map[string]store.SeriesPublisher) (map[seriesKey]seriesKey, []store.NewSeries) {
+	resolved := make(map[seriesKey]seriesKey, len(firsts))
+	merged := map[seriesKey]firstFile{}
+	for raw, f := range firsts {
+		k := raw
+		if p, ok := publishers[raw.name]; raw.publisher == "" && ok {
+			k.publisher = p.PublisherKey
+			f.series.Publisher, f.series.PublisherKey = p.Publisher, p.PublisherKey
+		}
+		resolved[raw] = k
+		if cur, ok := merged[k]; !ok || f.path < cur.path {
+			merged[k] = f
+		}
+	}
+	keys := make([]seriesKey, 0, len(merged))
+	for k := range merged {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -53,23 +108,11 @@ func (r *run) createSeries(ctx context.Context) (map[seriesKey]int64, error) {
 		}
 		return keys[i].publisher < keys[j].publisher
 	})
-	ids := make(map[seriesKey]int64, len(keys))
-	for start := 0; start < len(keys); start += r.cfg.BatchSize {
-		chunk := keys[start:min(start+r.cfg.BatchSize, len(keys))]
-		in := make([]store.NewSeries, len(chunk))
-		for i, k := range chunk {
-			in[i] = firsts[k]
-		}
-		got, created, err := r.st.EnsureSeries(ctx, r.libID, in)
-		if err != nil {
-			return nil, err
-		}
-		for i, k := range chunk {
-			ids[k] = got[i]
-		}
-		r.counts.SeriesCreated += created
+	out := make([]store.NewSeries, len(keys))
+	for i, k := range keys {
+		out[i] = merged[k].series
 	}
-	return ids, nil
+	return resolved, out
 }
 
 // linkSeries is phase 5: unlinked files are put in their series a batch at

@@ -53,6 +53,36 @@ func (s *Store) UnlinkedFiles(ctx context.Context, libraryID int64, after string
 	return out, nil
 }
 
+// SeriesPublisher is a publisher as a series of the library carries it.
+type SeriesPublisher struct {
+	Publisher    string `db:"publisher"`
+	PublisherKey string `db:"publisher_key"`
+}
+
+// SeriesPublishers returns, per series name key of a library, the smallest
+// non-empty publisher key its series have, so that files without a
+// publisher can join the series their name already has.
+func (s *Store) SeriesPublishers(ctx context.Context, libraryID int64) (map[string]SeriesPublisher, error) {
+	rows, err := s.r.QueryxContext(ctx, `SELECT name_key, publisher, publisher_key FROM series
+		WHERE library_id = ? AND publisher_key <> '' ORDER BY name_key, publisher_key`, libraryID)
+	if err != nil {
+		return nil, fmt.Errorf("series publishers: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]SeriesPublisher{}
+	for rows.Next() {
+		var name string
+		var p SeriesPublisher
+		if err := rows.Scan(&name, &p.Publisher, &p.PublisherKey); err != nil {
+			return nil, fmt.Errorf("series publishers: %w", err)
+		}
+		if _, ok := out[name]; !ok {
+			out[name] = p
+		}
+	}
+	return out, rows.Err()
+}
+
 // NewSeries is a series to create unless its identity exists.
 type NewSeries struct {
 	Name, NameKey           string
