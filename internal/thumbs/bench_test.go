@@ -320,10 +320,11 @@ func TestPeakRSSChild(t *testing.T) {
 		wg.Wait()
 		runtime.GC()
 	}
-	fmt.Printf("VmHWM-kB=%d\n", vmHWM(t))
+	fmt.Printf("VmHWM-kB=%d\n", procStatus(t, "VmHWM:"))
 }
 
-func vmHWM(t *testing.T) int64 {
+// procStatus reads one kB figure of /proc/self/status.
+func procStatus(t *testing.T, key string) int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		t.Skip("no /proc")
@@ -331,11 +332,76 @@ func vmHWM(t *testing.T) int64 {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(s.Text(), key); ok {
 			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
 			return n
 		}
 	}
-	t.Fatal("no VmHWM")
+	t.Fatalf("no %s in /proc/self/status", key)
 	return 0
 }
+
+// BenchmarkCoverRSSFlat: RSS of a fresh process after 200 and after 2,000
+// renders of 1200×1800 pages with 2 concurrent renders; the growth between
+// the two should be near zero (libvips cache off, no leak per render).
+func BenchmarkCoverRSSFlat(b *testing.B) {
+	for b.Loop() {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRSSFlatChild$", "-test.v")
+		cmd.Env = append(os.Environ(), "BINDERY_RSS_FLAT=2000")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("child: %v: %s", err, out)
+		}
+		var early, late float64
+		if _, err := fmt.Sscanf(after(string(out), "RSS-kB="), "%f %f", &early, &late); err != nil {
+			b.Fatalf("child output %q: %v", out, err)
+		}
+		b.ReportMetric(early/1024, "RSS@200-MB")
+		b.ReportMetric(late/1024, "RSS@2000-MB")
+	}
+}
+
+func after(s, sep string) string {
+	_, a, _ := strings.Cut(s, sep)
+	return a
+}
+
+// TestRSSFlatChild runs only as BenchmarkCoverRSSFlat's child.
+func TestRSSFlatChild(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("BINDERY_RSS_FLAT"))
+	if n == 0 {
+		t.Skip("child of BenchmarkCoverRSSFlat only")
+	}
+	setupVips(1)
+	var pages [][]byte
+	for i := range 4 {
+		pages = append(pages, mustJPEG(t, 1200, 1800, i))
+	}
+	var early int64
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if _, err := RenderCover(pages[i%len(pages)], Options{}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		if i == 200 {
+			runtime.GC()
+			early = vmRSS(t)
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	runtime.GC()
+	fmt.Printf("RSS-kB=%d %d\n", early, vmRSS(t))
+}
+
+func vmRSS(t *testing.T) int64 { return procStatus(t, "VmRSS:") }

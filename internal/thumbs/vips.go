@@ -66,6 +66,15 @@ static int bindery_save_jpeg(VipsImage *in, int q, void **buf, size_t *len) {
 
 static void bindery_unref(VipsImage *in) { g_object_unref(in); }
 
+static void bindery_drop_log(const gchar *domain, GLogLevelFlags level, const gchar *msg, gpointer data) {}
+
+// bindery_quiet drops libvips' warnings ("error in tile", "profile
+// incompatible"): a render that fails reports its error as the row's
+// error_code, and one that succeeds needs no log line per damaged tile.
+static void bindery_quiet(void) {
+	g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING, bindery_drop_log, NULL);
+}
+
 // bindery_pixels decodes buf fully into a malloc'ed pixel array (for
 // checks of rendered covers).
 static void *bindery_pixels(void *buf, size_t len, int *w, int *h, int *bands, char **interp, size_t *size) {
@@ -104,6 +113,7 @@ func setupVips(concurrency int) {
 		bimg.VipsCacheSetMax(0)
 		bimg.VipsCacheSetMaxMem(0)
 		C.vips_concurrency_set(C.int(concurrency))
+		C.bindery_quiet()
 	})
 }
 
