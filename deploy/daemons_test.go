@@ -110,7 +110,8 @@ func freeAddr(t *testing.T) string {
 // TestDaemonsRunAsUnits starts controld and workerd exactly as the
 // installed units would (ExecStart, EnvironmentFile with install.sh's
 // paths), gates workerd on controld's health as compose does, checks both
-// health probes, and stops both with SIGTERM within TimeoutStopSec.
+// health probes, scans a generated library through the admin API, and stops
+// both with SIGTERM within TimeoutStopSec.
 func TestDaemonsRunAsUnits(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
@@ -128,7 +129,8 @@ func TestDaemonsRunAsUnits(t *testing.T) {
 	for k, v := range parseEnvFile(t, filepath.Join(stage, "etc/bindery/bindery.env")) {
 		env = append(env, k+"="+v)
 	}
-	env = append(env, "BINDERY_LISTEN="+freeAddr(t), "PATH="+bin+":"+os.Getenv("PATH"))
+	addr := freeAddr(t)
+	env = append(env, "BINDERY_LISTEN="+addr, "PATH="+bin+":"+os.Getenv("PATH"))
 	u, err := parseUnit(filepath.Join(stage, "etc/systemd/system/bindery-workerd.service"))
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +152,8 @@ func TestDaemonsRunAsUnits(t *testing.T) {
 
 	wrk := startAsUnit(t, stage, bin, "bindery-workerd.service", env)
 	waitHealthy(t, wrk, env, "workerd")
+
+	scanThroughAPI(t, addr, state, library)
 
 	wrk.stop(t, stopTimeout)
 	if out, code := runEnv(t, env, "bash", deployPath(t, "healthcheck.sh"), "workerd"); code == 0 {

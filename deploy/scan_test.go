@@ -1,0 +1,140 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/fixtures"
+)
+
+// apiClient talks to a running controld as an admin would.
+type apiClient struct {
+	base, token string
+}
+
+func (c apiClient) do(t *testing.T, method, path, body string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, c.base+"/api/v1"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v\n%s", method, path, err, raw)
+		}
+	}
+	return resp.StatusCode
+}
+
+// waitFor polls cond until it holds; the condition is the daemons' state
+// read through the API, not elapsed time.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %v", what, limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// scanThroughAPI generates a library under the library root, registers it
+// and scans it through controld while workerd runs in its own process, and
+// checks what a user would look at: files, series, covers and duplicates.
+func scanThroughAPI(t *testing.T, addr, state, libraryRoot string) {
+	t.Helper()
+	dir := filepath.Join(libraryRoot, "comics")
+	m, err := fixtures.Library(dir, fixtures.LibrarySpec{Files: 12, Broken: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := filepath.Join(dir, "copy.cbz")
+	src := filepath.Join(dir, filepath.FromSlash(m.Files[0].Path))
+	data, err := os.ReadFile(src)
+	if err != nil || filepath.Ext(src) != ".cbz" {
+		t.Fatalf("first sample file %s: %v", src, err)
+	}
+	if err := os.WriteFile(dup, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	token, err := os.ReadFile(filepath.Join(state, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := apiClient{base: "http://" + addr, token: strings.TrimSpace(string(token))}
+
+	var lib struct{ ID int64 }
+	if code := c.do(t, "POST", "/libraries", fmt.Sprintf(`{"name":"comics","path":%q}`, dir), &lib); code != 201 {
+		t.Fatalf("create library: %d", code)
+	}
+	if code := c.do(t, "POST", "/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d}`, lib.ID), nil); code != 201 {
+		t.Fatalf("request scan: %d", code)
+	}
+	type summary struct {
+		FileCount int `json:"file_count"`
+		LastScan  *struct {
+			Status string
+			Counts map[string]int64
+		} `json:"last_scan"`
+	}
+	var s summary
+	waitFor(t, "scan succeeded", 60*time.Second, func() bool {
+		s = summary{}
+		c.do(t, "GET", fmt.Sprintf("/libraries/%d", lib.ID), "", &s)
+		return s.LastScan != nil && s.LastScan.Status == "succeeded"
+	})
+	if want := len(m.Files) + 1; s.FileCount != want || s.LastScan.Counts["error_count"] != 1 {
+		t.Fatalf("scan: %d files (want %d), counts %v", s.FileCount, want, s.LastScan.Counts)
+	}
+
+	var groups struct {
+		Items []struct {
+			FileCount int `json:"file_count"`
+		}
+	}
+	waitFor(t, "hash job found the duplicate", 60*time.Second, func() bool {
+		c.do(t, "GET", "/duplicates/groups", "", &groups)
+		return len(groups.Items) == 1 && groups.Items[0].FileCount == 2
+	})
+	var metrics struct{ Ready, Pending, Running int }
+	waitFor(t, "covers rendered", 60*time.Second, func() bool {
+		c.do(t, "GET", "/thumbnails/metrics", "", &metrics)
+		return metrics.Ready > 0 && metrics.Pending == 0 && metrics.Running == 0
+	})
+	if want := len(m.Files); metrics.Ready != want { // the broken file has no cover; the copy has one
+		t.Errorf("covers ready: %d, want %d", metrics.Ready, want)
+	}
+	var files struct {
+		Items []struct {
+			Cover struct{ URL string } `json:"cover"`
+		}
+	}
+	c.do(t, "GET", "/files?limit=1", "", &files)
+	req, _ := http.NewRequest("GET", c.base+files.Items[0].Cover.URL, nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") ||
+		!strings.Contains(resp.Header.Get("Cache-Control"), "immutable") {
+		t.Fatalf("cover %s: %d %s %s", files.Items[0].Cover.URL, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"))
+	}
+}
