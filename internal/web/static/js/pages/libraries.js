@@ -1,0 +1,143 @@
+// Libraries: the list with counts and the last scan, the add form (the
+// server validates the path; its errors are shown next to the field they
+// name), Scan now / Hash now, and delete behind a confirmation.
+
+import { Pager, api, get } from '../api.js';
+import { badge, confirmDialog, debounce, errorText, fmtNum, fmtTime, h, moreButton, replace, toast } from '../ui.js';
+
+export const title = 'Libraries';
+
+export async function render(root, ctx) {
+  const tbody = h('tbody', {});
+  const table = h('div', { class: 'table-wrap' }, h('table', { id: 'libraries' },
+    h('caption', { class: 'hint' }, 'Counts come from the last scan; covers and hashes follow it.'),
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Path'),
+      h('th', { scope: 'col', class: 'num' }, 'Files'), h('th', { scope: 'col', class: 'num' }, 'Missing'),
+      h('th', { scope: 'col', class: 'num' }, 'Series'), h('th', { scope: 'col' }, 'Last scan'),
+      h('th', { scope: 'col' }, 'Actions'))),
+    tbody));
+  const empty = h('p', { class: 'hint', hidden: true }, 'No library yet: add one above.');
+  root.append(h('h1', {}, 'Libraries'), addForm(async (lib) => { empty.hidden = true; tbody.prepend(await row(lib.id)); }),
+    h('h2', {}, 'All libraries'), empty, table);
+
+  const rows = new Map(); // id → <tr>
+  async function row(id) {
+    const lib = await get(`/libraries/${id}`);
+    const msg = h('span', { class: 'msg', role: 'status' });
+    const last = lib.last_scan;
+    const tr = h('tr', { dataset: { libraryId: lib.id } },
+      h('th', { scope: 'row' }, h('a', { href: `#/browse?library=${lib.id}` }, lib.name)),
+      h('td', { class: 'mono' }, lib.path),
+      h('td', { class: 'num' }, fmtNum(lib.file_count)),
+      h('td', { class: 'num' }, fmtNum(lib.missing_count)),
+      h('td', { class: 'num' }, fmtNum(lib.series_count)),
+      h('td', {}, last ? [badge(last.status), ' ', fmtTime(last.finished_at || last.started_at),
+        h('br'), h('span', { class: 'hint' }, summary(last.counts))] : h('span', { class: 'hint' }, 'never scanned')),
+      h('td', {}, h('div', { class: 'actions' },
+        h('button', { type: 'button', onclick: () => request('scan', lib, msg) }, 'Scan now'),
+        h('button', { type: 'button', class: 'secondary', onclick: () => request('hash', lib, msg) }, 'Hash now'),
+        h('button', { type: 'button', class: 'danger', onclick: () => remove(lib, msg) }, 'Delete')), msg));
+    const old = rows.get(lib.id);
+    rows.set(lib.id, tr);
+    if (old && old.isConnected) old.replaceWith(tr);
+    return tr;
+  }
+
+  async function request(kind, lib, msg) {
+    msg.textContent = '';
+    try {
+      const r = await api('POST', '/jobs', { kind, library_id: lib.id });
+      if (r.status === 202) msg.textContent = `${kind} queued (position ${r.body.queued.position})`;
+      else if (r.status === 200) msg.textContent = `${kind} already ${r.body.status || 'requested'} (job ${r.body.id})`;
+      else msg.textContent = `${kind} job ${r.body.id} started`;
+      msg.append(' · ', h('a', { href: '#/overview' }, 'watch'));
+    } catch (e) {
+      msg.textContent = errorText(e);
+    }
+  }
+
+  async function remove(lib, msg) {
+    if (!(await confirmDialog(`Delete library “${lib.name}”? Its index rows and cached covers are removed; the files in ${lib.path} are not touched.`))) return;
+    try {
+      await api('DELETE', `/libraries/${lib.id}`);
+      rows.get(lib.id)?.remove();
+      rows.delete(lib.id);
+      empty.hidden = rows.size > 0;
+      toast(`Library ${lib.name} deleted.`);
+    } catch (e) {
+      msg.textContent = errorText(e);
+    }
+  }
+
+  const pager = new Pager('/libraries', {}, 50);
+  const loadPage = async () => {
+    const libs = await pager.next();
+    const trs = await Promise.all(libs.map((l) => row(l.id)));
+    tbody.append(...trs);
+    empty.hidden = rows.size > 0;
+    return !pager.done;
+  };
+  const more = moreButton(loadPage);
+  root.append(more);
+  more.hidden = !(await loadPage());
+
+  // Scans change the counts: redraw a library's row when its job ends.
+  const pending = new Set();
+  const redraw = debounce(() => { for (const id of pending) if (rows.has(id)) row(id).catch(() => {}); pending.clear(); }, 300);
+  ctx.on('job', (j) => {
+    if (j.library_id && ['completed', 'failed', 'cancelled'].includes(j.status)) { pending.add(j.library_id); redraw(); }
+  });
+}
+
+function summary(counts) {
+  if (!counts) return '';
+  return Object.entries(counts).filter(([, v]) => v).map(([k, v]) => `${k.replaceAll('_', ' ')} ${fmtNum(v)}`).join(' · ');
+}
+
+/** addForm is the "Add a library" form; onAdded gets the created library. */
+function addForm(onAdded) {
+  const field = (name, label, attrs, hint) => {
+    const id = 'lib-' + name;
+    const err = h('p', { class: 'error', id: id + '-error', role: 'alert' });
+    const input = h('input', { id, name, 'aria-describedby': id + '-error' + (hint ? ` ${id}-hint` : ''), ...attrs });
+    return { input, err, el: h('div', { class: 'field' }, h('label', { for: id }, label), input,
+      hint ? h('p', { class: 'hint', id: id + '-hint' }, hint) : null, err) };
+  };
+  const name = field('name', 'Name', { required: true, autocomplete: 'off' });
+  const path = field('path', 'Path on the server', { required: true, class: 'mono', autocomplete: 'off', spellcheck: 'false' },
+    'An existing folder under one of controld’s library roots.');
+  const interval = field('scan_interval_minutes', 'Scan every (minutes)', { type: 'number', min: 0, inputmode: 'numeric' },
+    '0 or empty: scan only on request.');
+  const general = h('p', { class: 'error', role: 'alert' });
+  const fields = { name, path, scan_interval_minutes: interval };
+  const submit = h('button', { type: 'submit' }, 'Add library');
+  const form = h('form', { id: 'add-library', novalidate: true, class: 'panel' },
+    h('h2', { class: 'first' }, 'Add a library'),
+    h('div', { class: 'row' }, name.el, path.el, interval.el), general, submit);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    general.textContent = '';
+    for (const f of Object.values(fields)) { f.err.textContent = ''; f.input.removeAttribute('aria-invalid'); }
+    const body = { name: name.input.value, path: path.input.value };
+    if (interval.input.value !== '') body.scan_interval_minutes = Number(interval.input.value);
+    submit.disabled = true;
+    try {
+      const r = await api('POST', '/libraries', body);
+      form.reset();
+      toast(`Library ${r.body.name} added.`);
+      await onAdded(r.body);
+    } catch (e) {
+      const f = fields[e.details && e.details.field];
+      if (f) {
+        f.err.textContent = errorText(e);
+        f.input.setAttribute('aria-invalid', 'true');
+        f.input.focus();
+      } else {
+        general.textContent = errorText(e);
+      }
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}

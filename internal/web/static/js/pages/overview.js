@@ -1,0 +1,111 @@
+// Overview: what is running now. Loaded once, then kept current by the
+// event stream (job and thumbnail events); lists that have no events of
+// their own (workers, queue, checkpoint) are reloaded when a job event says
+// something changed, never on a timer.
+
+import { ApiError, get } from '../api.js';
+import { badge, debounce, errorText, fmtNum, fmtTime, h, progressBar, replace } from '../ui.js';
+
+export const title = 'Overview';
+
+const terminal = new Set(['completed', 'failed', 'cancelled']);
+
+export async function render(root, ctx) {
+  const jobsEl = h('div', { id: 'active-jobs' });
+  const queueEl = h('div', { id: 'queue' });
+  const workersEl = h('div', { id: 'workers' });
+  const thumbsEl = h('div', { id: 'thumb-metrics' });
+  const walEl = h('div', { id: 'wal-latest' });
+  root.append(
+    h('h1', {}, 'Overview'),
+    h('section', { class: 'panel', 'aria-labelledby': 'h-active' }, h('h2', { id: 'h-active' }, 'Active jobs'), jobsEl),
+    h('div', { class: 'grid2' },
+      h('section', { class: 'panel', 'aria-labelledby': 'h-workers' }, h('h2', { id: 'h-workers' }, 'Workers'), workersEl),
+      h('section', { class: 'panel', 'aria-labelledby': 'h-queue' }, h('h2', { id: 'h-queue' }, 'Queue'), queueEl),
+      h('section', { class: 'panel', 'aria-labelledby': 'h-thumbs' }, h('h2', { id: 'h-thumbs' }, 'Covers'), thumbsEl),
+      h('section', { class: 'panel', 'aria-labelledby': 'h-wal' }, h('h2', { id: 'h-wal' }, 'Last WAL checkpoint'), walEl)));
+
+  const jobs = new Map(); // id → job view (or event payload)
+
+  const drawJobs = () => {
+    const list = [...jobs.values()].sort((a, b) => b.id - a.id);
+    if (!list.length) return replace(jobsEl, h('p', { class: 'hint' }, 'Nothing is running.'));
+    replace(jobsEl, list.map((j) => h('article', { class: 'job', dataset: { jobId: j.id, status: j.status } },
+      h('div', { class: 'row' },
+        h('strong', {}, `${j.kind} #${j.id}`),
+        j.library_id ? h('a', { href: `#/browse?library=${j.library_id}` }, `library ${j.library_id}`) : 'all libraries',
+        badge(j.status), j.cancel_requested ? badge('cancel requested', 'warn') : null,
+        h('a', { href: `#/jobs?id=${j.id}` }, 'details')),
+      progressBar(j))));
+  };
+
+  const loadJobs = async () => {
+    const [running, pending] = await Promise.all([
+      get('/jobs?status=running&limit=20'), get('/jobs?status=pending&limit=20')]);
+    for (const j of [...running.items, ...pending.items]) jobs.set(j.id, j);
+    drawJobs();
+  };
+
+  const loadQueue = async () => {
+    const q = await get('/queue');
+    if (!q.items.length) return replace(queueEl, h('p', { class: 'hint' }, 'The queue is empty.'));
+    replace(queueEl, h('ol', {}, q.items.map((e) => h('li', {},
+      `${e.kind} `, e.library_id ? `library ${e.library_id}` : 'all libraries', ` · ${e.priority} · ${e.reason} · `,
+      fmtTime(e.created_at)))));
+  };
+
+  const loadWorkers = async () => {
+    const w = await get('/workers');
+    if (!w.items.length) return replace(workersEl, h('p', { class: 'hint' }, 'No worker has registered yet. Start workerd.'));
+    replace(workersEl, h('ul', {}, w.items.map((x) => h('li', { dataset: { live: x.live } },
+      badge(x.live ? 'live' : (x.stopped_at ? 'stopped' : 'silent')), ' ',
+      h('span', { class: 'mono' }, x.worker_id), ` · ${x.host} · pid ${x.pid} · ${x.version} · seen `, fmtTime(x.last_seen_at)))));
+  };
+
+  const loadThumbs = async () => {
+    const m = await get('/thumbnails/metrics');
+    const stat = (label, v) => h('div', {}, h('dt', {}, label), h('dd', {}, fmtNum(v)));
+    replace(thumbsEl, h('dl', { class: 'stats' },
+      stat('Ready', m.ready), stat('Pending', m.pending), stat('Running', m.running), stat('Failed', m.failed),
+      stat('Retry backlog', m.retry_backlog), stat('Cleanup pending', m.cleanup_pending),
+      stat('Cleanup overdue', m.cleanup_overdue)),
+    m.max_cleanup_lag_seconds > 0 ? h('p', { class: 'hint' }, `Oldest overdue cleanup: ${Math.round(m.max_cleanup_lag_seconds)} s late`) : null);
+  };
+
+  const loadWAL = async () => {
+    try {
+      const w = await get('/maintenance/wal-checkpoint/latest');
+      replace(walEl, h('dl', { class: 'kv' },
+        h('dt', {}, 'Status'), h('dd', {}, badge(w.status)),
+        h('dt', {}, 'Mode'), h('dd', {}, w.mode),
+        h('dt', {}, 'Requested'), h('dd', {}, fmtTime(w.created_at)),
+        h('dt', {}, 'Finished'), h('dd', {}, fmtTime(w.finished_at)),
+        h('dt', {}, 'Frames'), h('dd', {}, w.checkpointed_frames === null ? '–' : `${fmtNum(w.checkpointed_frames)} of ${fmtNum(w.checkpoint_log_frames)}`)));
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status !== 404) throw e;
+      replace(walEl, h('p', { class: 'hint' }, 'No checkpoint was requested yet.'));
+    }
+  };
+
+  const guard = (fn, el) => async () => {
+    try { await fn(); } catch (e) { if (ctx.current()) replace(el, h('p', { class: 'error', role: 'alert' }, errorText(e))); }
+  };
+  const refreshSide = debounce(() => {
+    guard(loadQueue, queueEl)(); guard(loadWorkers, workersEl)(); guard(loadWAL, walEl)();
+  }, 400);
+  const refreshThumbs = debounce(guard(loadThumbs, thumbsEl), 500);
+
+  ctx.on('job', (j) => {
+    const had = jobs.get(j.id);
+    jobs.set(j.id, { ...had, ...j });
+    // A finished job stays visible (at 100% when it completed) until the
+    // next visit, so the end of a scan can be seen.
+    drawJobs();
+    if (!had || terminal.has(j.status)) refreshSide();
+  });
+  ctx.on('thumbnail', refreshThumbs);
+  ctx.on('reconnected', () => { guard(loadJobs, jobsEl)(); refreshSide(); refreshThumbs(); });
+
+  await Promise.all([guard(loadJobs, jobsEl)(), guard(loadQueue, queueEl)(), guard(loadWorkers, workersEl)(),
+    guard(loadThumbs, thumbsEl)(), guard(loadWAL, walEl)()]);
+}

@@ -1,0 +1,221 @@
+// Small DOM helpers shared by the pages: element builder, formatters,
+// badges, progress, confirmation dialog, toasts and the lazy cover loader.
+
+import { blob } from './api.js';
+
+/**
+ * h builds an element: h('a', {href: '#/x', class: 'y', onclick: fn}, 'text', child).
+ * Text is always inserted as text, never parsed as HTML.
+ */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k in el && typeof v !== 'string') el[k] = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+/** replace empties el and appends children. */
+export function replace(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+export function fmtBytes(n) {
+  if (n === null || n === undefined) return '–';
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  let v = Number(n);
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return (i === 0 ? v : v.toFixed(v < 10 ? 1 : 0)) + ' ' + units[i];
+}
+
+export const fmtNum = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString());
+
+/** fmtTime renders an RFC 3339 timestamp as local time, with its ISO form as a tooltip. */
+export function fmtTime(s) {
+  if (!s) return '–';
+  const d = new Date(s);
+  if (isNaN(d)) return s;
+  return h('time', { datetime: s, title: s }, d.toLocaleString());
+}
+
+const statusClass = {
+  completed: 'ok', ready: 'ok', succeeded: 'ok', live: 'ok',
+  running: 'warn', pending: 'warn', retryable: 'warn', queued: 'warn',
+  failed: 'bad', cancelled: 'muted', missing: 'bad', broken: 'bad', none: 'muted',
+};
+export const badge = (text, cls) => h('span', { class: 'badge ' + (cls || statusClass[text] || 'muted') }, text);
+
+/** jobPercent is the share done of a job: processed/total when known, else progress. */
+export function jobPercent(j) {
+  if (j.status === 'completed') return 100;
+  if (j.total_items) return Math.min(100, Math.floor((100 * j.processed_items) / j.total_items));
+  return Math.round(100 * (j.progress || 0));
+}
+
+/** progressBar renders a labelled <progress> for a job. */
+export function progressBar(j) {
+  const pct = jobPercent(j);
+  const label = `job-${j.id}-progress`;
+  const total = j.total_items;
+  const text = total !== null && total !== undefined
+    ? `${fmtNum(j.processed_items)} / ${fmtNum(total)} (${pct}%)`
+    : `${fmtNum(j.processed_items)} processed (${pct}%)`;
+  return h('div', { class: 'progress-wrap' },
+    h('progress', { id: label, max: 100, value: pct, 'aria-label': `${j.kind} job ${j.id} progress`, dataset: { pct } }),
+    h('span', { class: 'progress-text' }, text));
+}
+
+/** errorText is a human message for an ApiError or any thrown value. */
+export function errorText(e) {
+  if (!e) return '';
+  if (e.status === 0) return e.message;
+  if (e.code) return `${e.message} (${e.code})`;
+  return e.message || String(e);
+}
+
+let toastTimer;
+/** toast announces a short message (also to screen readers). */
+export function toast(text) {
+  const el = document.getElementById('toast');
+  el.textContent = text;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.textContent = ''; }, 4000);
+}
+
+/** confirmDialog asks a yes/no question in a modal <dialog>; resolves true on confirm. */
+export function confirmDialog(question, confirmLabel = 'Delete') {
+  return new Promise((resolve) => {
+    const ok = h('button', { type: 'submit', class: 'danger', value: 'yes' }, confirmLabel);
+    const no = h('button', { type: 'submit', class: 'secondary', value: 'no' }, 'Cancel');
+    const d = h('dialog', { 'aria-labelledby': 'confirm-q', class: 'confirm' },
+      h('form', { method: 'dialog' }, h('p', { id: 'confirm-q' }, question), h('div', { class: 'actions' }, no, ok)));
+    d.addEventListener('close', () => { d.remove(); resolve(d.returnValue === 'yes'); });
+    document.body.append(d);
+    d.showModal();
+    no.focus();
+  });
+}
+
+/** showDialog opens a modal with a title and content, closed by its button or Escape. */
+export function showDialog(title, content) {
+  const d = h('dialog', { 'aria-labelledby': 'dlg-title' },
+    h('h2', { id: 'dlg-title' }, title), content,
+    h('form', { method: 'dialog', class: 'actions' }, h('button', { type: 'submit' }, 'Close')));
+  d.addEventListener('close', () => d.remove());
+  document.body.append(d);
+  d.showModal();
+  return d;
+}
+
+/**
+ * Covers are served under /api/v1, so they need the bearer header: an
+ * <img src> cannot send it. coverImg returns an <img loading="lazy"> in a
+ * fixed 2:3 box; when the box nears the viewport (IntersectionObserver) the
+ * versioned cover URL is fetched with the header (the browser's HTTP cache
+ * honours the API's immutable Cache-Control for it) and shown through a
+ * blob: URL. At most a few fetches run at once so a page of 1,000 files
+ * renders progressively.
+ */
+const coverQueue = [];
+let coversInFlight = 0;
+const MAX_COVER_FETCHES = 6;
+const coverObserver = new IntersectionObserver((entries) => {
+  for (const e of entries) {
+    if (!e.isIntersecting) continue;
+    coverObserver.unobserve(e.target);
+    coverQueue.push(e.target);
+  }
+  pumpCovers();
+}, { rootMargin: '300px' });
+
+function pumpCovers() {
+  while (coversInFlight < MAX_COVER_FETCHES && coverQueue.length) {
+    const img = coverQueue.shift();
+    if (!img.isConnected) continue;
+    coversInFlight++;
+    loadCover(img).finally(() => { coversInFlight--; pumpCovers(); });
+  }
+}
+
+async function loadCover(img) {
+  const url = img.dataset.src;
+  try {
+    const b = await blob(url);
+    if (img.dataset.src !== url) return; // replaced meanwhile
+    const obj = URL.createObjectURL(b);
+    img.addEventListener('load', () => URL.revokeObjectURL(obj), { once: true });
+    img.addEventListener('error', () => URL.revokeObjectURL(obj), { once: true });
+    img.src = obj;
+    img.closest('.cover')?.querySelector('.nocover')?.remove();
+  } catch (e) {
+    const box = img.closest('.cover');
+    if (box) box.querySelector('.nocover').textContent = 'cover unavailable';
+  }
+}
+
+/** cover renders the fixed-size cover box of a file view ({id, cover:{status,url}}). */
+export function cover(file, alt) {
+  const c = file.cover || { status: 'none' };
+  const box = h('figure', { class: 'cover', dataset: { fileId: file.id } });
+  const label = c.url ? 'loading…' : (c.status === 'failed' ? 'cover failed' : c.status === 'none' ? 'no cover' : 'cover ' + c.status);
+  box.append(h('span', { class: 'nocover' }, label));
+  if (c.url) {
+    const img = h('img', { alt: alt || '', loading: 'lazy', decoding: 'async', dataset: { src: c.url } });
+    box.prepend(img);
+    coverObserver.observe(img);
+  }
+  return box;
+}
+
+/** setCover swaps the cover of a box in place (a thumbnail became ready). */
+export function setCover(box, file, alt) {
+  box.replaceWith(cover(file, alt));
+}
+
+/**
+ * moreButton renders a "Load more" button that calls load() (which returns
+ * whether more remain) and hides itself when the list is complete.
+ */
+export function moreButton(load, label = 'Load more') {
+  const msg = h('p', { class: 'error', role: 'alert' });
+  const btn = h('button', { type: 'button', class: 'secondary' }, label);
+  const wrap = h('div', { class: 'more' }, btn, msg);
+  btn.addEventListener('click', async () => {
+    btn.disabled = true;
+    msg.textContent = '';
+    try {
+      const more = await load();
+      wrap.hidden = !more;
+    } catch (e) {
+      msg.textContent = errorText(e);
+    } finally {
+      btn.disabled = false;
+    }
+  });
+  return wrap;
+}
+
+/** debounce runs fn at most once per ms after the last call. */
+export function debounce(fn, ms) {
+  let t;
+  return (...args) => { clearTimeout(t); t = setTimeout(() => fn(...args), ms); };
+}
+
+/** fileName is the last component of a relative path. */
+export const fileName = (p) => p.split('/').pop();
