@@ -10,10 +10,15 @@ import (
 
 // Lease paths of thumbnail_cleanup_jobs (protocol §4.4, §7.3).
 
-// cleanupEligible: due, and no pending/running thumbnail of the same group
-// (a cleanup must not delete a cover that is still being rendered).
+// cleanupEligible: due, and no pending/running thumbnail in the cleanup's
+// group (a cleanup must not delete a cover that is still being rendered).
+// A thumbnail is in the group `library:<id>` by its group_key, in `file:<id>`
+// by its file_id, and in `shards:<n>` always (a layout change concerns
+// every cover). Active rows are bounded by the queue capacity, so the
+// search over them stays small.
 const cleanupEligible = `c.status = 'pending' AND c.execute_after <= ? AND NOT EXISTS (
-	SELECT 1 FROM thumbnails t WHERE t.group_key = c.group_key AND t.status IN ('pending','running'))`
+	SELECT 1 FROM thumbnails t WHERE t.status IN ('pending','running')
+	AND (t.group_key = c.group_key OR c.group_key = 'file:' || t.file_id OR c.group_key LIKE 'shards:%'))`
 
 const cleanupProbe = `SELECT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs c WHERE ` + cleanupEligible + `)
 	OR EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs WHERE ` + staleWhere + `)`

@@ -117,6 +117,35 @@ func TestCleanupLease(t *testing.T) {
 	}
 }
 
+// TestCleanupGroups: a file:<id> cleanup waits for that file's active
+// thumbnail only; a shards:<n> cleanup waits for every active thumbnail.
+func TestCleanupGroups(t *testing.T) {
+	f := setupLease(t)
+	due := f.now()
+	fileKey := f.exec(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('file:7', ?, ?, ?)`, due, due, due)
+	shards := f.exec(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('shards:16', ?, ?, ?)`, due, due, due)
+	other := f.addThumb(t, 8, "library:1")
+	own := f.addThumb(t, 7, "library:1")
+	if c, _ := f.worker.ClaimCleanup(f.ctx, "w", lease); c != nil {
+		t.Fatalf("claimed %s while file 7 has an active thumbnail", c.GroupKey)
+	}
+	for _, id := range []int64{other, own} {
+		f.worker.ClaimThumbnail(f.ctx, "w", lease)
+		f.worker.FinishThumbnail(f.ctx, id, "w", store.ThumbnailDone{})
+		if id == other {
+			if c, _ := f.worker.ClaimCleanup(f.ctx, "w", lease); c != nil {
+				t.Fatalf("claimed %s while file 7 is still active", c.GroupKey)
+			}
+		}
+	}
+	for _, want := range []int64{fileKey, shards} {
+		c, err := f.worker.ClaimCleanup(f.ctx, "w", lease)
+		if err != nil || c == nil || c.ID != want {
+			t.Fatalf("claim = %+v, %v; want %d", c, err, want)
+		}
+	}
+}
+
 func TestCheckpointLease(t *testing.T) {
 	f := setupLease(t)
 	id := f.exec(t, `INSERT INTO wal_maintenance_jobs (requested_mode, execute_after, created_at, updated_at) VALUES ('truncate', ?, ?, ?)`, f.now(), f.now(), f.now())
