@@ -31,10 +31,9 @@ func benchDir(b *testing.B) string {
 	return d
 }
 
-// largeFile returns a 2 GiB file of random bytes, read once into the cache.
-func largeFile(b *testing.B, name string) string {
-	const size = 2 << 30
-	p := filepath.Join(benchDir(b), name)
+// largeFile returns a file of size random bytes, read once into the cache.
+func largeFile(b *testing.B, name string, size int64) string {
+	p := filepath.Join(benchDir(b), fmt.Sprintf("%s-%d", name, size))
 	if fi, err := os.Stat(p); err != nil || fi.Size() != size {
 		f, err := os.Create(p)
 		if err != nil {
@@ -71,10 +70,19 @@ func runTool(b *testing.B, name string, args ...string) {
 // with sha256 against a bare crypto/sha256 read loop and sha256sum; BLAKE3
 // single-threaded (File) and multi-threaded (the executor's large-file
 // path) against b3sum; two files at once against b3sum's default threads.
+// BENCH_HASH_MB sets the file size in MiB (default 2048), so that make
+// bench can show the cost growing linearly with size.
 func BenchmarkLargeFile(b *testing.B) {
 	ctx := context.Background()
-	p := largeFile(b, "large-a")
-	const size = 2 << 30
+	var size int64 = 2 << 30
+	if s := os.Getenv("BENCH_HASH_MB"); s != "" {
+		mb, err := strconv.Atoi(s)
+		if err != nil || mb <= 0 {
+			b.Fatalf("BENCH_HASH_MB=%q", s)
+		}
+		size = int64(mb) << 20
+	}
+	p := largeFile(b, "large-a", size)
 	one := func(name string, fn func(b *testing.B)) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(size)
@@ -94,7 +102,7 @@ func BenchmarkLargeFile(b *testing.B) {
 	one("blake3/large-path-parallel", func(b *testing.B) { parallelSum(b, ctx, p) })
 	one("blake3/b3sum-1thread", func(b *testing.B) { runTool(b, "b3sum", "--num-threads", "1", p) })
 
-	q := largeFile(b, "large-b")
+	q := largeFile(b, "large-b", size)
 	two := func(name string, fn func(b *testing.B)) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(2 * size)

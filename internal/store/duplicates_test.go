@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -339,17 +341,27 @@ func TestDuplicateSummaryWorkerWrites(t *testing.T) {
 // rows forming 200,000 duplicate groups (plus 400,000 single files), from
 // random anchors; it reports the p99 page latency. "aggregate" is the plain
 // GROUP BY used without the summary migration, "summary" reads
-// duplicate_groups.
+// duplicate_groups. BENCH_ROWS sets the row count (default 1,000,000; a
+// fifth of it are groups of three, two fifths single files).
 func BenchmarkDuplicateGroups(b *testing.B) {
+	rows := 1_000_000
+	if v := os.Getenv("BENCH_ROWS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 500 {
+			b.Fatalf("BENCH_ROWS=%q: want an integer ≥ 500", v)
+		}
+		rows = n
+	}
+	groups := rows / 5
 	for _, summary := range []bool{false, true} {
 		b.Run(fmt.Sprint("summary=", summary), func(b *testing.B) {
 			e := setupDup(b, summary)
-			gen := `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+			gen := fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %[1]d)
 				INSERT INTO library_files (id, library_id, relative_path, size_bytes, mtime_ns, needs_hash,
 					hash_algorithm, content_hash, created_at, updated_at)
-				SELECT i, 1, 'd/' || i, CASE WHEN i <= 600000 THEN ((i - 1) / 3 % 5000) * 1000 ELSE i END, i, 0,
-					'blake3', CAST(printf('%032d', CASE WHEN i <= 600000 THEN (i - 1) / 3 ELSE i END) AS BLOB), 'x', 'x'
-				FROM n`
+				SELECT i, 1, 'd/' || i, CASE WHEN i <= %[2]d THEN ((i - 1) / 3 %% 5000) * 1000 ELSE i END, i, 0,
+					'blake3', CAST(printf('%%032d', CASE WHEN i <= %[2]d THEN (i - 1) / 3 ELSE i END) AS BLOB), 'x', 'x'
+				FROM n`, rows, 3*groups)
 			if _, err := e.control.Exec(e.ctx, gen); err != nil {
 				b.Fatal(err)
 			}
@@ -360,7 +372,7 @@ func BenchmarkDuplicateGroups(b *testing.B) {
 			r := rand.New(rand.NewPCG(1, 2))
 			var lat []float64
 			for b.Loop() {
-				g := r.IntN(200000)
+				g := r.IntN(groups)
 				cur := &protocol.DuplicateGroupCursor{FileCount: 3, TotalSizeBytes: int64(g%5000) * 3000,
 					HashAlgorithm: "blake3", ContentHashHex: hex.EncodeToString([]byte(fmt.Sprintf("%032d", g)))}
 				start := time.Now()

@@ -1,0 +1,218 @@
+// Package bench is the driver behind `make bench`: it generates seeded
+// data sets under one temp folder, runs the packages' real benchmarks
+// (compiled test binaries) and a loopback load against a real controld,
+// measures the tools users compare against in the same run, and reports
+// one table of ratios (absolute seconds move with the machine's load,
+// ratios much less).
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// Scale picks the data-set sizes.
+type Scale string
+
+const (
+	// ScaleSmall is the smoke set: every workload at reduced sizes, a few
+	// minutes in all.
+	ScaleSmall Scale = "small"
+	// ScaleFull is the issue's set: 100k-file trees, 2 GiB files, 1M-row DB.
+	ScaleFull Scale = "full"
+)
+
+// ParseScale accepts "small" and "full".
+func ParseScale(s string) (Scale, error) {
+	switch Scale(s) {
+	case ScaleSmall, ScaleFull:
+		return Scale(s), nil
+	}
+	return "", fmt.Errorf("bench scale %q: want small or full", s)
+}
+
+// Config is one driver run.
+type Config struct {
+	// Scale picks the sizes; default ScaleSmall.
+	Scale Scale
+	// Root is the module root (holds go.mod); default: found from the
+	// working directory.
+	Root string
+	// DataDir holds the generated data sets and binaries; default a fresh
+	// temp folder, removed at the end unless Keep.
+	DataDir string
+	// Keep leaves DataDir in place (default false).
+	Keep bool
+	// Cache, when set, is the TMPDIR of the benchmarks instead of a folder
+	// inside DataDir: the corpora they cache there (cover JPEGs, hash
+	// files) survive the run, for quicker repeated runs. Default "".
+	Cache string
+	// Only runs the workloads whose name matches (default all).
+	Only *regexp.Regexp
+	// Log receives progress lines; default io.Discard.
+	Log io.Writer
+}
+
+// Status is a row's verdict.
+type Status string
+
+const (
+	Pass   Status = "pass"
+	Fail   Status = "FAIL"
+	Info   Status = "info"    // no target: the figure is reported
+	NotRun Status = "not run" // the benchmark has not landed, or skipped (a tool is missing)
+	Error  Status = "error"   // the benchmark failed to build or run: a bug
+)
+
+// Row is one line of the report.
+type Row struct {
+	Workload string
+	Size     string
+	Bindery  string
+	Baseline string
+	Ratio    string
+	Target   string
+	Status   Status
+	// Note says why a row did not run, or how a figure was taken.
+	Note string
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Scale    Scale
+	Started  time.Time
+	Elapsed  time.Duration
+	Machine  Machine
+	Rows     []Row
+	Commands []string
+}
+
+// workload is one line group of the issue's table.
+type workload struct {
+	name string
+	run  func(ctx context.Context, r *runner) []Row
+}
+
+// runner is what workloads share during a run.
+type runner struct {
+	cfg  Config
+	bins *binaries
+	tmp  string // TMPDIR given to benchmarks
+	data string
+	logf func(format string, args ...any)
+}
+
+// Run runs every workload of cfg.Scale and returns the report. A
+// workload that cannot run (its benchmark has not landed, a tool is
+// missing) yields "not run" rows, never an error: the error is kept for
+// what stops the whole run (no module root, no temp space).
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Scale == "" {
+		cfg.Scale = ScaleSmall
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Root == "" {
+		root, err := ModuleRoot()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Root = root
+	}
+	if cfg.DataDir == "" {
+		d, err := os.MkdirTemp("", "bindery-bench-")
+		if err != nil {
+			return nil, fmt.Errorf("bench: data dir: %w", err)
+		}
+		cfg.DataDir = d
+	}
+	if !cfg.Keep {
+		defer os.RemoveAll(cfg.DataDir)
+	}
+	r := &runner{cfg: cfg, data: cfg.DataDir, tmp: filepath.Join(cfg.DataDir, "tmp")}
+	if cfg.Cache != "" {
+		r.tmp = cfg.Cache
+	}
+	r.logf = func(format string, args ...any) {
+		fmt.Fprintf(cfg.Log, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+	r.bins = &binaries{root: cfg.Root, dir: filepath.Join(cfg.DataDir, "bin"),
+		built: map[string]string{}, failed: map[string]error{}, log: r.logf}
+	for _, d := range []string{r.tmp, r.bins.dir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	rep := &Report{Scale: cfg.Scale, Started: time.Now(), Machine: ReadMachine(ctx)}
+	for _, w := range workloads() {
+		if cfg.Only != nil && !cfg.Only.MatchString(w.name) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		start := time.Now()
+		rep.Rows = append(rep.Rows, w.run(ctx, r)...)
+		r.logf("%s done in %s", w.name, time.Since(start).Round(100*time.Millisecond))
+	}
+	rep.Elapsed = time.Since(rep.Started)
+	rep.Machine.LoadEnd = loadAvg()
+	rep.Commands = reproduce(cfg.Scale)
+	return rep, nil
+}
+
+// small picks the figure of the current scale.
+func (r *runner) small() bool { return r.cfg.Scale == ScaleSmall }
+
+// goBench runs g and reports the error as the row note when it fails.
+func (r *runner) goBench(ctx context.Context, g GoBench) (*Outcome, error) {
+	g.Env = append([]string{"BENCH_SCALE=" + string(r.cfg.Scale)}, g.Env...)
+	return r.bins.run(ctx, g, r.tmp)
+}
+
+// errMissing marks a result absent from a run that otherwise worked.
+var errMissing = errors.New("not in the output")
+
+// notRun is a row without a figure: NotRun when err is errMissing (the
+// benchmark has not landed or skipped), Error otherwise.
+func notRun(workload, size, target string, err error) Row {
+	st := Error
+	if errors.Is(err, errMissing) {
+		st = NotRun
+	}
+	return Row{Workload: workload, Size: size, Target: target, Status: st, Note: err.Error()}
+}
+
+// ModuleRoot walks up from the working directory to the folder holding
+// go.mod.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("bench: no go.mod above the working directory; run from the repository")
+		}
+		dir = parent
+	}
+}
+
+func reproduce(s Scale) []string {
+	return []string{
+		"make bench            # BENCH_SCALE=full go run ./cmd/benchd -write docs/PERFORMANCE.md",
+		"make bench-smoke      # BENCH_SCALE=small go run ./cmd/benchd",
+		fmt.Sprintf("BENCH_SCALE=%s go run ./cmd/benchd -only 'hash'   # one workload group", s),
+	}
+}

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+)
+
+// coverRows: internal/thumbs' cover benchmarks in one process (they share
+// one generated corpus of 3000×4000 noise JPEGs and books made of them):
+// Bindery's pipeline beside one vipsthumbnail process, covers from pages
+// inside each archive format, and the peak RSS of a child doing two
+// concurrent 6000×8000 renders.
+func coverRows(ctx context.Context, r *runner) []Row {
+	const (
+		jpegWork   = "covers from 3000×4000 JPEG"
+		jpegTarget = "≥ 0.9× vipsthumbnail"
+		rssWork    = "peak RSS: 2 concurrent 6000×8000 renders"
+		rssTarget  = "≤ 300 MB"
+	)
+	size := "100 pages"
+	o, err := r.goBench(ctx, GoBench{Pkg: "./internal/thumbs", Bench: "CoversJPEG$|CoversArchive$|CoverPeakRSS$"})
+	if err != nil && (o == nil || len(o.Results) == 0) {
+		return []Row{notRun(jpegWork, size, jpegTarget, err), notRun("covers from archive pages", "", "—", err),
+			notRun(rssWork, "", rssTarget, err)}
+	}
+	var rows []Row
+	vt := o.Find("CoversJPEG/vipsthumbnail")
+	for _, w := range []int{2, 1} {
+		name := fmt.Sprintf("bindery/workers=%d", w)
+		ours := o.Find(name)
+		work := fmt.Sprintf("%s, %d concurrent renders", jpegWork, w)
+		if ours == nil || vt == nil {
+			rows = append(rows, notRun(work, size, jpegTarget, missing(o, "CoversJPEG")))
+			continue
+		}
+		a, b := ours.Metrics["covers/s"], vt.Metrics["covers/s"]
+		row := Row{Workload: work, Size: size,
+			Bindery:  fmt.Sprintf("%s covers/s (%s encodes/cover)", num(a), num(ours.Metrics["encodes/cover"])),
+			Baseline: fmt.Sprintf("vipsthumbnail -s 320x, all files, all cores: %s covers/s", num(b)),
+			Ratio:    ratio(a, b), Target: jpegTarget, Status: verdict(b > 0 && a/b >= 0.9)}
+		if w == 1 {
+			row.Target, row.Status = "— (one core against two)", Info
+		}
+		rows = append(rows, row)
+	}
+	for _, kind := range []string{"cbz", "cbr", "cb7", "solid.cb7"} {
+		work := "covers from pages inside ." + kind
+		res := o.Find("CoversArchive/" + kind)
+		if res == nil {
+			rows = append(rows, notRun(work, "20 books", "—", missing(o, "CoversArchive/"+kind)))
+			continue
+		}
+		rows = append(rows, Row{Workload: work, Size: "20 books, 2 renders",
+			Bindery: num(res.Metrics["covers/s"]) + " covers/s", Baseline: "—", Ratio: "—", Target: "— (report)", Status: Info})
+	}
+	if res := o.Find("BenchmarkCoverPeakRSS"); res != nil {
+		mb := res.Metrics["peak-RSS-MB"]
+		rows = append(rows, Row{Workload: rssWork, Size: "3 rounds", Bindery: num(mb) + " MB (child VmHWM)",
+			Baseline: "—", Ratio: "—", Target: rssTarget, Status: verdict(mb <= 300)})
+	} else {
+		rows = append(rows, notRun(rssWork, "", rssTarget, missing(o, "CoverPeakRSS")))
+	}
+	if err != nil {
+		for i := range rows {
+			if rows[i].Status == NotRun {
+				rows[i].Status, rows[i].Note = Error, err.Error()
+			}
+		}
+	}
+	return rows
+}

@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+)
+
+// Database workloads run in process through internal/store's and
+// internal/walmaint's benchmarks: claim→finish cycles against a plain
+// SQLite two-transaction cycle, the duplicate groups page with and
+// without the summary table, and the writer stall of a WAL checkpoint.
+
+// claimRows: BenchmarkClaimFinishThumbnail (the real lease path, 1 and 4
+// worker stores) beside BenchmarkPlainSQLiteTwoTx, in one process. The
+// benchtime is the cycle count (each run seeds that many rows).
+func claimRows(ctx context.Context, r *runner) []Row {
+	const work, target = "claim→finish thumbnail cycles", "≥ 10,000 cycles/s"
+	var rows []Row
+	for _, n := range r.pick([]int{2000, 5000}, []int{10_000, 50_000}) {
+		size := count(n) + " rows"
+		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store", Bench: "ClaimFinishThumbnail$|PlainSQLiteTwoTx$",
+			Benchtime: fmt.Sprintf("%dx", n)})
+		if err != nil {
+			rows = append(rows, notRun(work, size, target, err))
+			continue
+		}
+		base := o.Find("BenchmarkPlainSQLiteTwoTx")
+		for _, w := range []int{1, 4} {
+			work := fmt.Sprintf("%s, %d worker(s)", work, w)
+			ours := o.Find(fmt.Sprintf("workers=%d", w))
+			if ours == nil || base == nil {
+				rows = append(rows, notRun(work, size, target, missing(o, "ClaimFinishThumbnail")))
+				continue
+			}
+			a, b := ours.Metrics["cycles/s"], base.Metrics["cycles/s"]
+			rows = append(rows, Row{Workload: work, Size: size, Bindery: num(a) + " cycles/s",
+				Baseline: "plain SQLite two-tx cycle: " + num(b) + " cycles/s",
+				Ratio:    ratio(a, b), Target: target, Status: verdict(a >= 10_000)})
+		}
+	}
+	return rows
+}
+
+// duplicateStoreRows: BenchmarkDuplicateGroups, the §6.2 page from random
+// anchors through the store (no HTTP), summary table against the plain
+// GROUP BY it replaced.
+func duplicateStoreRows(ctx context.Context, r *runner) []Row {
+	const work, target = "duplicate groups page in process (store)", "p99 < 20 ms"
+	var rows []Row
+	for _, n := range r.pick([]int{20_000, 100_000}, []int{100_000, 1_000_000}) {
+		size := count(n) + " files, " + count(n/5) + " groups"
+		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store", Bench: "DuplicateGroups$", Benchtime: "50x",
+			Env: []string{fmt.Sprint("BENCH_ROWS=", n)}})
+		if err != nil {
+			rows = append(rows, notRun(work, size, target, err))
+			continue
+		}
+		ours, base := o.Find("summary=true"), o.Find("summary=false")
+		if ours == nil || base == nil {
+			rows = append(rows, notRun(work, size, target, missing(o, "DuplicateGroups")))
+			continue
+		}
+		a, b := ours.Metrics["p99-ms"], base.Metrics["p99-ms"]
+		rows = append(rows, Row{Workload: work, Size: size, Bindery: "summary table: p99 " + num(a) + " ms",
+			Baseline: "GROUP BY library_files: p99 " + num(b) + " ms",
+			Ratio:    ratio(a, b), Target: target, Status: verdict(a < 20)})
+	}
+	return rows
+}
+
+// walRows: BenchmarkTruncateWriterStall, the longest INSERT stall of a
+// concurrent writer while the executor checkpoints a large WAL
+// (PASSIVE first, then TRUNCATE) against one direct TRUNCATE.
+func walRows(ctx context.Context, r *runner) []Row {
+	const work, target = "WAL truncate checkpoint, writer stall", "— (documented, issue 8)"
+	var rows []Row
+	for _, mb := range r.pick([]int{32}, []int{64, 500}) {
+		size := fmt.Sprintf("%d MB WAL", mb)
+		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/walmaint", Bench: "TruncateWriterStall$",
+			Env: []string{fmt.Sprint("BINDERY_BENCH_WAL_MB=", mb)}})
+		if err != nil {
+			rows = append(rows, notRun(work, size, target, err))
+			continue
+		}
+		ours, base := o.Find(fmt.Sprintf("passive-first/%dMB", mb)), o.Find(fmt.Sprintf("direct/%dMB", mb))
+		if ours == nil || base == nil {
+			rows = append(rows, notRun(work, size, target, missing(o, "TruncateWriterStall")))
+			continue
+		}
+		rows = append(rows, Row{Workload: work, Size: size,
+			Bindery: fmt.Sprintf("passive then truncate: stall %s ms, checkpoint %s ms",
+				num(ours.Metrics["stall-ms"]), num(ours.Metrics["ckpt-ms"])),
+			Baseline: fmt.Sprintf("direct truncate: stall %s ms, checkpoint %s ms",
+				num(base.Metrics["stall-ms"]), num(base.Metrics["ckpt-ms"])),
+			Ratio: ratio(ours.Metrics["stall-ms"], base.Metrics["stall-ms"]), Target: target, Status: Info})
+	}
+	return rows
+}
