@@ -137,4 +137,44 @@ func scanThroughAPI(t *testing.T, addr, state, libraryRoot string) {
 		!strings.Contains(resp.Header.Get("Cache-Control"), "immutable") {
 		t.Fatalf("cover %s: %d %s %s", files.Items[0].Cover.URL, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"))
 	}
+	rebuildCovers(t, c, state, lib.ID, len(m.Files))
+}
+
+// rebuildCovers deletes the whole cover cache and checks that a rescan with
+// scan.cover.regenerate_missing=1 renders every cover again (issue 7,
+// "Rebuild").
+func rebuildCovers(t *testing.T, c apiClient, state string, libraryID int64, want int) {
+	t.Helper()
+	covers := filepath.Join(state, "covers")
+	if n := countCovers(t, covers); n != want {
+		t.Fatalf("%d cover files before the rebuild, want %d", n, want)
+	}
+	if err := os.RemoveAll(covers); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.do(t, "PATCH", "/settings", `{"scan.cover.regenerate_missing":"1"}`, nil); code != 200 {
+		t.Fatalf("patch settings: %d", code)
+	}
+	if code := c.do(t, "POST", "/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d}`, libraryID), nil); code >= 300 {
+		t.Fatalf("request rescan: %d", code)
+	}
+	waitFor(t, "cover cache rebuilt", 60*time.Second, func() bool { return countCovers(t, covers) == want })
+}
+
+func countCovers(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
+			n++
+		}
+		return nil
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return n
 }

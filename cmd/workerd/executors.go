@@ -30,7 +30,7 @@ func buildExecutors(cfg runConfig, st *store.Store) (engine.Executors, error) {
 	}
 	covers := thumbs.Config{StateDir: cfg.StateDir, LibraryRoot: cfg.LibraryRoot}
 	return engine.Executors{
-		Scan:       scan.New(st, scan.Config{LibraryRoot: cfg.LibraryRoot}),
+		Scan:       scan.New(st, scan.Config{LibraryRoot: cfg.LibraryRoot, StateDir: cfg.StateDir}),
 		Hash:       hashing.New(st, hashing.Config{LibraryRoot: cfg.LibraryRoot}),
 		Thumbnail:  thumbs.NewRenderer(st, covers),
 		Cleanup:    thumbs.NewCleaner(st, covers),

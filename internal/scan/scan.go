@@ -45,6 +45,11 @@ type Config struct {
 	// BatchSize is the number of rows written per transaction and read per
 	// page. Default 500.
 	BatchSize int
+	// StateDir is workerd's state folder. When set, a scan with
+	// scan.cover.regenerate_missing=1 also marks files whose cover file
+	// has gone from <state>/covers (a deleted cache is rebuilt by a
+	// rescan). Default "": only files that never had a cover are marked.
+	StateDir string
 }
 
 // Executor runs scan jobs. It is safe for concurrent use, though the
@@ -138,17 +143,48 @@ func (r *run) phases(ctx context.Context) error {
 		return err
 	}
 	if r.coverMode && r.vals.Bool("scan.cover.regenerate_missing") {
-		for {
-			n, err := r.st.MarkCoversMissing(ctx, r.libID, r.cfg.BatchSize)
-			if err != nil {
-				return err
-			}
-			if n < int64(r.cfg.BatchSize) {
-				break
-			}
-		}
+		return r.markMissingCovers(ctx)
 	}
 	return nil
+}
+
+// markMissingCovers is phase 6: files that never had a cover, and (with a
+// state dir) files whose cover file is no longer in the cache, get
+// needs_cover so that controld admits a render.
+func (r *run) markMissingCovers(ctx context.Context) error {
+	for {
+		n, err := r.st.MarkCoversMissing(ctx, r.libID, r.cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		if n < int64(r.cfg.BatchSize) {
+			break
+		}
+	}
+	if r.cfg.StateDir == "" {
+		return nil
+	}
+	for after := int64(0); ; {
+		covers, err := r.st.CoveredFiles(ctx, r.libID, after, r.cfg.BatchSize)
+		if err != nil || len(covers) == 0 {
+			return err
+		}
+		after = covers[len(covers)-1].FileID
+		var lost []int64
+		for _, c := range covers {
+			if !c.OutputRelpath.Valid {
+				lost = append(lost, c.FileID)
+			} else if _, err := os.Stat(filepath.Join(r.cfg.StateDir, filepath.FromSlash(c.OutputRelpath.String))); errors.Is(err, os.ErrNotExist) {
+				lost = append(lost, c.FileID)
+			}
+		}
+		if err := r.st.MarkNeedsCover(ctx, lost); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
 }
 
 // resolveLibrary returns the real path of a library, which must be an

@@ -259,6 +259,56 @@ func (s *Store) MarkCoversMissing(ctx context.Context, libraryID int64, limit in
 	return n, nil
 }
 
+// CoveredFile is a file that has had a cover, with the cache path of its
+// newest ready cover (NULL when no ready row is left).
+type CoveredFile struct {
+	FileID        int64          `db:"id"`
+	OutputRelpath sql.NullString `db:"output_relpath"`
+}
+
+// CoveredFiles returns up to limit present files of a library with id >
+// afterID that have a cover version and no pending cover request, in id
+// order, so that a scan can check their cache files still exist.
+func (s *Store) CoveredFiles(ctx context.Context, libraryID, afterID int64, limit int) ([]CoveredFile, error) {
+	var out []CoveredFile
+	err := s.r.SelectContext(ctx, &out, `SELECT f.id,
+			(SELECT t.output_relpath FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready'
+			 ORDER BY t.id DESC LIMIT 1) AS output_relpath
+		FROM library_files f
+		WHERE f.library_id = ? AND f.id > ? AND f.is_missing = 0 AND f.needs_cover = 0
+		  AND f.cover_updated_at IS NOT NULL
+		ORDER BY f.id LIMIT ?`, libraryID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("covered files: %w", err)
+	}
+	return out, nil
+}
+
+// MarkNeedsCover sets needs_cover on the given files.
+func (s *Store) MarkNeedsCover(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	now := s.nowText()
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET needs_cover = 1, updated_at = ? WHERE id = ?`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, id := range ids {
+			if _, err := stmt.ExecContext(ctx, now, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark needs cover: %w", err)
+	}
+	return nil
+}
+
 // MoveCandidate is a row that may be a moved file.
 type MoveCandidate struct {
 	FileTarget
