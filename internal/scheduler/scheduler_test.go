@@ -386,3 +386,43 @@ type panicky struct{}
 func (panicky) ScheduleMissingCleanups(context.Context, time.Duration) (int64, error) {
 	panic("boom")
 }
+
+// TestCoverLayoutChange: after cover.cache.shard_count changes, covers in
+// the old layout are flagged for a new render and a shards:<n> cleanup is
+// scheduled; once every cover is in the new layout nothing more happens.
+func TestCoverLayoutChange(t *testing.T) {
+	e := setup(t, 1)
+	s := New(e.control, fastConfig(nil))
+	now := protocol.FormatTime(e.control.Now())
+	res, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+		cover_updated_at, created_at, updated_at) VALUES (?, 'a.cbz', 1, 1, 1, ?, ?)`, e.libs[0], now, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, _ := res.LastInsertId()
+	old := store.CoverRelPath(file, 256, protocol.ImageWebP)
+	if _, err := e.control.Exec(e.ctx, `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath,
+		created_at, updated_at) VALUES (?, ?, ?, 'ready', ?, ?, ?)`, file, e.libs[0], store.ThumbnailGroupKey(e.libs[0]), old, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.missingCleanups(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM thumbnail_cleanup_jobs`); n != 0 {
+		t.Fatal("cleanup scheduled although the layout did not change")
+	}
+	if err := e.control.PutSettings(e.ctx, map[string]string{"cover.cache.shard_count": "16"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // idempotent: the second pass adds nothing
+		if _, err := s.missingCleanups(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM library_files WHERE id = ? AND needs_cover = 1`, file); n != 1 {
+		t.Fatal("old-layout cover not flagged for a new render")
+	}
+	if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE group_key = 'shards:16' AND status = 'pending'`); n != 1 {
+		t.Fatalf("%d shards:16 cleanups pending, want 1", n)
+	}
+}

@@ -226,7 +226,11 @@ func (s *Scheduler) enqueue(ctx context.Context, mode protocol.CheckpointMode, r
 }
 
 // missingCleanups schedules cover cleanups of files missing for longer
-// than cleanup.missing_after_hours.
+// than cleanup.missing_after_hours, and follows a change of
+// cover.cache.shard_count: covers in the old layout are flagged for a
+// render in the new one, and a shards:<n> cleanup removes the old files
+// once their replacements exist (it is enqueued again on every pass while
+// old-layout rows remain, so it converges as renders complete).
 func (s *Scheduler) missingCleanups(ctx context.Context) (int64, error) {
 	if s.cleanups == nil {
 		return 0, nil
@@ -235,5 +239,22 @@ func (s *Scheduler) missingCleanups(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return s.cleanups.ScheduleMissingCleanups(ctx, time.Duration(v.Int("cleanup.missing_after_hours"))*time.Hour)
+	n, err := s.cleanups.ScheduleMissingCleanups(ctx, time.Duration(v.Int("cleanup.missing_after_hours"))*time.Hour)
+	if err != nil {
+		return n, err
+	}
+	shards := v.Int("cover.cache.shard_count")
+	stale, err := s.st.HasStaleLayoutCovers(ctx, shards)
+	if err != nil || !stale {
+		return n, err
+	}
+	flagged, err := s.st.FlagStaleLayoutCovers(ctx, shards)
+	if err != nil {
+		return n, err
+	}
+	if _, err := s.st.EnqueueCleanup(ctx, fmt.Sprintf("shards:%d", shards), s.st.Now()); err != nil {
+		return n, err
+	}
+	s.cfg.Logger.Info("cover layout changed", "shard_count", shards, "flagged", flagged)
+	return n + flagged + 1, nil
 }
