@@ -51,7 +51,7 @@ const groupQualifies = `is_missing = 0 AND needs_hash = 0
 // the hex order of a lowercase digest is the byte order of the blob, so the
 // anchor compares on the raw content_hash.
 //
-// Strategy: when the duplicate_groups summary (migration 00041) exists, a
+// Strategy: when the duplicate_groups summary (migration 00005) exists, a
 // page is one index range over it; otherwise the groups are aggregated from
 // library_files through ix_library_files_dedup_group, which is correct but
 // reads every hashed row on each page.
@@ -113,7 +113,7 @@ func (s *Store) duplicateGroupsQuery(ctx context.Context, after *protocol.Duplic
 	return q, append(args, limit), nil
 }
 
-// hasDuplicateSummary reports whether migration 00041's summary table is
+// hasDuplicateSummary reports whether migration 00005's summary table is
 // present in this database.
 func (s *Store) hasDuplicateSummary(ctx context.Context) (bool, error) {
 	var n int

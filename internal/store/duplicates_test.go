@@ -19,7 +19,7 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// dropSummary removes the duplicate_groups summary (migration 00041) and its
+// dropSummary removes the duplicate_groups summary (migration 00005) and its
 // triggers, so that the plain GROUP BY path over library_files can be
 // tested and benchmarked against it.
 func dropSummary(tb testing.TB, st *store.Store) {
