@@ -73,9 +73,10 @@ export function progressBar(j) {
   const pct = jobPercent(j);
   const label = `job-${j.id}-progress`;
   const total = j.total_items;
-  const text = total !== null && total !== undefined
-    ? `${fmtNum(j.processed_items)} / ${fmtNum(total)} (${pct}%)`
-    : `${fmtNum(j.processed_items)} processed (${pct}%)`;
+  let text;
+  if (total !== null && total !== undefined) text = `${fmtNum(j.processed_items)} / ${fmtNum(total)} (${pct}%)`;
+  else if (j.status === 'completed') text = 'completed (100%)'; // finished before its first progress report
+  else text = `${fmtNum(j.processed_items)} processed (${pct}%)`;
   return h('div', { class: 'progress-wrap' },
     h('progress', { id: label, max: 100, value: pct, 'aria-label': `${j.kind} job ${j.id} progress`, dataset: { pct } }),
     h('span', { class: 'progress-text' }, text));
