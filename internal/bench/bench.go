@@ -44,10 +44,11 @@ type Config struct {
 	// Root is the module root (holds go.mod); default: found from the
 	// working directory.
 	Root string
-	// DataDir holds the generated data sets and binaries; default a fresh
-	// temp folder, removed at the end unless Keep.
+	// DataDir is where the run's own folder (generated data sets,
+	// binaries) is made; default os.TempDir(). That folder is removed at the
+	// end unless Keep; DataDir itself is never removed.
 	DataDir string
-	// Keep leaves DataDir in place (default false).
+	// Keep leaves the run's folder in place (default false).
 	Keep bool
 	// Cache, when set, is the TMPDIR of the benchmarks instead of a folder
 	// inside DataDir: the corpora they cache there (cover JPEGs, hash
@@ -126,24 +127,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		cfg.Root = root
 	}
-	if cfg.DataDir == "" {
-		d, err := os.MkdirTemp("", "bindery-bench-")
-		if err != nil {
+	if cfg.DataDir != "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("bench: data dir: %w", err)
 		}
-		cfg.DataDir = d
 	}
-	if !cfg.Keep {
-		defer os.RemoveAll(cfg.DataDir)
+	data, err := os.MkdirTemp(cfg.DataDir, "bindery-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: data dir: %w", err)
 	}
-	r := &runner{cfg: cfg, data: cfg.DataDir, tmp: filepath.Join(cfg.DataDir, "tmp")}
+	if cfg.Keep {
+		fmt.Fprintf(cfg.Log, "bench: keeping %s\n", data)
+	} else {
+		defer os.RemoveAll(data)
+	}
+	r := &runner{cfg: cfg, data: data, tmp: filepath.Join(data, "tmp")}
 	if cfg.Cache != "" {
 		r.tmp = cfg.Cache
 	}
 	r.logf = func(format string, args ...any) {
 		fmt.Fprintf(cfg.Log, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
-	r.bins = &binaries{root: cfg.Root, dir: filepath.Join(cfg.DataDir, "bin"),
+	r.bins = &binaries{root: cfg.Root, dir: filepath.Join(data, "bin"),
 		built: map[string]string{}, failed: map[string]error{}, log: r.logf}
 	for _, d := range []string{r.tmp, r.bins.dir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

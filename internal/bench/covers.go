@@ -24,7 +24,7 @@ func coverRows(ctx context.Context, r *runner) []Row {
 			notRun(rssWork, "", rssTarget, err)}
 	}
 	var rows []Row
-	vt := o.Find("CoversJPEG/vipsthumbnail")
+	vt := o.Find("BenchmarkCoversJPEG/vipsthumbnail")
 	for _, w := range []int{2, 1} {
 		name := fmt.Sprintf("bindery/workers=%d", w)
 		ours := o.Find(name)
@@ -45,7 +45,7 @@ func coverRows(ctx context.Context, r *runner) []Row {
 	}
 	for _, kind := range []string{"cbz", "cbr", "cb7", "solid.cb7"} {
 		work := "covers from pages inside ." + kind
-		res := o.Find("CoversArchive/" + kind)
+		res := o.Find("BenchmarkCoversArchive/" + kind)
 		if res == nil {
 			rows = append(rows, notRun(work, "20 books", "—", missing(o, "CoversArchive/"+kind)))
 			continue
