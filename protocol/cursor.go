@@ -55,7 +55,9 @@ func DecodeJobCursor(s string) (JobCursor, error) {
 	if c.ID <= 0 {
 		return c, ErrInvalidCursor
 	}
-	if _, err := ParseTime(c.CreatedAt); err != nil {
+	// The anchor is compared as text in SQL, so only the canonical
+	// spelling is accepted: ParseTime alone lets "05.+70" through.
+	if t, err := ParseTime(c.CreatedAt); err != nil || FormatTime(t) != c.CreatedAt {
 		return c, ErrInvalidCursor
 	}
 	return c, nil

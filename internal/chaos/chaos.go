@@ -1,0 +1,518 @@
+// Package chaos is Bindery's crash harness: it runs the real controld and
+// two real workerd binaries on a generated library, SIGKILLs them at
+// random moments while scan, hash and covers run, freezes one worker past
+// its lease (a zombie), and then proves that nothing was lost or written
+// twice: every row terminal, one active scan/hash at most, an intact
+// database, the same file rows as a clean run, decodable covers and an
+// untouched library.
+//
+// The strategy is black-box on purpose: the harness only uses what an
+// operator has (the binaries, signals, the admin API and a read-only view
+// of the database), so a passing run says something about the product,
+// not about test doubles. The one write it makes as an operator is pulling
+// the retry time of retryable jobs forward (fastForward), so that dozens
+// of kills do not turn into hours of attempt⁴ back-off.
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/fixtures"
+)
+
+// Config is one harness run. Zero values take the smoke defaults.
+type Config struct {
+	// Dir is the work folder (binaries, libraries, state, logs); required.
+	Dir string
+	// Bin is a folder holding prebuilt controld and workerd; default: build
+	// them into Dir/bin.
+	Bin string
+	// Files is the library size (default 150); Broken of them are broken
+	// (default Files/15).
+	Files, Broken int
+	// PageW and PageH size the generated pages (default 800×1200), large
+	// enough that analysis, hashing and renders take long enough to be
+	// interrupted.
+	PageW, PageH int
+	// WorkerKills is how many times a random workerd is SIGKILLed (default
+	// 6); ControlKills how many times controld is (default 2).
+	WorkerKills, ControlKills int
+	// Lease is the workers' --lease (default 3s), short so that recovery is
+	// quick.
+	Lease time.Duration
+	// MinGap and MaxGap bound the random pause between two faults
+	// (default 300ms and 1.5s).
+	MinGap, MaxGap time.Duration
+	// DrainTimeout bounds the final drain (default 3m).
+	DrainTimeout time.Duration
+	// Seed makes the fault schedule reproducible (default: the clock).
+	Seed uint64
+	// Log receives progress lines (default io.Discard).
+	Log io.Writer
+}
+
+func (c Config) withDefaults() Config {
+	if c.Files <= 0 {
+		c.Files = 150
+	}
+	if c.Broken <= 0 {
+		c.Broken = max(1, c.Files/15)
+	}
+	if c.PageW <= 0 || c.PageH <= 0 {
+		c.PageW, c.PageH = 800, 1200
+	}
+	if c.WorkerKills <= 0 {
+		c.WorkerKills = 6
+	}
+	if c.ControlKills <= 0 {
+		c.ControlKills = 2
+	}
+	if c.Lease <= 0 {
+		c.Lease = 3 * time.Second
+	}
+	if c.MinGap <= 0 {
+		c.MinGap = 300 * time.Millisecond
+	}
+	if c.MaxGap <= c.MinGap {
+		c.MaxGap = max(c.MinGap*2, 1500*time.Millisecond)
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 3 * time.Minute
+	}
+	if c.Seed == 0 {
+		c.Seed = uint64(time.Now().UnixNano())
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c
+}
+
+// Report is what a run measured and proved.
+type Report struct {
+	Seed                         uint64
+	Files, Broken                int
+	WorkerKills, KillsWithWork   int
+	ControlKills, Reworks        int
+	ZombieRows                   int
+	Recoveries                   map[string]int // observed lease hand-overs per table
+	LeaseExpiredJobs             int64          // job rows seen with error_code lease_expired
+	Retries                      int64          // sum of attempt-1 over scan/hash jobs
+	FastForwards                 int64
+	Samples, SampleErrors        int
+	MaxActiveScanHash            int64
+	CleanDuration, ChaosDuration time.Duration
+	Checks                       []check
+}
+
+// OK reports whether every invariant held.
+func (r *Report) OK() bool {
+	for _, c := range r.Checks {
+		if !c.OK && c.Known == "" {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
+}
+
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos summary (seed %d)\n", r.Seed)
+	fmt.Fprintf(&b, "  library: %d files, %d broken; clean run %v, chaos run %v\n", r.Files, r.Broken,
+		r.CleanDuration.Round(time.Second), r.ChaosDuration.Round(time.Second))
+	fmt.Fprintf(&b, "  faults: %d workerd SIGKILLs (%d while holding a lease), %d controld SIGKILLs, 1 SIGSTOP zombie holding %d rows, %d rework rounds\n",
+		r.WorkerKills, r.KillsWithWork, r.ControlKills, r.ZombieRows, r.Reworks)
+	tables := make([]string, 0, len(r.Recoveries))
+	for t, n := range r.Recoveries {
+		tables = append(tables, fmt.Sprintf("%s %d", t, n))
+	}
+	sort.Strings(tables)
+	fmt.Fprintf(&b, "  recoveries seen: %s; job rows seen lease_expired: %d; scan/hash retries (attempt-1): %d; retry times pulled forward: %d\n",
+		strings.Join(tables, ", "), r.LeaseExpiredJobs, r.Retries, r.FastForwards)
+	fmt.Fprintf(&b, "  sampler: %d samples, %d errors, max active scan/hash rows %d\n", r.Samples, r.SampleErrors, r.MaxActiveScanHash)
+	for _, c := range r.Checks {
+		fmt.Fprintf(&b, "  %s\n", c)
+	}
+	return b.String()
+}
+
+// Run executes the harness. An error means the harness itself could not
+// run; broken invariants are in the report (Report.OK).
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("chaos: Config.Dir is required")
+	}
+	r := &Report{Seed: cfg.Seed, Files: cfg.Files, Broken: cfg.Broken}
+	h := &harness{cfg: cfg, r: r, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	if err := h.prepare(ctx); err != nil {
+		return r, err
+	}
+	before, err := checksums(h.lib)
+	if err != nil {
+		return r, err
+	}
+	want, err := h.cleanRun(ctx)
+	if err != nil {
+		return r, fmt.Errorf("clean run: %w", err)
+	}
+	if err := h.chaosRun(ctx); err != nil {
+		return r, fmt.Errorf("chaos run: %w", err)
+	}
+	return r, h.verify(ctx, want, before)
+}
+
+type harness struct {
+	cfg  Config
+	r    *Report
+	rng  *rand.Rand
+	bin  string
+	lib  string // the chaos library
+	root string // its library root
+	c    *cluster
+	ro   *sql.DB
+	op   *sql.DB
+	smp  *sampler
+	lid  int64
+
+	zombieState *zombieState
+}
+
+func (h *harness) logf(format string, args ...any) {
+	fmt.Fprintf(h.cfg.Log, "chaos: "+format+"\n", args...)
+}
+
+// prepare builds the binaries and generates the library and its copy.
+func (h *harness) prepare(ctx context.Context) error {
+	h.bin = h.cfg.Bin
+	if h.bin == "" {
+		h.bin = filepath.Join(h.cfg.Dir, "bin")
+		h.logf("building controld and workerd into %s", h.bin)
+		if err := Build(ctx, h.bin); err != nil {
+			return err
+		}
+	}
+	h.root = filepath.Join(h.cfg.Dir, "libraries")
+	h.lib = filepath.Join(h.root, "comics")
+	if err := os.MkdirAll(h.lib, 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := fixtures.Library(h.lib, fixtures.LibrarySpec{Files: h.cfg.Files, Broken: h.cfg.Broken,
+		Page: fixtures.PageOptions{W: h.cfg.PageW, H: h.cfg.PageH}}); err != nil {
+		return fmt.Errorf("generate library: %w", err)
+	}
+	h.logf("generated %d files (%d broken) in %v", h.cfg.Files, h.cfg.Broken, time.Since(start).Round(time.Millisecond))
+	return copyTree(h.lib, filepath.Join(h.cfg.Dir, "clean-libraries", "comics"))
+}
+
+// runSettings are applied to both runs: many attempts, so that a scan
+// killed again and again still completes (max_attempts_exceeded would be a
+// legitimate end, but not one the clean run can be compared with).
+var runSettings = map[string]any{"jobs.max_attempts": 100}
+
+// cleanRun indexes the copy with one controld and one workerd and nothing
+// going wrong; its file rows are the reference.
+func (h *harness) cleanRun(ctx context.Context) (map[string]fileRow, error) {
+	start := time.Now()
+	root := filepath.Join(h.cfg.Dir, "clean-libraries")
+	c, err := newCluster("clean", filepath.Join(h.cfg.Dir, "clean"), h.bin, root, h.cfg.Lease)
+	if err != nil {
+		return nil, err
+	}
+	defer c.killAll()
+	if err := c.startControl(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := c.startWorker("w"); err != nil {
+		return nil, err
+	}
+	lid, err := c.setup(ctx, filepath.Join(root, "comics"), runSettings)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.requestScan(ctx, lid); err != nil {
+		return nil, err
+	}
+	ro, err := openRO(c.db)
+	if err != nil {
+		return nil, err
+	}
+	defer ro.Close()
+	if _, err := waitDrained(ctx, ro, 3*time.Second, h.cfg.DrainTimeout, nil); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, c.worker("w").tail(30))
+	}
+	if err := c.stopAll(); err != nil {
+		return nil, err
+	}
+	files, err := readFiles(ctx, ro)
+	h.r.CleanDuration = time.Since(start)
+	h.logf("clean run: %d file rows in %v", len(files), h.r.CleanDuration.Round(time.Millisecond))
+	return files, err
+}
+
+// chaosRun starts controld and two workers on the library, requests the
+// scan and injects faults until the configured counts are reached, then
+// restarts everything cleanly and lets the work drain.
+func (h *harness) chaosRun(ctx context.Context) error {
+	start := time.Now()
+	defer func() { h.r.ChaosDuration = time.Since(start) }()
+	c, err := newCluster("chaos", filepath.Join(h.cfg.Dir, "chaos"), h.bin, h.root, h.cfg.Lease)
+	if err != nil {
+		return err
+	}
+	h.c = c
+	if err := c.startControl(ctx); err != nil {
+		return err
+	}
+	for _, slot := range []string{"a", "b"} {
+		if _, err := c.startWorker(slot); err != nil {
+			return err
+		}
+	}
+	if h.ro, err = openRO(c.db); err != nil {
+		return err
+	}
+	if h.op, err = openOperator(c.db); err != nil {
+		return err
+	}
+	if h.lid, err = c.setup(ctx, h.lib, runSettings); err != nil {
+		return err
+	}
+	sctx, stopSampler := context.WithCancel(ctx)
+	h.smp = newSampler(h.ro)
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); h.smp.run(sctx, 100*time.Millisecond) }()
+	defer func() { stopSampler(); <-sampled }()
+	if err := c.requestScan(ctx, h.lid); err != nil {
+		return err
+	}
+	if err := h.faults(ctx); err != nil {
+		c.killAll()
+		return err
+	}
+	return h.finish(ctx)
+}
+
+// faults injects the configured kills, the controld kills spread among
+// them, and the zombie halfway through.
+func (h *harness) faults(ctx context.Context) error {
+	zombie := false
+	for h.r.WorkerKills < h.cfg.WorkerKills || h.r.ControlKills < h.cfg.ControlKills || !zombie {
+		if err := h.pause(ctx); err != nil {
+			return err
+		}
+		if err := h.keepBusy(ctx); err != nil {
+			return err
+		}
+		kills := h.r.WorkerKills
+		switch {
+		case !zombie && kills >= h.cfg.WorkerKills/2:
+			ok, err := h.zombie(ctx)
+			if err != nil {
+				return err
+			}
+			zombie = ok
+		case h.r.ControlKills < h.cfg.ControlKills && kills >= (h.r.ControlKills+1)*h.cfg.WorkerKills/(h.cfg.ControlKills+1):
+			if err := h.killControl(ctx); err != nil {
+				return err
+			}
+		case kills < h.cfg.WorkerKills:
+			if err := h.killWorker(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (h *harness) pause(ctx context.Context) error {
+	d := h.cfg.MinGap + time.Duration(h.rng.Int64N(int64(h.cfg.MaxGap-h.cfg.MinGap)))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+	}
+	n, err := fastForward(ctx, h.op)
+	h.r.FastForwards += n
+	return err
+}
+
+// keepBusy gives the workers something to lose when the pipeline has run
+// dry before the faults are done: it switches hash.algorithm (every file
+// is rehashed) and asks for a hash and a rescan. The final phase switches
+// back, so the end state is comparable with the clean run.
+func (h *harness) keepBusy(ctx context.Context) error {
+	b, err := readBacklog(ctx, h.ro)
+	if err != nil || !b.drained() {
+		return err
+	}
+	alg := []string{"sha256", "blake3"}[h.r.Reworks%2]
+	h.r.Reworks++
+	h.logf("pipeline drained: rework %d, hash.algorithm=%s", h.r.Reworks, alg)
+	if err := h.c.api(ctx, "PATCH", "/settings", map[string]any{"hash.algorithm": alg}, nil); err != nil {
+		return err
+	}
+	if err := h.c.api(ctx, "POST", "/jobs", map[string]any{"kind": "hash", "library_id": h.lid}, nil); err != nil {
+		return err
+	}
+	return h.c.requestScan(ctx, h.lid)
+}
+
+// killWorker SIGKILLs a random worker and starts its next incarnation
+// after a random delay.
+func (h *harness) killWorker() error {
+	slot := []string{"a", "b"}[h.rng.IntN(2)]
+	w := h.c.worker(slot)
+	held, _ := h.held(w.name)
+	w.kill()
+	h.r.WorkerKills++
+	if len(held) > 0 {
+		h.r.KillsWithWork++
+	}
+	h.logf("SIGKILL %s (held %d rows)", w.name, len(held))
+	time.Sleep(time.Duration(h.rng.Int64N(int64(800 * time.Millisecond))))
+	_, err := h.c.startWorker(slot)
+	return err
+}
+
+func (h *harness) killControl(ctx context.Context) error {
+	d := h.c.control()
+	d.kill()
+	h.r.ControlKills++
+	h.logf("SIGKILL %s", d.name)
+	time.Sleep(time.Duration(h.rng.Int64N(int64(time.Second))))
+	return h.c.startControl(ctx)
+}
+
+// held lists the rows worker id holds right now.
+func (h *harness) held(id string) ([]rowKey, error) {
+	all := map[rowKey]string{}
+	if err := h.smp.running(context.Background(), all); err != nil {
+		return nil, err
+	}
+	var out []rowKey
+	for k, w := range all {
+		if w == id {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].table+fmt.Sprint(out[i].id) < out[j].table+fmt.Sprint(out[j].id) })
+	return out, nil
+}
+
+// finish restarts everything cleanly, switches hash.algorithm back, lets
+// the work drain, and stops the daemons gracefully (controld first, so
+// that nothing new is admitted while the workers finish).
+func (h *harness) finish(ctx context.Context) error {
+	c := h.c
+	h.logf("faults done; restarting everything cleanly")
+	if h.r.Reworks%2 == 1 {
+		if err := c.api(ctx, "PATCH", "/settings", map[string]any{"hash.algorithm": "blake3"}, nil); err != nil {
+			return err
+		}
+		if err := c.api(ctx, "POST", "/jobs", map[string]any{"kind": "hash", "library_id": h.lid}, nil); err != nil {
+			return err
+		}
+	}
+	if err := c.stopAll(); err != nil {
+		h.logf("graceful stop after chaos: %v", err)
+	}
+	if err := c.startControl(ctx); err != nil {
+		return err
+	}
+	for _, slot := range []string{"a", "b"} {
+		if _, err := c.startWorker(slot); err != nil {
+			return err
+		}
+	}
+	tick := func() {
+		n, _ := fastForward(ctx, h.op)
+		h.r.FastForwards += n
+	}
+	if _, err := waitDrained(ctx, h.ro, 3*time.Second, h.cfg.DrainTimeout, tick); err != nil {
+		return fmt.Errorf("%w\n%s", err, c.control().tail(20))
+	}
+	if err := c.control().terminate(30 * time.Second); err != nil {
+		return err
+	}
+	if _, err := waitDrained(ctx, h.ro, time.Second, time.Minute, nil); err != nil {
+		return err
+	}
+	for _, slot := range []string{"a", "b"} {
+		if err := c.worker(slot).terminate(30 * time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verify checks the invariants on the stopped system.
+func (h *harness) verify(ctx context.Context, want map[string]fileRow, before map[string]string) error {
+	defer h.ro.Close()
+	defer h.op.Close()
+	r := h.r
+	r.Samples, r.SampleErrors, r.MaxActiveScanHash, r.Recoveries = h.smp.snapshot()
+	r.LeaseExpiredJobs = h.smp.leaseExpiredJobs()
+	if err := h.ro.QueryRowContext(ctx, `SELECT ifnull(sum(attempt - 1), 0) FROM jobs WHERE kind IN ('scan','hash')`).Scan(&r.Retries); err != nil {
+		return err
+	}
+	r.Checks = append(r.Checks,
+		check{Name: "at most one active scan/hash row at every sample", OK: r.MaxActiveScanHash <= 1 && r.Samples > 0,
+			Detail: fmt.Sprintf("max %d over %d samples", r.MaxActiveScanHash, r.Samples)},
+		checkTerminal(ctx, h.ro), checkIntegrity(ctx, h.ro), h.checkLastJobs(ctx), checkOwnerRecorded(ctx, h.ro))
+	got, err := readFiles(ctx, h.ro)
+	if err != nil {
+		return err
+	}
+	r.Checks = append(r.Checks, compareFiles(got, want), checkCovers(ctx, h.ro, h.c.state), checkTemps(h.c.state))
+	after, err := checksums(h.lib)
+	if err != nil {
+		return err
+	}
+	r.Checks = append(r.Checks, compareChecksums(before, after), h.zombieCheck(ctx))
+	return nil
+}
+
+// checkLastJobs: the last scan and hash of the library completed.
+func (h *harness) checkLastJobs(ctx context.Context) check {
+	c := check{Name: "last scan and hash completed"}
+	var scan, hash string
+	err := h.ro.QueryRowContext(ctx, `SELECT
+		(SELECT status FROM jobs WHERE kind = 'scan' ORDER BY id DESC LIMIT 1),
+		(SELECT status FROM jobs WHERE kind = 'hash' ORDER BY id DESC LIMIT 1)`).Scan(&scan, &hash)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	c.OK = scan == "completed" && hash == "completed"
+	c.Detail = fmt.Sprintf("scan %s, hash %s", scan, hash)
+	return c
+}
+
+// checkOwnerRecorded: a finish keeps worker_id and recovery clears it, so
+// a completed job or ready cover without a worker_id would have been
+// finished by someone whose lease had been taken back.
+func checkOwnerRecorded(ctx context.Context, db *sql.DB) check {
+	c := check{Name: "every completed job / ready cover names the worker that finished it"}
+	var jobs, thumbs int64
+	err := db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM jobs WHERE status = 'completed' AND worker_id IS NULL),
+		(SELECT count(*) FROM thumbnails WHERE status = 'ready' AND worker_id IS NULL)`).Scan(&jobs, &thumbs)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	c.OK = jobs+thumbs == 0
+	c.Detail = fmt.Sprintf("%d jobs, %d covers without one", jobs, thumbs)
+	return c
+}

@@ -1,0 +1,170 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Build compiles controld and workerd from the module that contains the
+// working directory into dir and returns the folder. The daemons are built
+// without -race: they are the product as it ships, and the harness runs
+// dozens of them.
+func Build(ctx context.Context, dir string) error {
+	root, err := ModuleRoot()
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{"controld", "workerd"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %w\n%s", name, err, out)
+		}
+	}
+	return nil
+}
+
+// ModuleRoot walks up from the working directory to the folder holding
+// go.mod.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("chaos: go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago; controld keeps it across restarts.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// daemon is one real controld or workerd process incarnation.
+type daemon struct {
+	name    string // worker id, or "controld-<n>"
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	mu      sync.Mutex
+	err     error
+	stopped bool // SIGSTOPped and not yet continued
+}
+
+// startDaemon starts bin with args, stderr and stdout to logDir/name.log.
+func startDaemon(bin, name, logDir string, env []string, args ...string) (*daemon, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	d := &daemon{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		f.Close()
+		d.mu.Lock()
+		d.err = err
+		d.mu.Unlock()
+		close(d.done)
+	}()
+	return d, nil
+}
+
+func (d *daemon) alive() bool {
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// exitErr is the process's exit status once it was reaped.
+func (d *daemon) exitErr() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// kill sends SIGKILL (continuing a stopped process first is unnecessary:
+// SIGKILL ends stopped processes too) and waits for the reap.
+func (d *daemon) kill() {
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+}
+
+func (d *daemon) signal(sig syscall.Signal) error {
+	d.mu.Lock()
+	switch sig {
+	case syscall.SIGSTOP:
+		d.stopped = true
+	case syscall.SIGCONT:
+		d.stopped = false
+	}
+	d.mu.Unlock()
+	return d.cmd.Process.Signal(sig)
+}
+
+// terminate sends SIGTERM and waits up to timeout for a clean exit 0.
+func (d *daemon) terminate(timeout time.Duration) error {
+	if !d.alive() {
+		return fmt.Errorf("%s was not running (%v)", d.name, d.exitErr())
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGCONT)
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+		if err := d.exitErr(); err != nil {
+			return fmt.Errorf("%s exited with %v after SIGTERM", d.name, err)
+		}
+		return nil
+	case <-time.After(timeout):
+		d.kill()
+		return fmt.Errorf("%s did not exit within %v of SIGTERM", d.name, timeout)
+	}
+}
+
+// logText is the daemon's log so far.
+func (d *daemon) logText() string {
+	b, _ := os.ReadFile(d.logPath)
+	return string(b)
+}
+
+// tail is the last n lines of the daemon's log, for failure reports.
+func (d *daemon) tail(n int) string {
+	lines := strings.Split(strings.TrimRight(d.logText(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,326 @@
+package chaos
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/h2non/bimg"
+)
+
+// check is one invariant's outcome, printed in the summary.
+type check struct {
+	Name   string
+	OK     bool
+	Detail string
+	// Known, when set, names a known, reported gap: a failure is listed as
+	// KNOWN and does not fail the run.
+	Known string
+}
+
+func (c check) String() string {
+	mark := "ok  "
+	switch {
+	case !c.OK && c.Known != "":
+		mark = "KNOWN"
+		return fmt.Sprintf("[%s] %s: %s (%s)", mark, c.Name, c.Detail, c.Known)
+	case !c.OK:
+		mark = "FAIL"
+	}
+	return fmt.Sprintf("[%s] %s: %s", mark, c.Name, c.Detail)
+}
+
+// checkTerminal: every job, thumbnail, cleanup and wal row has ended.
+func checkTerminal(ctx context.Context, db *sql.DB) check {
+	var jobs, thumbs, cleanup, wal, total int64
+	err := db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM jobs WHERE status NOT IN ('completed','failed','cancelled')),
+		(SELECT count(*) FROM thumbnails WHERE status NOT IN ('ready','failed')),
+		(SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status NOT IN ('completed','failed')),
+		(SELECT count(*) FROM wal_maintenance_jobs WHERE status NOT IN ('completed','failed')),
+		(SELECT count(*) FROM jobs) + (SELECT count(*) FROM thumbnails)
+			+ (SELECT count(*) FROM thumbnail_cleanup_jobs) + (SELECT count(*) FROM wal_maintenance_jobs)`).
+		Scan(&jobs, &thumbs, &cleanup, &wal, &total)
+	c := check{Name: "every job/thumbnail/cleanup/wal row terminal"}
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	c.OK = jobs+thumbs+cleanup+wal == 0
+	c.Detail = fmt.Sprintf("%d rows; not terminal: jobs %d, thumbnails %d, cleanup %d, wal %d", total, jobs, thumbs, cleanup, wal)
+	return c
+}
+
+// checkIntegrity runs PRAGMA integrity_check and foreign_key_check.
+func checkIntegrity(ctx context.Context, db *sql.DB) check {
+	c := check{Name: "PRAGMA integrity_check"}
+	var res string
+	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res); err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	rows, err := db.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	fk := 0
+	for rows.Next() {
+		fk++
+	}
+	rows.Close()
+	c.OK = res == "ok" && fk == 0
+	c.Detail = fmt.Sprintf("%s; foreign_key_check: %d violations", res, fk)
+	return c
+}
+
+// fileRow is what a file row must be after a scan and a hash, whatever
+// happened on the way: compared with a clean run on a copy.
+type fileRow struct {
+	Path, Format, Series, Publisher, SeriesRaw, Hash, Error, Meta string
+	Size, MtimeNS, Pages, Missing, NeedsHash, NeedsAnalysis       int64
+}
+
+func readFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
+	rows, err := db.QueryContext(ctx, `SELECT f.relative_path, ifnull(f.format,''), ifnull(s.name,''),
+		ifnull(s.publisher,''), ifnull(f.series_name_raw,''),
+		ifnull(f.hash_algorithm,'') || ':' || lower(ifnull(hex(f.content_hash),'')), ifnull(f.analysis_error_code,''),
+		ifnull(m.source,'') || '|' || ifnull(m.series,'') || '|' || ifnull(m.number,'') || '|' || ifnull(m.title,'')
+			|| '|' || ifnull(m.publisher,'') || '|' || ifnull(m.year,''),
+		f.size_bytes, f.mtime_ns, ifnull(f.total_pages,-1), f.is_missing, f.needs_hash, f.needs_analysis
+		FROM library_files f LEFT JOIN series s ON s.id = f.series_id LEFT JOIN file_metadata m ON m.file_id = f.id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]fileRow{}
+	for rows.Next() {
+		var r fileRow
+		if err := rows.Scan(&r.Path, &r.Format, &r.Series, &r.Publisher, &r.SeriesRaw, &r.Hash, &r.Error, &r.Meta,
+			&r.Size, &r.MtimeNS, &r.Pages, &r.Missing, &r.NeedsHash, &r.NeedsAnalysis); err != nil {
+			return nil, err
+		}
+		if _, dup := out[r.Path]; dup {
+			return nil, fmt.Errorf("two rows for %q", r.Path)
+		}
+		out[r.Path] = r
+	}
+	return out, rows.Err()
+}
+
+// compareFiles: the chaos run's rows equal the clean run's, path by path.
+func compareFiles(got, want map[string]fileRow) check {
+	c := check{Name: "file rows equal a clean single run"}
+	var diffs []string
+	for p, w := range want {
+		g, ok := got[p]
+		switch {
+		case !ok:
+			diffs = append(diffs, "missing "+p)
+		case g != w:
+			diffs = append(diffs, fmt.Sprintf("%s: got %+v, want %+v", p, g, w))
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			diffs = append(diffs, "extra "+p)
+		}
+	}
+	sort.Strings(diffs)
+	c.OK = len(diffs) == 0 && len(want) > 0
+	c.Detail = fmt.Sprintf("%d rows compared (paths, sizes, mtimes, formats, page counts, series, metadata, hashes), %d differ", len(want), len(diffs))
+	if len(diffs) > 0 {
+		c.Detail += ": " + strings.Join(diffs[:min(5, len(diffs))], "; ")
+	}
+	return c
+}
+
+// checkCovers: every ready cover decodes at the size its row records,
+// and every other file under covers/ with a final name decodes too (a
+// partial file never takes a cover's name: writes are temp + rename).
+func checkCovers(ctx context.Context, db *sql.DB, state string) check {
+	c := check{Name: "ready covers decode, no partial file at a cover name"}
+	rows, err := db.QueryContext(ctx, `SELECT id, output_relpath, ifnull(width,0), ifnull(height,0), ifnull(bytes_size,0)
+		FROM thumbnails WHERE status = 'ready'`)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	defer rows.Close()
+	var bad []string
+	readyPaths := map[string]bool{}
+	for rows.Next() {
+		var id, w, h, n int64
+		var rel string
+		if err := rows.Scan(&id, &rel, &w, &h, &n); err != nil {
+			c.Detail = err.Error()
+			return c
+		}
+		p := filepath.Join(state, filepath.FromSlash(rel))
+		readyPaths[p] = true
+		if err := decodeCover(p, w, h, n); err != nil {
+			bad = append(bad, fmt.Sprintf("thumbnail %d: %v", id, err))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	others := 0
+	for _, p := range coverFiles(state, false) {
+		if readyPaths[p] {
+			continue
+		}
+		others++
+		if err := decodeCover(p, -1, -1, -1); err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", p, err))
+		}
+	}
+	c.OK = len(bad) == 0 && len(readyPaths) > 0
+	c.Detail = fmt.Sprintf("%d ready covers and %d other cover files decoded", len(readyPaths), others)
+	if len(bad) > 0 {
+		c.Detail += ": " + strings.Join(bad[:min(5, len(bad))], "; ")
+	}
+	return c
+}
+
+// checkTemps: no temp file of an interrupted write remains under covers/.
+func checkTemps(state string) check {
+	temps := coverFiles(state, true)
+	c := check{Name: "no temp file under covers/", OK: len(temps) == 0,
+		Known: "a render SIGKILLed between create and rename leaves its .tmp; thumbs sweeps such files only once they are StaleTempAge (1h) old"}
+	c.Detail = fmt.Sprintf("%d temp files", len(temps))
+	if len(temps) > 0 {
+		c.Detail += ": " + strings.Join(temps[:min(5, len(temps))], "; ")
+	}
+	return c
+}
+
+// coverFiles lists the files under <state>/covers: the temp files of an
+// atomic write (".<name>.<random>.tmp") when temps, else the others.
+func coverFiles(state string, temps bool) []string {
+	var out []string
+	_ = filepath.WalkDir(filepath.Join(state, "covers"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		isTemp := strings.HasPrefix(d.Name(), ".") || strings.HasSuffix(d.Name(), ".tmp")
+		if isTemp == temps {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// decodeCover decodes the whole image with libvips (a truncated file fails
+// here even when its header is intact) and checks it against its row.
+func decodeCover(path string, w, h, n int64) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if n >= 0 && int64(len(b)) != n {
+		return fmt.Errorf("%d bytes on disk, row says %d", len(b), n)
+	}
+	img := bimg.NewImage(b)
+	size, err := img.Size()
+	if err != nil {
+		return fmt.Errorf("decode header: %w", err)
+	}
+	if w >= 0 && (int64(size.Width) != w || int64(size.Height) != h) {
+		return fmt.Errorf("%dx%d, row says %dx%d", size.Width, size.Height, w, h)
+	}
+	if _, err := img.Process(bimg.Options{Width: 8, Height: 8, Embed: true, Type: bimg.PNG}); err != nil {
+		return fmt.Errorf("decode pixels: %w", err)
+	}
+	return nil
+}
+
+// checksums maps every path under dir to a digest of its content, mode
+// and mtime, so that any change under the library is seen.
+func checksums(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		sum := fmt.Sprintf("%v %d", info.Mode(), info.ModTime().UnixNano())
+		if d.Type().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			sum += " " + hex.EncodeToString(h.Sum(nil))
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = sum
+		return nil
+	})
+	return out, err
+}
+
+func compareChecksums(before, after map[string]string) check {
+	c := check{Name: "library unchanged (sha256 + mode + mtime of every entry)"}
+	var diffs []string
+	for p, s := range before {
+		if after[p] != s {
+			diffs = append(diffs, p)
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			diffs = append(diffs, "new "+p)
+		}
+	}
+	c.OK = len(diffs) == 0
+	c.Detail = fmt.Sprintf("%d entries, %d changed", len(before), len(diffs))
+	if len(diffs) > 0 {
+		c.Detail += ": " + strings.Join(diffs[:min(5, len(diffs))], "; ")
+	}
+	return c
+}
+
+// copyTree copies a library with its mtimes, for the clean run.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, b, info.Mode().Perm()); err != nil {
+			return err
+		}
+		return os.Chtimes(target, info.ModTime(), info.ModTime())
+	})
+}

@@ -1,0 +1,167 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// zombieState is what the SIGSTOP episode recorded, checked at the end.
+type zombieState struct {
+	id        string
+	rows      []rowKey
+	resumedAt string // protocol time of the SIGCONT
+	notOwner  int    // owner-path writes as the zombie refused with ErrNotOwner
+	tried     int
+	logLost   int // "lease lost" lines the zombie logged after SIGCONT
+	alive     bool
+}
+
+// zombie freezes a worker that holds a lease (SIGSTOP), waits until every
+// row it held was recovered by someone else, proves that the owner-path
+// writes of the zombie's id are refused (ErrNotOwner) on those rows, then
+// lets it run again (SIGCONT): its heartbeats and finishes must now find
+// the rows no longer theirs and write nothing. It returns false when no
+// worker held a lease at this moment (the caller tries again later).
+func (h *harness) zombie(ctx context.Context) (bool, error) {
+	for _, slot := range []string{"a", "b"}[h.rng.IntN(2):] {
+		w := h.c.worker(slot)
+		if held, _ := h.held(w.name); len(held) == 0 {
+			continue
+		}
+		if err := w.signal(syscall.SIGSTOP); err != nil {
+			return false, err
+		}
+		held, err := h.held(w.name) // what it holds now that it cannot change
+		if err != nil || len(held) == 0 {
+			_ = w.signal(syscall.SIGCONT)
+			continue
+		}
+		z := &zombieState{id: w.name, rows: held}
+		h.logf("SIGSTOP %s holding %d rows %v", w.name, len(held), held)
+		if err := h.waitRecovered(ctx, z); err != nil {
+			_ = w.signal(syscall.SIGCONT)
+			return false, err
+		}
+		if err := h.ownerWrites(ctx, z); err != nil {
+			_ = w.signal(syscall.SIGCONT)
+			return false, err
+		}
+		logBefore := len(w.logText())
+		z.resumedAt = protocol.FormatTime(time.Now())
+		if err := w.signal(syscall.SIGCONT); err != nil {
+			return false, err
+		}
+		time.Sleep(2 * h.cfg.Lease)
+		z.alive = w.alive()
+		z.logLost = strings.Count(w.logText()[logBefore:], "lease lost")
+		h.logf("SIGCONT %s after its rows were recovered: alive=%v, %d lease-lost lines", w.name, z.alive, z.logLost)
+		h.zombieState = z
+		h.r.ZombieRows = len(held)
+		return true, nil
+	}
+	return false, nil
+}
+
+// waitRecovered waits until none of the zombie's rows is running under its
+// id any more: the other worker's claim (or controld's sweep) took them
+// back once the lease expired.
+func (h *harness) waitRecovered(ctx context.Context, z *zombieState) error {
+	deadline := time.Now().Add(4*h.cfg.Lease + time.Minute)
+	for {
+		held, err := h.held(z.id)
+		if err == nil && len(held) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rows of stopped worker %s not recovered within %v: %v", z.id, 4*h.cfg.Lease+time.Minute, held)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// ownerWrites tries the zombie's heartbeat and finish on each recovered row
+// through the store, exactly as its engine would after waking up.
+func (h *harness) ownerWrites(ctx context.Context, z *zombieState) error {
+	st, err := store.Open(ctx, store.Config{Path: h.c.db, Role: store.RoleWorker})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	try := func(err error) {
+		z.tried++
+		if errors.Is(err, store.ErrNotOwner) {
+			z.notOwner++
+		}
+	}
+	for _, k := range z.rows {
+		switch k.table {
+		case "jobs":
+			_, err := st.HeartbeatJob(ctx, k.id, z.id, h.cfg.Lease, store.JobProgress{})
+			try(err)
+			try(st.FinishJob(ctx, k.id, z.id, store.JobOutcome{Status: protocol.JobCompleted}))
+		case "thumbnails":
+			try(st.HeartbeatThumbnail(ctx, k.id, z.id, h.cfg.Lease))
+			try(st.FinishThumbnail(ctx, k.id, z.id, store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1}))
+		case "cleanup":
+			try(st.HeartbeatCleanup(ctx, k.id, z.id, h.cfg.Lease))
+		case "wal":
+			try(st.HeartbeatCheckpoint(ctx, k.id, z.id, h.cfg.Lease))
+		}
+	}
+	return nil
+}
+
+// zombieCheck: every owner-path write as the zombie was refused, and no
+// row the zombie held ended under its id unless it claimed the row again
+// after it woke up (a claim sets started_at).
+func (h *harness) zombieCheck(ctx context.Context) check {
+	c := check{Name: "zombie worker wrote nothing after its lease was recovered"}
+	z := h.zombieState
+	if z == nil {
+		c.Detail = "no zombie episode ran"
+		return c
+	}
+	tables := map[string]string{"jobs": "jobs", "thumbnails": "thumbnails", "cleanup": "thumbnail_cleanup_jobs", "wal": "wal_maintenance_jobs"}
+	var bad []string
+	reclaimed := 0
+	for _, k := range z.rows {
+		var status, owner, started string
+		startedCol := "ifnull(started_at,'')"
+		if k.table == "cleanup" {
+			startedCol = "''" // thumbnail_cleanup_jobs has no started_at
+		}
+		// The table and column come from the fixed values above.
+		err := h.ro.QueryRowContext(ctx, `SELECT status, ifnull(worker_id,''), `+startedCol+` FROM `+tables[k.table]+
+			` WHERE id = ?`, k.id).Scan(&status, &owner, &started)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%v: %v", k, err))
+			continue
+		}
+		if owner != z.id {
+			continue
+		}
+		if k.table == "cleanup" || started > z.resumedAt {
+			reclaimed++ // cleanup rows have no claim time to compare
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("%s %d ended %s under %s, claimed at %s before the SIGCONT at %s", k.table, k.id, status, owner, started, z.resumedAt))
+	}
+	c.OK = len(bad) == 0 && z.notOwner == z.tried && z.tried > 0 && z.alive
+	c.Detail = fmt.Sprintf("%s held %d rows; %d/%d owner writes as it refused with ErrNotOwner; alive after SIGCONT: %v; %d lease-lost log lines; %d rows legitimately re-claimed later",
+		z.id, len(z.rows), z.notOwner, z.tried, z.alive, z.logLost, reclaimed)
+	if len(bad) > 0 {
+		c.Detail += ": " + strings.Join(bad, "; ")
+	}
+	return c
+}
