@@ -225,7 +225,18 @@ func TestDashboard(t *testing.T) {
 		}
 		scanID = int64(items[0].(map[string]any)["id"].(float64))
 		sel := fmt.Sprintf(`#active-jobs [data-job-id="%d"]`, scanID)
-		run(t, ctx, "open", page("overview"), waitJS(`document.querySelector('`+sel+`[data-status="pending"]')`))
+		// A hash request waits in the queue behind the pending scan; the
+		// overview lists it and can remove it.
+		status, q := e.call(t, "POST", "/jobs", map[string]any{"kind": "hash", "library_id": 1})
+		if status != 202 {
+			t.Fatalf("hash behind a pending scan: %d %v, want 202 queued", status, q)
+		}
+		run(t, ctx, "open", page("overview"), waitJS(`document.querySelector('`+sel+`[data-status="pending"]')`),
+			waitJS(`document.querySelector('#queue li[data-queue-id]')`),
+			clickText("#queue li button", "Remove"), waitJS(`!document.querySelector('#queue li[data-queue-id]')`))
+		if _, q := e.call(t, "GET", "/queue", nil); len(q["items"].([]any)) != 0 {
+			t.Fatalf("queue after Remove: %v", q)
+		}
 		reqsBefore, _ := net.snapshot()
 		// Another client cancels the job: the overview must learn it from
 		// GET /events without reloading the job list.

@@ -229,8 +229,22 @@ func TestScanLive(t *testing.T) {
 		if !eval[bool](t, ctx, fmt.Sprintf(`document.getElementById('scan-errors').textContent.includes(%q) && document.getElementById('scan-errors').textContent.includes(%q)`, broken.Path, broken.ErrorCode)) {
 			t.Errorf("scan errors do not list %s (%s)", broken.Path, broken.ErrorCode)
 		}
+		// Render a cover again: the thumbnail event swaps it in place.
+		id := eval[string](t, ctx, `document.querySelector('#file-grid .card').dataset.fileId`)
+		_, f := e.call(t, "GET", "/files/"+id, nil)
+		oldURL := f["cover"].(map[string]any)["url"].(string)
 		run(t, ctx, "details", clickText("#file-grid .card button", "Details"), waitJS(`document.querySelector('dialog dl.kv')`),
-			e.shot("22-file-details"), chromedp.Click(chromedp.CSS("dialog button[type=submit]")))
+			e.shot("22-file-details"),
+			clickText("dialog button", "Render the cover again"),
+			waitJS(`document.getElementById('regen-msg').textContent.startsWith('A new cover was requested')`),
+			chromedp.Click(chromedp.CSS("dialog button[type=submit]")),
+			waitJS(fmt.Sprintf(`(() => { const i = document.querySelector('#file-grid .card[data-file-id="%s"] img');
+				return i && i.dataset.src !== %q && i.naturalWidth > 0; })()`, id, oldURL)))
+		_, f = e.call(t, "GET", "/files/"+id, nil)
+		newURL := f["cover"].(map[string]any)["url"].(string)
+		if got := eval[string](t, ctx, `document.querySelector('#file-grid .card[data-file-id="`+id+`"] img').dataset.src`); got != newURL || newURL == oldURL {
+			t.Errorf("after a new render the card shows %s; the API says %s (was %s)", got, newURL, oldURL)
+		}
 	})
 
 	step("duplicates", func(t *testing.T) {

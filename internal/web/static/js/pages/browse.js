@@ -4,7 +4,7 @@
 // pages of files load on demand. Thumbnail events swap a cover in place
 // when it becomes ready. Below: the errors of the library's last scan.
 
-import { Pager, get } from '../api.js';
+import { Pager, api, get } from '../api.js';
 import { badge, cover, errorText, fileName, fmtBytes, fmtNum, fmtTime, h, moreButton, replace, setCover, showDialog } from '../ui.js';
 
 export const title = 'Browse';
@@ -137,9 +137,21 @@ async function details(id) {
       row('Title', m.title), row('Number', m.number), row('Volume', m.volume), row('Year', m.year),
       row('Publisher', m.publisher), row('Writer', m.writer), row('Penciller', m.penciller),
       row('Genre', m.genre), row('Language', m.language_iso), row('Summary', m.summary),
-      row('Metadata source', m.source)));
+      row('Metadata source', m.source)),
+    h('p', { class: 'msg', role: 'status', id: 'regen-msg' }),
+    h('button', { type: 'button', class: 'secondary', onclick: () => regenerate(f.id) }, 'Render the cover again'));
   } catch (e) {
     replace(body, h('p', { class: 'error', role: 'alert' }, errorText(e)));
+  }
+}
+
+async function regenerate(id) {
+  const msg = document.getElementById('regen-msg');
+  try {
+    const r = await api('POST', `/files/${id}/cover/regenerate`);
+    msg.textContent = r.status === 202 ? 'A new cover was requested; it appears here when ready.' : `A render is already ${r.body.status}.`;
+  } catch (e) {
+    msg.textContent = errorText(e);
   }
 }
 

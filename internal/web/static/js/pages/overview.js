@@ -3,8 +3,8 @@
 // their own (workers, queue, checkpoint) are reloaded when a job event says
 // something changed, never on a timer.
 
-import { ApiError, get } from '../api.js';
-import { badge, debounce, errorText, fmtNum, fmtTime, h, progressBar, replace } from '../ui.js';
+import { ApiError, api, get } from '../api.js';
+import { badge, debounce, errorText, fmtNum, fmtTime, h, progressBar, replace, toast } from '../ui.js';
 
 export const title = 'Overview';
 
@@ -49,9 +49,20 @@ export async function render(root, ctx) {
   const loadQueue = async () => {
     const q = await get('/queue');
     if (!q.items.length) return replace(queueEl, h('p', { class: 'hint' }, 'The queue is empty.'));
-    replace(queueEl, h('ol', {}, q.items.map((e) => h('li', {},
+    replace(queueEl, h('ol', {}, q.items.map((e) => h('li', { dataset: { queueId: e.id } },
       `${e.kind} `, e.library_id ? `library ${e.library_id}` : 'all libraries', ` · ${e.priority} · ${e.reason} · `,
-      fmtTime(e.created_at)))));
+      fmtTime(e.created_at), ' ',
+      h('button', { type: 'button', class: 'link', 'aria-label': `Remove queued ${e.kind} ${e.id}`, onclick: () => unqueue(e.id) }, 'Remove')))));
+  };
+
+  const unqueue = async (id) => {
+    try {
+      await api('DELETE', `/queue/${id}`);
+      toast('Removed from the queue.');
+    } catch (e) {
+      toast(errorText(e));
+    }
+    await guard(loadQueue, queueEl)();
   };
 
   const loadWorkers = async () => {
