@@ -39,7 +39,7 @@ type Config struct {
 	// Files is the library size (default 150); Broken of them are broken
 	// (default Files/15).
 	Files, Broken int
-	// PageW and PageH size the generated pages (default 800×1200), large
+	// PageW and PageH size the generated pages (default 480×720), large
 	// enough that analysis, hashing and renders take long enough to be
 	// interrupted.
 	PageW, PageH int
@@ -68,7 +68,7 @@ func (c Config) withDefaults() Config {
 		c.Broken = max(1, c.Files/15)
 	}
 	if c.PageW <= 0 || c.PageH <= 0 {
-		c.PageW, c.PageH = 800, 1200
+		c.PageW, c.PageH = 480, 720
 	}
 	if c.WorkerKills <= 0 {
 		c.WorkerKills = 6
@@ -371,7 +371,7 @@ func (h *harness) keepBusy(ctx context.Context) error {
 // killWorker SIGKILLs a random worker and starts its next incarnation
 // after a random delay.
 func (h *harness) killWorker() error {
-	slot := []string{"a", "b"}[h.rng.IntN(2)]
+	slot := h.victim()
 	w := h.c.worker(slot)
 	held, _ := h.held(w.name)
 	w.kill()
@@ -383,6 +383,25 @@ func (h *harness) killWorker() error {
 	time.Sleep(time.Duration(h.rng.Int64N(int64(800 * time.Millisecond))))
 	_, err := h.c.startWorker(slot)
 	return err
+}
+
+// victim picks the worker to kill: three times out of four one that holds
+// a lease when any does (a kill of an idle worker proves little), else
+// either.
+func (h *harness) victim() string {
+	slots := []string{"a", "b"}
+	if h.rng.IntN(4) > 0 {
+		var busy []string
+		for _, s := range slots {
+			if held, _ := h.held(h.c.worker(s).name); len(held) > 0 {
+				busy = append(busy, s)
+			}
+		}
+		if len(busy) > 0 {
+			return busy[h.rng.IntN(len(busy))]
+		}
+	}
+	return slots[h.rng.IntN(2)]
 }
 
 func (h *harness) killControl(ctx context.Context) error {
