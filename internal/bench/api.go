@@ -69,7 +69,7 @@ func (r *runner) apiSize(ctx context.Context, bin string, files, jobs int, dur t
 	}
 	defer os.RemoveAll(dir)
 	r.logf("api: generating %d files, %d jobs", files, jobs)
-	db, err := generateAPIDB(ctx, filepath.Join(dir, "bindery.db"), lib, files, jobs)
+	db, err := generateAPIDB(ctx, bin, filepath.Join(dir, "bindery.db"), lib, files, jobs)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -32,7 +32,7 @@ func TestAPIWorkload(t *testing.T) {
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	db, err := generateAPIDB(ctx, filepath.Join(dir, "bindery.db"), lib, 5000, 600)
+	db, err := generateAPIDB(ctx, bin, filepath.Join(dir, "bindery.db"), lib, 5000, 600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +109,12 @@ func TestAPIWorkload(t *testing.T) {
 	})
 
 	t.Run("generation is checked", func(t *testing.T) {
-		if _, err := generateAPIDB(ctx, filepath.Join(dir, "bindery.db"), lib, 10, 10); err == nil {
+		if _, err := generateAPIDB(ctx, bin, filepath.Join(dir, "bindery.db"), lib, 10, 10); err == nil {
 			t.Fatal("generating into a filled database must fail (duplicate ids)")
 		}
 		bad := filepath.Join(dir, "not-a-db")
 		os.WriteFile(bad, []byte("this is not sqlite, it is long enough to be read as a header........"), 0o644)
-		if _, err := generateAPIDB(ctx, bad, lib, 10, 10); err == nil {
+		if _, err := generateAPIDB(ctx, bin, bad, lib, 10, 10); err == nil {
 			t.Fatal("a non-database file must be refused")
 		}
 	})

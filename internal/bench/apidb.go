@@ -1,17 +1,17 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"os"
+	"os/exec"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the driver the generator writes with
 
-	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -28,12 +28,13 @@ type apiDB struct {
 
 func (d *apiDB) groups() int { return d.Files / 5 }
 
-// generateAPIDB migrates path with the real migrations (so the summary
-// triggers maintain duplicate_groups as the rows go in) and fills it with
-// SQL. The data are a pure function of the sizes and the clock.
-func generateAPIDB(ctx context.Context, path, libPath string, files, jobs int) (*apiDB, error) {
-	if err := store.Migrate(ctx, path); err != nil {
-		return nil, err
+// generateAPIDB migrates path with `controld migrate` of the binary
+// under test (so the schema is the one it serves, and the summary triggers
+// maintain duplicate_groups as the rows go in) and fills it with SQL. The
+// data are a pure function of the sizes and the clock.
+func generateAPIDB(ctx context.Context, controld, path, libPath string, files, jobs int) (*apiDB, error) {
+	if out, err := exec.CommandContext(ctx, controld, "migrate", "--db", path).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("api db: controld migrate: %v: %s", err, bytes.TrimSpace(out))
 	}
 	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=OFF")
 	if err != nil {
@@ -109,11 +110,4 @@ func anchors(n, seed int, cursor func(r *rand.Rand) string) []string {
 		}
 	}
 	return out
-}
-
-// removeDB deletes a database and its WAL files.
-func removeDB(path string) {
-	for _, s := range []string{"", "-wal", "-shm"} {
-		os.Remove(path + s)
-	}
 }

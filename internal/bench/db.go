@@ -49,7 +49,7 @@ func duplicateStoreRows(ctx context.Context, r *runner) []Row {
 	var rows []Row
 	for _, n := range r.pick([]int{20_000, 100_000}, []int{100_000, 1_000_000}) {
 		size := count(n) + " files, " + count(n/5) + " groups"
-		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store", Bench: "DuplicateGroups$", Benchtime: "50x",
+		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store", Bench: "DuplicateGroups$", Benchtime: "100x",
 			Env: []string{fmt.Sprint("BENCH_ROWS=", n)}})
 		if err != nil {
 			rows = append(rows, notRun(work, size, target, err))
