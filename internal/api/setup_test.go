@@ -136,7 +136,9 @@ func (e *env) snapshot() string {
 	rows.Close()
 	var b strings.Builder
 	for _, tb := range tables {
-		rs, err := db.Query(`SELECT * FROM "` + tb + `" ORDER BY rowid`)
+		// Ordered by the first column (the primary key of every table,
+		// including WITHOUT ROWID ones such as duplicate_groups' summary).
+		rs, err := db.Query(`SELECT * FROM "` + tb + `" ORDER BY 1, 2`)
 		if err != nil {
 			e.t.Fatal(err)
 		}
