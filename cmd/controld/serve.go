@@ -28,6 +28,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/events"
 	"github.com/bindery-nas/bindery/internal/scheduler"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/web"
 	"github.com/bindery-nas/bindery/migrations"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -165,7 +166,7 @@ func (m *Main) Run(ctx context.Context) error {
 		kick = m.Scheduler.Kick
 	}
 	var err error
-	m.API, err = api.New(api.Config{Store: m.Store, Token: m.Token, LibraryRoots: c.LibraryRoots,
+	m.API, err = api.New(api.Config{Store: m.Store, Token: m.Token, LibraryRoots: c.LibraryRoots, UI: web.Handler(),
 		StateDir: c.StateDir, Events: m.Events, Logger: m.Logger, Registry: reg, Kick: kick})
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, err)

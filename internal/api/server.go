@@ -55,6 +55,9 @@ type Config struct {
 	// SSEKeepAlive is the period of the comment lines that keep an idle
 	// event stream open through proxies; default 15s.
 	SSEKeepAlive time.Duration
+	// UI serves every GET/HEAD path outside /api/v1, /healthz, /readyz
+	// and /metrics (the dashboard); default none.
+	UI http.Handler
 }
 
 // Server is the admin API.
@@ -182,5 +185,11 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/settings/:key", s.getSetting)
 
 	g.GET("/events", s.streamEvents)
+
+	if s.cfg.UI != nil {
+		ui := echo.WrapHandler(s.cfg.UI)
+		e.GET("/*", ui)
+		e.HEAD("/*", ui)
+	}
 	return e
 }
