@@ -66,6 +66,13 @@ func (e *Engine) runJob(job store.Job) {
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost: job stopped, nothing written")
 	case err == nil:
+		// The last figures go out on one more heartbeat (the finish path
+		// may not write them), so a job shorter than a heartbeat still
+		// ends with its processed/total counts.
+		e.persist("job", job.ID, func(ctx context.Context) error {
+			_, err := e.st.HeartbeatJob(ctx, job.ID, e.cfg.WorkerID, e.cfg.Lease, rep.snapshot())
+			return err
+		})
 		o := store.JobOutcome{Status: protocol.JobCompleted}
 		if result != nil {
 			b, _ := json.Marshal(result)
