@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -117,7 +119,7 @@ func (c *cluster) waitRegistered(d *daemon) error {
 		return err
 	}
 	defer ro.Close()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var n int
 		if err := ro.QueryRow(`SELECT count(*) FROM workers WHERE worker_id = ?`, d.name).Scan(&n); err == nil && n == 1 {
@@ -127,7 +129,7 @@ func (c *cluster) waitRegistered(d *daemon) error {
 			return fmt.Errorf("%s exited: %v\n%s", d.name, d.exitErr(), d.tail(20))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not register within 30s\n%s", d.name, d.tail(20))
+			return fmt.Errorf("%s did not register within 60s\n%s\nlocks on the database files:\n%s", d.name, d.tail(20), c.lockHolders())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -252,4 +254,37 @@ func (c *cluster) setup(ctx context.Context, libPath string, settings map[string
 
 func (c *cluster) requestScan(ctx context.Context, lib int64) error {
 	return c.api(ctx, http.MethodPost, "/jobs", map[string]any{"kind": "scan", "library_id": lib}, nil)
+}
+
+// lockHolders lists the POSIX locks held on the database, -wal and -shm
+// files (from /proc/locks) with the holding process's command line: what
+// to look at when every writer stalls.
+func (c *cluster) lockHolders() string {
+	inodes := map[string]string{}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(c.db+suffix, &st); err == nil {
+			inodes[fmt.Sprintf(":%d ", st.Ino)] = filepath.Base(c.db + suffix)
+		}
+	}
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(locks), "\n") {
+		for ino, name := range inodes {
+			if !strings.Contains(line+" ", ino) {
+				continue
+			}
+			f := strings.Fields(line)
+			cmd := ""
+			if len(f) > 4 {
+				raw, _ := os.ReadFile("/proc/" + f[4] + "/cmdline")
+				cmd = strings.ReplaceAll(string(raw), "\x00", " ")
+			}
+			fmt.Fprintf(&b, "  %s: %s [%s]\n", name, line, cmd)
+		}
+	}
+	return b.String()
 }
