@@ -174,27 +174,18 @@ func tableExists(ctx context.Context, tx *sql.Tx, name string) bool {
 }
 
 func indexNames(ctx context.Context, tx *sql.Tx, table string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx,
-		"SELECT name FROM sqlite_master WHERE type='index' AND tbl_name=? AND sql IS NOT NULL", table)
-	if err != nil {
-		return nil, fmt.Errorf("list indexes of %s: %w", table, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return queryStrings(ctx, tx, "SELECT name FROM sqlite_master WHERE type='index' AND tbl_name=? AND sql IS NOT NULL", table)
 }
 
 func columnList(ctx context.Context, tx *sql.Tx, table string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT name FROM pragma_table_info(?) ORDER BY cid", table)
+	return queryStrings(ctx, tx, "SELECT name FROM pragma_table_info(?) ORDER BY cid", table)
+}
+
+// queryStrings returns the one text column of every row of q.
+func queryStrings(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("columns of %s: %w", table, err)
+		return nil, fmt.Errorf("legacy schema: %w", err)
 	}
 	defer rows.Close()
 	var out []string
