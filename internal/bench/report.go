@@ -58,6 +58,15 @@ func ReadMachine(ctx context.Context) Machine {
 	return m
 }
 
+// loadAvg1 is the 1-minute load average.
+func loadAvg1() string {
+	f := strings.Fields(loadAvg())
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
+
 func loadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
