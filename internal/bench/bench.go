@@ -216,8 +216,8 @@ func ModuleRoot() (string, error) {
 
 func reproduce(s Scale) []string {
 	return []string{
-		"make bench            # BENCH_SCALE=full go run ./cmd/benchd -write docs/PERFORMANCE.md",
-		"make bench-smoke      # BENCH_SCALE=small go run ./cmd/benchd",
-		fmt.Sprintf("BENCH_SCALE=%s go run ./cmd/benchd -only 'hash'   # one workload group", s),
+		"make bench         # go run ./cmd/benchd -scale full -write docs/PERFORMANCE.md   (up to 30 minutes)",
+		"make bench-smoke   # go run ./cmd/benchd -scale small   (a few minutes, no timing assertion)",
+		fmt.Sprintf("go run ./cmd/benchd -scale %s -only '^hash'   # one workload group; -keep/-cache to keep data", s),
 	}
 }

@@ -52,6 +52,9 @@ func ReadMachine(ctx context.Context) Machine {
 	for _, t := range [][]string{{"sha256sum", "--version"}, {"b3sum", "--version"}, {"vipsthumbnail", "--version"},
 		{"find", "--version"}, {"sqlite3", "--version"}} {
 		if v := cmdLine(ctx, t[0], t[1:]...); v != "" {
+			if !strings.Contains(v, t[0]) && !strings.Contains(v, strings.TrimSuffix(t[0], "thumbnail")) {
+				v = t[0] + " " + v
+			}
 			m.Tools = append(m.Tools, v)
 		}
 	}
@@ -187,22 +190,35 @@ func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // method explains the workloads once, for the docs.
 const method = `- The driver (` + "`internal/bench`, `cmd/benchd`" + `) compiles each package's test binary once and runs its
-  ` + "`Benchmark*`" + ` functions with ` + "`-test.benchtime=1x`" + ` (claim cycles: N×, one cycle per seeded row), the data
-  sizes set by environment variables (` + "`BENCH_FILES`, `BENCH_HASH_MB`, `BENCH_ROWS`, `BINDERY_BENCH_WAL_MB`" + `),
-  with ` + "`TMPDIR`" + ` pointing into one temp folder that is removed at the end. Data are generated with fixed seeds.
-- Rescan / first scan: the real scan executor on a real SQLite file over a generated tree of small ` + "`.cbz`" + ` files
-  with ComicInfo.xml, half flat, half nested in series folders; baseline ` + "`find <root> -type f -printf '%s %T@\\n'`" + `
-  on the same tree, warm. Peak RSS is the benchmark process's VmHWM (first scan and rescan).
-- Hash: a random file in page cache hashed by ` + "`hashing.File`" + ` and the large-file path, against a bare
-  ` + "`crypto/sha256`" + ` loop, ` + "`sha256sum` and `b3sum`" + `; small files by the real hash executor (rows, batches,
-  commits, path checks) against ` + "`find … -exec sha256sum {} +`" + `.
-- Covers: libvips shrink-on-load renders of generated 3000×4000 noise JPEGs (~real scan entropy), written to a
-  sharded cache, against one ` + "`vipsthumbnail -s 320x`" + ` process given all files (same width and format). RSS:
-  a fresh child process doing 2 concurrent 6000×8000 renders, its VmHWM.
-- Claim→finish: the store's real lease path (stale recovery, claim, owner-checked finish, worker authorizer), each
-  worker its own connections, against two bare transactions on one go-sqlite3 connection.
-- API pages: a real ` + "`controld serve`" + ` process on a database generated with SQL (a fifth of the files in
-  duplicate groups of three, finished jobs), loaded over loopback by an open-loop generator at a fixed 200
-  requests/s; latency counts from each request's scheduled send time (no coordinated omission); 90% of the
-  requests resume from a random keyset cursor, 10% ask for the first page.
+  ` + "`Benchmark*`" + ` functions with ` + "`-test.benchtime=1x`" + ` (claim cycles: N×, one cycle per seeded row; store
+  duplicate pages: 100×), the data sizes set by environment variables (` + "`BENCH_FILES`, `BENCH_HASH_MB`, `BENCH_ROWS`,\n  `BINDERY_BENCH_WAL_MB`; `BENCH_SCALE`" + ` is passed to every benchmark), with ` + "`TMPDIR`" + ` pointing into one temp
+  folder that is removed at the end. Data are generated with fixed seeds. Full scale runs the large-file hash 3
+  times and keeps the best of each line (Bindery and baseline alike).
+- Rescan / first scan (` + "`internal/scan` BenchmarkRescanUnchanged, BenchmarkFirstScanCBZ" + `): the real scan executor on a
+  real SQLite file over a generated tree of small ` + "`.cbz`" + ` files (3 pages each) with ComicInfo.xml, half flat,
+  half nested in series folders; baseline ` + "`find <root> -type f -printf '%s %T@\\n'`" + ` on the same tree, warm.
+  Peak RSS is the benchmark process's VmHWM (it made the first scan and the rescan).
+- Hash (` + "`internal/hashing` BenchmarkLargeFile, BenchmarkSmallFiles" + `): a random file in page cache hashed by
+  ` + "`hashing.File`" + ` and the executor's large-file path, against a bare ` + "`crypto/sha256`" + ` loop, ` + "`sha256sum`" + ` and
+  ` + "`b3sum`" + `; small files (4–64 KiB) by the real hash executor (rows, batches, commits, path checks) against
+  ` + "`find … -exec sha256sum {} +`" + `.
+- Covers (` + "`internal/thumbs` BenchmarkCoversJPEG, BenchmarkCoversArchive, BenchmarkCoverPeakRSS" + `): libvips
+  shrink-on-load renders of generated 3000×4000 noise JPEGs (about a real scan's entropy), written to a sharded
+  cache, against one ` + "`vipsthumbnail -s 320x`" + ` process given all files (same width and format, all cores).
+  RSS: a fresh child process doing 2 concurrent 6000×8000 renders, its VmHWM.
+- Claim→finish (` + "`internal/store` BenchmarkClaimFinishThumbnail, BenchmarkPlainSQLiteTwoTx" + `): the store's real
+  lease path (stale recovery, claim, owner-checked finish, worker authorizer), each worker its own connections,
+  against two bare transactions on one go-sqlite3 connection.
+- API pages: a real ` + "`controld serve`" + ` process (built from this tree) on a database migrated by its own
+  ` + "`controld migrate`" + ` and filled with SQL (a fifth of the files in duplicate groups of three, two fifths single
+  files; finished jobs), loaded over loopback by an open-loop generator at a fixed 200 requests/s after controld
+  has settled; latency counts from each request's scheduled send time (no coordinated omission); 90% of the
+  requests resume from a random keyset cursor, 10% ask for the first page. The generator shares the machine's
+  cores with controld.
+- Duplicate groups in process (` + "`internal/store` BenchmarkDuplicateGroups" + `): the same page from random anchors
+  through the store, the summary table against the plain GROUP BY it replaced.
+- WAL (` + "`internal/walmaint` BenchmarkTruncateWriterStall" + `): the longest INSERT of a writer committing in a loop
+  while the executor checkpoints (PASSIVE then TRUNCATE), against one direct TRUNCATE.
+- ` + "**FAIL**" + ` marks a target missed; it does not fail the command. ` + "`benchd`" + ` exits 1 only when a benchmark
+  fails to build or crashes (` + "error" + ` rows); ` + "not run" + ` rows name a benchmark that has not landed or skipped.
 `
