@@ -40,6 +40,14 @@ fuzz:
 	  $(GO) test ./internal/archive -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	$(GO) test ./internal/comicinfo -run '^$$' -fuzz '^FuzzComicInfo$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/natsort -run '^$$' -fuzz '^FuzzNatsortLess$$' -fuzztime $(FUZZTIME)
+	for t in FuzzDecodeJobCursor FuzzDecodeDuplicateGroupCursor FuzzDecodeIDCursor FuzzParseGroupKey; do \
+	  $(GO) test ./protocol -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	for t in FuzzValidate FuzzNormalize; do \
+	  $(GO) test ./internal/settings -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+
+# The crash/fault harness at full size (a smoke run is part of make test).
+chaos:
+	$(GO) run ./cmd/chaos -files 5000 -kills 50 -controld-kills 4
 
 # Build, start both daemons on ./var and index LIBRARY= (or a sample).
 run: build

@@ -21,18 +21,11 @@ type check struct {
 	Name   string
 	OK     bool
 	Detail string
-	// Known, when set, names a known, reported gap: a failure is listed as
-	// KNOWN and does not fail the run.
-	Known string
 }
 
 func (c check) String() string {
 	mark := "ok  "
-	switch {
-	case !c.OK && c.Known != "":
-		mark = "KNOWN"
-		return fmt.Sprintf("[%s] %s: %s (%s)", mark, c.Name, c.Detail, c.Known)
-	case !c.OK:
+	if !c.OK {
 		mark = "FAIL"
 	}
 	return fmt.Sprintf("[%s] %s: %s", mark, c.Name, c.Detail)
@@ -195,8 +188,9 @@ func checkCovers(ctx context.Context, db *sql.DB, state string) check {
 // checkTemps: no temp file of an interrupted write remains under covers/.
 func checkTemps(state string) check {
 	temps := coverFiles(state, true)
-	c := check{Name: "no temp file under covers/", OK: len(temps) == 0,
-		Known: "a render SIGKILLed between create and rename leaves its .tmp; thumbs sweeps such files only once they are StaleTempAge (1h) old"}
+	// A render SIGKILLed between create and rename leaves its .tmp; the
+	// recovered row's next render of the same cover removes it.
+	c := check{Name: "no temp file under covers/", OK: len(temps) == 0}
 	c.Detail = fmt.Sprintf("%d temp files", len(temps))
 	if len(temps) > 0 {
 		c.Detail += ": " + strings.Join(temps[:min(5, len(temps))], "; ")

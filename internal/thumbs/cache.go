@@ -71,7 +71,27 @@ func (c *cache) target(relpath string) (string, error) {
 		return "", protocol.Errorf(protocol.ErrPathViolation, "cover %s is a symlink", dst)
 	}
 	c.sweep(dir)
+	c.removeOwnTemps(dst)
 	return dst, nil
+}
+
+// removeOwnTemps removes temp files of earlier renders of dst: a render
+// killed between creating its temp file and the rename leaves one behind.
+// The protocol allows one live render per cover (one pending/running row
+// per file and format, under a lease), so when this render holds the lease
+// any other temp of the same name is a crash leftover — or a zombie's, whose
+// rename then fails harmlessly.
+func (c *cache) removeOwnTemps(dst string) {
+	pattern := filepath.Join(filepath.Dir(dst), tempPrefix+globEscape(filepath.Base(dst))+".*"+tempSuffix)
+	matches, _ := filepath.Glob(pattern)
+	for _, m := range matches {
+		_ = os.Remove(m)
+	}
+}
+
+// globEscape quotes the glob metacharacters of a file name.
+func globEscape(s string) string {
+	return strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`).Replace(s)
 }
 
 // write replaces dst with data atomically: temp file in the same folder,

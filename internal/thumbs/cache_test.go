@@ -127,6 +127,15 @@ func TestCrashBeforeRename(t *testing.T) {
 	if len(got) != 2 || got[0] != ".9.webp.123.tmp" || got[1] != "notes.txt" {
 		t.Fatalf("after sweep: %v", got)
 	}
+	// A render of the same cover removes its own leftovers at once, young
+	// or not (one live render per cover), and leaves other covers' temps.
+	must(t, os.WriteFile(filepath.Join(shard, ".3.webp.456.tmp"), []byte("x"), 0o644))
+	if _, err := c.target("covers/003/3.webp"); err != nil {
+		t.Fatal(err)
+	}
+	if got := listDir(t, shard); len(got) != 2 || got[0] != ".9.webp.123.tmp" {
+		t.Fatalf("after a new render of 3.webp: %v", got)
+	}
 }
 
 type writerFunc func(p []byte) (int, error)
