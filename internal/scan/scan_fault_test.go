@@ -110,6 +110,10 @@ func TestFaultSpecialEntries(t *testing.T) {
 	if got := e.one(`SELECT count(*) FROM library_files WHERE analysis_error_code IS NULL AND total_pages > 0`); got != "2" {
 		t.Fatalf("%s good files analysed", got)
 	}
+	// ... but it is reported, so the user sees why it is not there.
+	if got := e.rows(`SELECT relative_path || '|' || error_code FROM scan_errors`); strings.Join(got, ",") != "A/fifo.cbz|io_error" {
+		t.Fatalf("scan errors %v", got)
+	}
 }
 
 func TestFaultSymlinkLoops(t *testing.T) {

@@ -112,7 +112,10 @@ func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, fn func(i
 		}
 		return fn(item{rel: rel, stat: statOf(rel, info)})
 	}
-	return nil // sockets, devices, pipes
+	if w.wanted(rel) { // a pipe, socket or device named like a comic
+		w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrIOError, Message: "not a regular file: " + e.Type().String()})
+	}
+	return nil
 }
 
 // symlink indexes a link to a file inside the library under the link's own
