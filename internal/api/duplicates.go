@@ -46,6 +46,6 @@ func (s *Server) listDuplicateFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(files, limit, func(f store.DuplicateFile) store.DuplicateFile { return f },
-		func(f store.DuplicateFile) string { return protocol.EncodeIDCursor(f.ID) }))
+	return idPageJSON(c, files, limit, func(f store.DuplicateFile) store.DuplicateFile { return f },
+		func(f store.DuplicateFile) int64 { return f.ID })
 }

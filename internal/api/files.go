@@ -18,7 +18,7 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-func fileCursor(f store.FileRecord) string { return protocol.EncodeIDCursor(f.ID) }
+func fileID(f store.FileRecord) int64 { return f.ID }
 
 func (s *Server) listFiles(c echo.Context) error {
 	limit, after, err := idPage(c)
@@ -48,7 +48,7 @@ func (s *Server) listFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(files, limit, fileView, fileCursor))
+	return idPageJSON(c, files, limit, fileView, fileID)
 }
 
 func (s *Server) getFile(c echo.Context) error {

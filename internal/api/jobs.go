@@ -104,15 +104,7 @@ func (s *Server) listJobs(c echo.Context) error {
 }
 
 func (s *Server) getJob(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
-	j, err := s.st.GetJob(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, jobView(j))
+	return getByID(c, s.st.GetJob, jobView)
 }
 
 func (s *Server) cancelJob(c echo.Context) error {

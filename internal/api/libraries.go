@@ -12,7 +12,6 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
-	"github.com/bindery-nas/bindery/protocol"
 )
 
 type createLibraryBody struct {
@@ -139,9 +138,7 @@ func (s *Server) listLibraries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(libs, limit, libraryView, func(l store.Library) string {
-		return protocol.EncodeIDCursor(l.ID)
-	}))
+	return idPageJSON(c, libs, limit, libraryView, func(l store.Library) int64 { return l.ID })
 }
 
 func (s *Server) getLibrary(c echo.Context) error {

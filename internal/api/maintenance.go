@@ -84,9 +84,7 @@ func (s *Server) listCheckpoints(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(rows, limit, checkpointView, func(w store.WALJob) string {
-		return protocol.EncodeIDCursor(w.ID)
-	}))
+	return idPageJSON(c, rows, limit, checkpointView, func(w store.WALJob) int64 { return w.ID })
 }
 
 type cleanupBody struct {

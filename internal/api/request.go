@@ -88,14 +88,9 @@ func rejectDotSegments(next echo.HandlerFunc) echo.HandlerFunc {
 // safe because every route needs the Authorization header, which a
 // cross-site form cannot send.
 func decodeJSON(c echo.Context, dst any) error {
-	r := c.Request()
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(c)
 	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return err
-		}
-		return badRequest(CodeInvalidJSON, "could not read the request body")
+		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return badRequest(CodeInvalidJSON, "empty request body: want a JSON object")
@@ -257,22 +252,29 @@ func emptyBody(c echo.Context) error {
 	if r.ContentLength == 0 && len(r.TransferEncoding) == 0 {
 		return nil
 	}
+	body, err := readBody(c)
+	if err != nil || len(bytes.TrimSpace(body)) == 0 {
+		return err
+	}
 	var none struct{}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return err
-		}
-		return badRequest(CodeInvalidJSON, "could not read the request body")
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&none); err != nil {
 		return jsonError(err)
 	}
 	return nil
+}
+
+// readBody reads the whole request body. A body over the cap keeps its *http.MaxBytesError (the error
+// handler makes it a 413); any other read failure is a 400.
+func readBody(c echo.Context) ([]byte, error) {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, err
+		}
+		return nil, badRequest(CodeInvalidJSON, "could not read the request body")
+	}
+	return body, nil
 }

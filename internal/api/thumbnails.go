@@ -42,15 +42,7 @@ func (s *Server) createThumbnail(c echo.Context) error {
 }
 
 func (s *Server) getThumbnail(c echo.Context) error {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return err
-	}
-	t, err := s.st.GetThumbnail(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, thumbnailView(t))
+	return getByID(c, s.st.GetThumbnail, thumbnailView)
 }
 
 func (s *Server) thumbnailMetrics(c echo.Context) error {

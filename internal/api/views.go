@@ -69,6 +69,31 @@ func rawObject(s string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
+// leaseJSON is the lease of a claimable row (jobs, thumbnails): who holds
+// it and until when. Embedded, its fields stand in the row's own object.
+type leaseJSON struct {
+	WorkerID          *string `json:"worker_id"`
+	WorkerHeartbeatAt *string `json:"worker_heartbeat_at"`
+	LeaseExpiresAt    *string `json:"lease_expires_at"`
+}
+
+func leaseView(worker, heartbeat, expires sql.NullString) leaseJSON {
+	return leaseJSON{WorkerID: nstr(worker), WorkerHeartbeatAt: nts(heartbeat), LeaseExpiresAt: nts(expires)}
+}
+
+// runTimesJSON closes the object of a row that runs (jobs, thumbnails,
+// checkpoints): when it was created, last changed, started and finished.
+type runTimesJSON struct {
+	CreatedAt  string  `json:"created_at"`
+	UpdatedAt  string  `json:"updated_at"`
+	StartedAt  *string `json:"started_at"`
+	FinishedAt *string `json:"finished_at"`
+}
+
+func runTimesView(created, updated string, started, finished sql.NullString) runTimesJSON {
+	return runTimesJSON{CreatedAt: ts(created), UpdatedAt: ts(updated), StartedAt: nts(started), FinishedAt: nts(finished)}
+}
+
 type libraryJSON struct {
 	ID                  int64     `json:"id"`
 	Name                string    `json:"name"`
@@ -89,37 +114,32 @@ func libraryView(l store.Library) libraryJSON {
 }
 
 type jobJSON struct {
-	ID                int64           `json:"id"`
-	Kind              string          `json:"kind"`
-	Status            string          `json:"status"`
-	LibraryID         *int64          `json:"library_id"`
-	Priority          string          `json:"priority"`
-	Progress          float64         `json:"progress"`
-	ProcessedItems    int64           `json:"processed_items"`
-	TotalItems        *int64          `json:"total_items"`
-	WorkerID          *string         `json:"worker_id"`
-	WorkerHeartbeatAt *string         `json:"worker_heartbeat_at"`
-	LeaseExpiresAt    *string         `json:"lease_expires_at"`
-	Attempt           int64           `json:"attempt"`
-	RetryAfter        *string         `json:"retry_after"`
-	ErrorCode         *string         `json:"error_code"`
-	ErrorMessage      *string         `json:"error_message"`
-	Payload           json.RawMessage `json:"payload"`
-	Result            json.RawMessage `json:"result"`
-	CancelRequested   bool            `json:"cancel_requested"`
-	CreatedAt         string          `json:"created_at"`
-	UpdatedAt         string          `json:"updated_at"`
-	StartedAt         *string         `json:"started_at"`
-	FinishedAt        *string         `json:"finished_at"`
+	ID             int64   `json:"id"`
+	Kind           string  `json:"kind"`
+	Status         string  `json:"status"`
+	LibraryID      *int64  `json:"library_id"`
+	Priority       string  `json:"priority"`
+	Progress       float64 `json:"progress"`
+	ProcessedItems int64   `json:"processed_items"`
+	TotalItems     *int64  `json:"total_items"`
+	leaseJSON
+	Attempt         int64           `json:"attempt"`
+	RetryAfter      *string         `json:"retry_after"`
+	ErrorCode       *string         `json:"error_code"`
+	ErrorMessage    *string         `json:"error_message"`
+	Payload         json.RawMessage `json:"payload"`
+	Result          json.RawMessage `json:"result"`
+	CancelRequested bool            `json:"cancel_requested"`
+	runTimesJSON
 }
 
 func jobView(j store.Job) jobJSON {
 	return jobJSON{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: nint(j.LibraryID), Priority: j.Priority,
 		Progress: j.Progress, ProcessedItems: j.ProcessedItems, TotalItems: nint(j.TotalItems),
-		WorkerID: nstr(j.WorkerID), WorkerHeartbeatAt: nts(j.WorkerHeartbeatAt), LeaseExpiresAt: nts(j.LeaseExpiresAt),
-		Attempt: j.Attempt, RetryAfter: nts(j.RetryAfter), ErrorCode: nstr(j.ErrorCode), ErrorMessage: nstr(j.ErrorMessage),
+		leaseJSON: leaseView(j.WorkerID, j.WorkerHeartbeatAt, j.LeaseExpiresAt),
+		Attempt:   j.Attempt, RetryAfter: nts(j.RetryAfter), ErrorCode: nstr(j.ErrorCode), ErrorMessage: nstr(j.ErrorMessage),
 		Payload: rawObject(j.Payload), Result: rawObject(j.Result.String), CancelRequested: j.CancelRequested,
-		CreatedAt: ts(j.CreatedAt), UpdatedAt: ts(j.UpdatedAt), StartedAt: nts(j.StartedAt), FinishedAt: nts(j.FinishedAt)}
+		runTimesJSON: runTimesView(j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)}
 }
 
 type queueEntryJSON struct {
@@ -227,7 +247,7 @@ type metadataJSON struct {
 	UpdatedAt      string  `json:"updated_at"`
 }
 
-func metadataView(m store.MetadataRecord) *metadataJSON {
+func metadataView(m store.FileMetadata) *metadataJSON {
 	return &metadataJSON{Source: m.Source, Series: nstr(m.Series), Number: nstr(m.Number), Volume: nint(m.Volume),
 		Title: nstr(m.Title), Year: nint(m.Year), Month: nint(m.Month), Publisher: nstr(m.Publisher),
 		Genre: nstr(m.Genre), Tags: nstr(m.Tags), AgeRating: nstr(m.AgeRating), LanguageISO: nstr(m.LanguageISO),
@@ -284,36 +304,30 @@ func scanErrorView(e store.ScanErrorRecord) scanErrorJSON {
 }
 
 type thumbnailJSON struct {
-	ID                int64   `json:"id"`
-	FileID            int64   `json:"file_id"`
-	LibraryID         int64   `json:"library_id"`
-	GroupKey          string  `json:"group_key"`
-	MediaType         string  `json:"media_type"`
-	Format            string  `json:"format"`
-	Status            string  `json:"status"`
-	Width             *int64  `json:"width"`
-	Height            *int64  `json:"height"`
-	BytesSize         *int64  `json:"bytes_size"`
-	WorkerID          *string `json:"worker_id"`
-	WorkerHeartbeatAt *string `json:"worker_heartbeat_at"`
-	LeaseExpiresAt    *string `json:"lease_expires_at"`
-	ErrorCode         *string `json:"error_code"`
-	ErrorMessage      *string `json:"error_message"`
-	ErrorCount        int64   `json:"error_count"`
-	RetryAfter        *string `json:"retry_after"`
-	CreatedAt         string  `json:"created_at"`
-	UpdatedAt         string  `json:"updated_at"`
-	StartedAt         *string `json:"started_at"`
-	FinishedAt        *string `json:"finished_at"`
+	ID        int64  `json:"id"`
+	FileID    int64  `json:"file_id"`
+	LibraryID int64  `json:"library_id"`
+	GroupKey  string `json:"group_key"`
+	MediaType string `json:"media_type"`
+	Format    string `json:"format"`
+	Status    string `json:"status"`
+	Width     *int64 `json:"width"`
+	Height    *int64 `json:"height"`
+	BytesSize *int64 `json:"bytes_size"`
+	leaseJSON
+	ErrorCode    *string `json:"error_code"`
+	ErrorMessage *string `json:"error_message"`
+	ErrorCount   int64   `json:"error_count"`
+	RetryAfter   *string `json:"retry_after"`
+	runTimesJSON
 }
 
 func thumbnailView(t store.Thumbnail) thumbnailJSON {
 	return thumbnailJSON{ID: t.ID, FileID: t.FileID, LibraryID: t.LibraryID, GroupKey: t.GroupKey, MediaType: t.MediaType,
 		Format: t.Format, Status: t.Status, Width: nint(t.Width), Height: nint(t.Height), BytesSize: nint(t.BytesSize),
-		WorkerID: nstr(t.WorkerID), WorkerHeartbeatAt: nts(t.WorkerHeartbeatAt), LeaseExpiresAt: nts(t.LeaseExpiresAt),
+		leaseJSON: leaseView(t.WorkerID, t.WorkerHeartbeatAt, t.LeaseExpiresAt),
 		ErrorCode: nstr(t.ErrorCode), ErrorMessage: nstr(t.ErrorMessage), ErrorCount: t.ErrorCount,
-		RetryAfter: nts(t.RetryAfter), CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt),
-		StartedAt: nts(t.StartedAt), FinishedAt: nts(t.FinishedAt)}
+		RetryAfter: nts(t.RetryAfter), runTimesJSON: runTimesView(t.CreatedAt, t.UpdatedAt, t.StartedAt, t.FinishedAt)}
 }
 
 type cleanupJSON struct {
@@ -350,10 +364,7 @@ type checkpointJSON struct {
 	WorkerID            *string `json:"worker_id"`
 	ErrorCode           *string `json:"error_code"`
 	ErrorMessage        *string `json:"error_message"`
-	CreatedAt           string  `json:"created_at"`
-	UpdatedAt           string  `json:"updated_at"`
-	StartedAt           *string `json:"started_at"`
-	FinishedAt          *string `json:"finished_at"`
+	runTimesJSON
 }
 
 func checkpointView(w store.WALJob) checkpointJSON {
@@ -361,8 +372,7 @@ func checkpointView(w store.WALJob) checkpointJSON {
 		ExecuteAfter: ts(w.ExecuteAfter), RetryCount: w.RetryCount, RetryAfter: nts(w.RetryAfter),
 		CheckpointBusy: nint(w.CheckpointBusy), CheckpointLogFrames: nint(w.CheckpointLogFrames),
 		CheckpointedFrames: nint(w.CheckpointedFrames), WorkerID: nstr(w.WorkerID), ErrorCode: nstr(w.ErrorCode),
-		ErrorMessage: nstr(w.ErrorMessage), CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt),
-		StartedAt: nts(w.StartedAt), FinishedAt: nts(w.FinishedAt)}
+		ErrorMessage: nstr(w.ErrorMessage), runTimesJSON: runTimesView(w.CreatedAt, w.UpdatedAt, w.StartedAt, w.FinishedAt)}
 }
 
 type workerJSON struct {

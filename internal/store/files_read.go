@@ -64,28 +64,6 @@ func coverVersion(updatedAt sql.NullInt64, thumbID int64) string {
 	return "t" + strconv.FormatInt(thumbID, 10)
 }
 
-// MetadataRecord is the file_metadata row of one file.
-type MetadataRecord struct {
-	Source         string         `db:"source"`
-	Series         sql.NullString `db:"series"`
-	Number         sql.NullString `db:"number"`
-	Volume         sql.NullInt64  `db:"volume"`
-	Title          sql.NullString `db:"title"`
-	Year           sql.NullInt64  `db:"year"`
-	Month          sql.NullInt64  `db:"month"`
-	Publisher      sql.NullString `db:"publisher"`
-	Genre          sql.NullString `db:"genre"`
-	Tags           sql.NullString `db:"tags"`
-	AgeRating      sql.NullString `db:"age_rating"`
-	LanguageISO    sql.NullString `db:"language_iso"`
-	Writer         sql.NullString `db:"writer"`
-	Penciller      sql.NullString `db:"penciller"`
-	Summary        sql.NullString `db:"summary"`
-	Web            sql.NullString `db:"web"`
-	FrontCoverPage sql.NullInt64  `db:"front_cover_page"`
-	UpdatedAt      string         `db:"updated_at"`
-}
-
 // FileFilter narrows ListFiles; zero fields do not filter.
 type FileFilter struct {
 	LibraryID sql.NullInt64
@@ -115,23 +93,13 @@ const fileFrom = ` FROM library_files f LEFT JOIN series s ON s.id = f.series_id
 
 // GetFile returns one file or ErrNotFound.
 func (s *Store) GetFile(ctx context.Context, id int64) (FileRecord, error) {
-	var f FileRecord
-	err := s.r.GetContext(ctx, &f, `SELECT `+fileCols+fileFrom+` WHERE f.id = ?`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return f, missingRow("file", id)
-	}
-	if err != nil {
-		return f, fmt.Errorf("get file: %w", err)
-	}
-	return f, nil
+	return getRow[FileRecord](ctx, s.r, "file", `SELECT `+fileCols+fileFrom+` WHERE f.id = ?`, id)
 }
 
 // FileMetadata returns the metadata of a file, nil when it has none.
-func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*MetadataRecord, error) {
-	var m MetadataRecord
-	err := s.r.GetContext(ctx, &m, `SELECT source, series, number, volume, title, year, month, publisher,
-		genre, tags, age_rating, language_iso, writer, penciller, summary, web, front_cover_page, updated_at
-		FROM file_metadata WHERE file_id = ?`, fileID)
+func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*FileMetadata, error) {
+	var m FileMetadata
+	err := s.r.GetContext(ctx, &m, `SELECT `+metadataCols+` FROM file_metadata WHERE file_id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

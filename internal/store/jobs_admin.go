@@ -28,15 +28,7 @@ type JobFilter struct {
 
 // GetJob returns one job or ErrNotFound.
 func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
-	var j Job
-	err := s.r.GetContext(ctx, &j, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return j, missingRow("job", id)
-	}
-	if err != nil {
-		return j, fmt.Errorf("get job: %w", err)
-	}
-	return j, nil
+	return getRow[Job](ctx, s.r, "job", `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
 }
 
 // ListJobs pages jobs newest first by the keyset of protocol §6.1:

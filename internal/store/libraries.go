@@ -74,15 +74,7 @@ func (s *Store) CreateLibrary(ctx context.Context, in NewLibrary) (Library, erro
 
 // GetLibrary returns one library or ErrNotFound.
 func (s *Store) GetLibrary(ctx context.Context, id int64) (Library, error) {
-	var lib Library
-	err := s.r.GetContext(ctx, &lib, `SELECT `+libraryCols+` FROM libraries WHERE id = ?`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return lib, missingRow("library", id)
-	}
-	if err != nil {
-		return lib, fmt.Errorf("get library: %w", err)
-	}
-	return lib, nil
+	return getRow[Library](ctx, s.r, "library", `SELECT `+libraryCols+` FROM libraries WHERE id = ?`, id)
 }
 
 // ListLibraries returns up to limit libraries with id > afterID, id order.
@@ -178,7 +170,18 @@ func (s *Store) DeleteLibrary(ctx context.Context, id int64) error {
 	})
 }
 
-// missingRow is ErrNotFound with a code naming what was missing.
-func missingRow(what string, id any) error {
-	return &protocol.Error{Code: what + "_not_found", Message: fmt.Sprintf("%s %v not found", what, id), Err: ErrNotFound}
+// LibraryPath returns the path a library was registered with, for the data
+// plane (scan, hash) that walks it. ErrNotFound when the library is gone.
+// The caller resolves and confines the path; the store does no file system
+// checks.
+func (s *Store) LibraryPath(ctx context.Context, id int64) (string, error) {
+	var path string
+	err := s.r.QueryRowContext(ctx, `SELECT path FROM libraries WHERE id = ?`, id).Scan(&path)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", missingRow("library", id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("library path: %w", err)
+	}
+	return path, nil
 }

@@ -76,22 +76,22 @@ func recoverStaleJobs(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, e
 
 // recoverStaleThumbnails: running → pending, lease fields cleared.
 func recoverStaleThumbnails(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, error) {
-	ts := protocol.FormatTime(now)
-	res, err := tx.ExecContext(ctx, `UPDATE thumbnails SET status = 'pending', worker_id = NULL,
-		worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = ? WHERE `+staleWhere, ts, ts)
-	if err != nil {
-		return 0, fmt.Errorf("recover thumbnails: %w", err)
-	}
-	return res.RowsAffected()
+	return recoverStaleToPending(ctx, tx, "thumbnails", now)
 }
 
 // recoverStaleCleanup: running → pending, lease fields cleared.
 func recoverStaleCleanup(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, error) {
+	return recoverStaleToPending(ctx, tx, "thumbnail_cleanup_jobs", now)
+}
+
+// recoverStaleToPending puts the stale rows of a lease table with no retry
+// bookkeeping back to pending, their lease fields cleared.
+func recoverStaleToPending(ctx context.Context, tx *sqlx.Tx, table string, now time.Time) (int64, error) {
 	ts := protocol.FormatTime(now)
-	res, err := tx.ExecContext(ctx, `UPDATE thumbnail_cleanup_jobs SET status = 'pending', worker_id = NULL,
+	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET status = 'pending', worker_id = NULL,
 		worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = ? WHERE `+staleWhere, ts, ts)
 	if err != nil {
-		return 0, fmt.Errorf("recover cleanup: %w", err)
+		return 0, fmt.Errorf("recover %s: %w", table, err)
 	}
 	return res.RowsAffected()
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -155,15 +154,7 @@ func insertScanErrors(ctx context.Context, tx *sqlx.Tx, sessionID int64, errs []
 
 // GetScan returns one session or ErrNotFound.
 func (s *Store) GetScan(ctx context.Context, id int64) (ScanRecord, error) {
-	var rec ScanRecord
-	err := s.r.GetContext(ctx, &rec, `SELECT `+scanCols+` FROM scan_sessions WHERE id = ?`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return rec, dataNotFound("scan", id)
-	}
-	if err != nil {
-		return rec, fmt.Errorf("get scan: %w", err)
-	}
-	return rec, nil
+	return getRow[ScanRecord](ctx, s.r, "scan", `SELECT `+scanCols+` FROM scan_sessions WHERE id = ?`, id)
 }
 
 // ListScans returns up to limit sessions, newest first, of one library (or

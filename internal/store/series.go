@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -202,24 +201,19 @@ func (s *Store) RemoveEmptySeries(ctx context.Context, libraryID int64) (int64, 
 
 // GetSeries returns one series or ErrNotFound.
 func (s *Store) GetSeries(ctx context.Context, id int64) (Series, error) {
-	var out Series
-	err := s.r.GetContext(ctx, &out, `SELECT `+seriesCols+` FROM series WHERE id = ?`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return out, dataNotFound("series", id)
-	}
-	if err != nil {
-		return out, fmt.Errorf("get series: %w", err)
-	}
-	return out, nil
+	return getRow[Series](ctx, s.r, "series", `SELECT `+seriesCols+` FROM series WHERE id = ?`, id)
 }
 
-// ListSeries returns up to limit series of a library with id > afterID, in
-// id order.
-func (s *Store) ListSeries(ctx context.Context, libraryID, afterID int64, limit int) ([]Series, error) {
+// ListSeries returns up to limit series with id > afterID, in id order: of
+// one library, or of all when libraryID is not valid.
+func (s *Store) ListSeries(ctx context.Context, libraryID sql.NullInt64, afterID int64, limit int) ([]Series, error) {
+	q, args := `SELECT `+seriesCols+` FROM series WHERE id > ?`, []any{afterID}
+	if libraryID.Valid {
+		q += ` AND library_id = ?`
+		args = append(args, libraryID.Int64)
+	}
 	var out []Series
-	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesCols+` FROM series WHERE library_id = ? AND id > ?
-		ORDER BY id LIMIT ?`, libraryID, afterID, limit)
-	if err != nil {
+	if err := s.r.SelectContext(ctx, &out, q+` ORDER BY id LIMIT ?`, append(args, limit)...); err != nil {
 		return nil, fmt.Errorf("list series: %w", err)
 	}
 	return out, nil

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/bindery-nas/bindery/protocol"
@@ -33,15 +32,7 @@ type ThumbnailMetrics struct {
 
 // GetThumbnail returns one thumbnail row or ErrNotFound.
 func (s *Store) GetThumbnail(ctx context.Context, id int64) (Thumbnail, error) {
-	var t Thumbnail
-	err := s.r.GetContext(ctx, &t, `SELECT `+thumbnailCols+` FROM thumbnails WHERE id = ?`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return t, missingRow("thumbnail", id)
-	}
-	if err != nil {
-		return t, fmt.Errorf("get thumbnail: %w", err)
-	}
-	return t, nil
+	return getRow[Thumbnail](ctx, s.r, "thumbnail", `SELECT `+thumbnailCols+` FROM thumbnails WHERE id = ?`, id)
 }
 
 // ThumbnailMetrics counts thumbnail and cleanup rows by state. Each count

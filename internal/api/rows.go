@@ -1,0 +1,81 @@
+package api
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Shared handler shapes: most read routes are "one row by its path id" or
+// "a page of rows keyed by id", and differ only in the store call and the
+// view.
+
+// getByID serves the row whose id is the path's :id through view; the
+// store's ErrNotFound becomes the row's 404.
+func getByID[R, T any](c echo.Context, get func(context.Context, int64) (R, error), view func(R) T) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	r, err := get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, view(r))
+}
+
+// idPageJSON renders rows fetched with limit+1 as a page whose cursor is
+// the id of its last row.
+func idPageJSON[R, T any](c echo.Context, rows []R, limit int, view func(R) T, id func(R) int64) error {
+	return c.JSON(http.StatusOK, makePage(rows, limit, view, func(r R) string {
+		return protocol.EncodeIDCursor(id(r))
+	}))
+}
+
+// listUnder serves a page of the rows under the parent named by the path's
+// :id (a scan's errors, a series' files): the parent is looked up first so
+// that an unknown parent is its 404 and not an empty page.
+func listUnder[P, R, T any](c echo.Context, parent func(context.Context, int64) (P, error),
+	list func(ctx context.Context, parentID, afterID int64, limit int) ([]R, error),
+	view func(R) T, id func(R) int64) error {
+	pid, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	limit, after, err := idPage(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := parent(ctx, pid); err != nil {
+		return err
+	}
+	rows, err := list(ctx, pid, after, limit+1)
+	if err != nil {
+		return err
+	}
+	return idPageJSON(c, rows, limit, view, id)
+}
+
+// listByLibrary serves a page of rows keyed by id, of the library named by
+// ?library_id= or of all libraries without it.
+func listByLibrary[R, T any](c echo.Context, list func(ctx context.Context, libraryID sql.NullInt64, cursorID int64, limit int) ([]R, error),
+	view func(R) T, id func(R) int64) error {
+	limit, cursor, err := idPage(c)
+	if err != nil {
+		return err
+	}
+	lib, ok, err := queryID(c, "library_id")
+	if err != nil {
+		return err
+	}
+	rows, err := list(c.Request().Context(), sql.NullInt64{Int64: lib, Valid: ok}, cursor, limit+1)
+	if err != nil {
+		return err
+	}
+	return idPageJSON(c, rows, limit, view, id)
+}
