@@ -67,7 +67,9 @@ func (r *runner) apiSize(ctx context.Context, bin string, files, jobs int, dur t
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		return nil, 0, err
 	}
-	defer os.RemoveAll(dir)
+	if !r.cfg.Keep {
+		defer os.RemoveAll(dir)
+	}
 	r.logf("api: generating %d files, %d jobs", files, jobs)
 	db, err := generateAPIDB(ctx, bin, filepath.Join(dir, "bindery.db"), lib, files, jobs)
 	if err != nil {
