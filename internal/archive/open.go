@@ -117,7 +117,8 @@ func Open(path string) (Archive, error) {
 
 // OpenReaderAt opens archive content held by r (size bytes). name is used
 // as the page name of a loose image. Close does not close r.
-func OpenReaderAt(r io.ReaderAt, size int64, name string) (Archive, error) {
+func OpenReaderAt(r io.ReaderAt, size int64, name string) (a Archive, err error) {
+	defer recoverCorrupt(&err, "open")
 	head := make([]byte, min(size, sniffLen))
 	if _, err := r.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, classify(err, "read header")
@@ -166,11 +167,22 @@ func (c *common) ComicInfo() ([]byte, bool, error) {
 	return data, true, nil
 }
 
-func (c *common) ReadEntry(e Entry, limit int64) ([]byte, error) {
+func (c *common) ReadEntry(e Entry, limit int64) (data []byte, err error) {
 	if e.Size > limit {
 		return nil, errTooLarge(e.Name, e.Size, limit)
 	}
+	defer recoverCorrupt(&err, "read "+e.Name)
 	return c.read(e, limit)
+}
+
+// recoverCorrupt turns a panic of a format decoder into archive_corrupt:
+// the decoders are third-party code fed hostile bytes (fuzzing found
+// rardecode indexing past a truncated header), and one broken file must
+// never take down the scan or the worker that reads it.
+func recoverCorrupt(err *error, what string) {
+	if p := recover(); p != nil {
+		*err = codedf(protocol.ErrArchiveCorrupt, "%s: decoder failed on malformed data: %v", what, p)
+	}
 }
 
 func (c *common) Close() error {
