@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // instruction is one Dockerfile instruction with its continuation lines
@@ -114,7 +116,7 @@ func TestDockerfile(t *testing.T) {
 	build, rt := stages[0], stages[1]
 
 	t.Run("builder", func(t *testing.T) {
-		goMod := readFile(t, filepath.Join(repoRoot(t), "go.mod"))
+		goMod := readFile(t, filepath.Join(testutil.RepoRoot(t), "go.mod"))
 		goVer := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(goMod)
 		if goVer == nil || globals["GO_VERSION"] != goVer[1] {
 			t.Errorf("GO_VERSION=%q, want go.mod's %v", globals["GO_VERSION"], goVer)
@@ -140,7 +142,7 @@ func TestDockerfile(t *testing.T) {
 	})
 
 	t.Run("sources copied", func(t *testing.T) {
-		root := repoRoot(t)
+		root := testutil.RepoRoot(t)
 		copied := []string{}
 		for _, in := range build.all("COPY") {
 			f := strings.Fields(in.args)

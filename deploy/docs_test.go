@@ -11,12 +11,13 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // errorCodes reads the error-code constants of protocol/errors.go.
 func errorCodes(t *testing.T) []string {
 	t.Helper()
-	path := filepath.Join(repoRoot(t), "protocol", "errors.go")
+	path := filepath.Join(testutil.RepoRoot(t), "protocol", "errors.go")
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ var settingRef = regexp.MustCompile("`((?:scan|hash|cover|thumbnail|jobs|wal|io|
 // TestOperationsGuide keeps docs/OPERATIONS.md in step with the code: every
 // error code has a row in its table, and every setting it names exists.
 func TestOperationsGuide(t *testing.T) {
-	doc := readFile(t, filepath.Join(repoRoot(t), "docs", "OPERATIONS.md"))
+	doc := readFile(t, filepath.Join(testutil.RepoRoot(t), "docs", "OPERATIONS.md"))
 	t.Run("error codes", func(t *testing.T) {
 		for _, code := range errorCodes(t) {
 			if !strings.Contains(doc, "| `"+code+"` |") {

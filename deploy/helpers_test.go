@@ -11,34 +11,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // testVersion is stamped into the binaries the tests build, with the
 // Dockerfile's own -ldflags, so a test can prove the stamping works.
 const testVersion = "deploy-test-1.2.3"
 
-// repoRoot walks up from the test's working directory to go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
 // deployPath is a file under deploy/.
 func deployPath(t *testing.T, elem ...string) string {
-	return filepath.Join(append([]string{repoRoot(t), "deploy"}, elem...)...)
+	return filepath.Join(append([]string{testutil.RepoRoot(t), "deploy"}, elem...)...)
 }
 
 func readFile(t *testing.T, path string) string {
@@ -70,7 +53,7 @@ func binDir(t *testing.T) string {
 	if err != nil {
 		t.Skip("go toolchain not in PATH: cannot build the daemons")
 	}
-	root := repoRoot(t)
+	root := testutil.RepoRoot(t)
 	ldflags := dockerfileLDFlags(t, "VERSION", testVersion)
 	built.once.Do(func() {
 		built.dir, built.err = os.MkdirTemp("", "bindery-deploy-bin-")

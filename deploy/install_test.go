@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // stagedInstall runs install.sh into a fresh DESTDIR with the built binaries
@@ -14,7 +16,7 @@ func stagedInstall(t *testing.T, extra []string) string {
 	bin := binDir(t)
 	stage := t.TempDir()
 	env := append([]string{"DESTDIR=" + stage, "BIN_SRC=" + bin}, extra...)
-	out, code := run(t, repoRoot(t), env, "bash", deployPath(t, "install.sh"))
+	out, code := run(t, testutil.RepoRoot(t), env, "bash", deployPath(t, "install.sh"))
 	if code != 0 {
 		t.Fatalf("install.sh: exit %d\n%s", code, out)
 	}
@@ -72,7 +74,7 @@ func TestInstallScript(t *testing.T) {
 		if err := os.WriteFile(envPath, []byte(mine), 0o640); err != nil {
 			t.Fatal(err)
 		}
-		out, code := run(t, repoRoot(t), []string{"DESTDIR=" + stage, "BIN_SRC=" + binDir(t)}, "bash", deployPath(t, "install.sh"))
+		out, code := run(t, testutil.RepoRoot(t), []string{"DESTDIR=" + stage, "BIN_SRC=" + binDir(t)}, "bash", deployPath(t, "install.sh"))
 		if code != 0 {
 			t.Fatalf("second install: exit %d\n%s", code, out)
 		}
@@ -130,7 +132,7 @@ func TestInstallScript(t *testing.T) {
 		for _, c := range cases {
 			stage := t.TempDir()
 			env := append([]string{"DESTDIR=" + stage, "BIN_SRC=" + binDir(t)}, c.env...)
-			out, code := run(t, repoRoot(t), env, "bash", deployPath(t, "install.sh"))
+			out, code := run(t, testutil.RepoRoot(t), env, "bash", deployPath(t, "install.sh"))
 			if code == 0 || !strings.Contains(out, c.want) {
 				t.Errorf("%v: exit %d, output %q, want an error naming %q", c.env, code, out, c.want)
 			}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 type spec struct {
@@ -21,26 +23,12 @@ type spec struct {
 	} `yaml:"components"`
 }
 
-func repoRoot(t *testing.T) string {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test")
-		}
-		dir = parent
-	}
-}
-
 var echoParam = regexp.MustCompile(`:([a-z_]+)`)
 
 // TestOpenAPIMatchesRouter: docs/openapi.yaml is structurally valid and
 // lists exactly the router's routes, no more, no fewer.
 func TestOpenAPIMatchesRouter(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "openapi.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "docs", "openapi.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -96,36 +97,8 @@ func TestSevenZipGenerated(t *testing.T) {
 	}
 }
 
-// repoRoot walks up from the test's directory to go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
-func sharedFixtures(t *testing.T, set string) string {
-	t.Helper()
-	dir := filepath.Join(repoRoot(t), "..", "shared", "fixtures", set)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared fixtures %s absent", set)
-	}
-	return dir
-}
-
 func TestKomgaFixtures(t *testing.T) {
-	dir := sharedFixtures(t, "komga")
+	dir := testutil.SharedFixture(t, "komga")
 	three := []string{"komga-1.png", "komga-2.png", "komga-3.png"}
 	cases := map[string]struct {
 		pages []string

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // TestKavitaFixtures checks the Kavita edge cases against values worked
@@ -11,7 +13,7 @@ import (
 // the shallowest; __MACOSX/ and dot-files are not pages; natural order.
 // ComicInfo choices are told apart by their sizes in the listing.
 func TestKavitaFixtures(t *testing.T) {
-	dir := sharedFixtures(t, "kavita")
+	dir := testutil.SharedFixture(t, "kavita")
 	cases := map[string]struct {
 		pages  []string
 		ciSize int // 0 = no ComicInfo

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // Build compiles controld and workerd from the module that contains the
@@ -19,7 +20,7 @@ import (
 // without -race: they are the product as it ships, and the harness runs
 // dozens of them.
 func Build(ctx context.Context, dir string) error {
-	root, err := ModuleRoot()
+	root, err := testutil.ModuleRoot()
 	if err != nil {
 		return err
 	}
@@ -31,25 +32,6 @@ func Build(ctx context.Context, dir string) error {
 		}
 	}
 	return nil
-}
-
-// ModuleRoot walks up from the working directory to the folder holding
-// go.mod.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("chaos: go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // freeAddr returns a loopback address with a port that was free a moment

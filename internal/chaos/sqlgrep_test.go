@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // TestNoSQLFromUserStrings reads internal/store (the only package that
@@ -26,7 +28,7 @@ import (
 // itself safe, and a []string joined into SQL only when every append to it
 // is.
 func TestNoSQLFromUserStrings(t *testing.T) {
-	root, err := ModuleRoot()
+	root, err := testutil.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package comicinfo
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 func setup(t *testing.T, doc string) *ComicInfo {
@@ -114,7 +114,7 @@ func TestRefused(t *testing.T) {
 
 // TestKavitaFixtures parses the ComicInfo.xml chosen from real archives.
 func TestKavitaFixtures(t *testing.T) {
-	dir := kavitaDir(t)
+	dir := testutil.SharedFixture(t, "kavita")
 	cases := map[string]ComicInfo{
 		"Umlaut.zip": {Series: "Belladonna", Title: "Belladonna", Year: 2016, Month: 5, Writer: "Guéro Anne, Guéro Gérard",
 			Penciller: "Alary Pierre", Publisher: "Bee Dee", Genre: "Adventure, Historical", LanguageISO: "en", FrontCoverPage: -1},
@@ -146,25 +146,6 @@ func TestKavitaFixtures(t *testing.T) {
 			}
 		})
 	}
-}
-
-func kavitaDir(t *testing.T) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = filepath.Dir(dir)
-	}
-	k := filepath.Join(dir, "..", "shared", "fixtures", "kavita")
-	if _, err := os.Stat(k); err != nil {
-		t.Skip("kavita fixtures absent")
-	}
-	return k
 }
 
 func FuzzComicInfo(f *testing.F) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -134,7 +135,7 @@ func normalizeEncrypted(rows []string) []string {
 func TestSharedFixtures(t *testing.T) {
 	for _, name := range []string{"komga", "kavita"} {
 		t.Run(name, func(t *testing.T) {
-			src := repoFixtures(t, name)
+			src := testutil.SharedFixture(t, name)
 			e := setup(t)
 			ents, err := os.ReadDir(src)
 			must(t, err)

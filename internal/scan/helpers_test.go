@@ -246,28 +246,3 @@ func (e *env) dump() string {
 	}
 	return b.String()
 }
-
-// repoFixtures returns ../shared/fixtures/<name> located from the module
-// root, or skips the test when it is absent.
-func repoFixtures(t *testing.T, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("module root not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "fixtures", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared fixtures %s absent", p)
-	}
-	return p
-}

@@ -23,6 +23,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/scheduler"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/internal/web"
 )
 
@@ -92,21 +93,7 @@ func mount(apiH, webH http.Handler) http.Handler {
 // screenshotDir is <repo>/artifacts/screenshots (gitignored), created.
 func screenshotDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = up
-	}
-	out := filepath.Join(dir, "artifacts", "screenshots")
+	out := filepath.Join(testutil.RepoRoot(t), "artifacts", "screenshots")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}

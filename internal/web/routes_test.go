@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // spec is the part of docs/openapi.yaml the dashboard must respect: each
@@ -19,8 +21,7 @@ type spec map[string]map[string]bool
 
 func loadSpec(t *testing.T) spec {
 	t.Helper()
-	root := filepath.Dir(screenshotDir(t)) // <repo>/artifacts
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(root), "docs", "openapi.yaml"))
+	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "docs", "openapi.yaml"))
 	if err != nil {
 		t.Fatalf("docs/openapi.yaml: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 var (
@@ -29,7 +30,7 @@ var (
 func buildWorkerd(t *testing.T) string {
 	t.Helper()
 	workerdOnce.Do(func() {
-		repo := filepath.Dir(filepath.Dir(screenshotDir(t)))
+		repo := testutil.RepoRoot(t)
 		dir, err := os.MkdirTemp("", "web-workerd-")
 		if err != nil {
 			workerdErr = err

@@ -1,0 +1,56 @@
+// Package testutil holds the few helpers that tests of several packages
+// share: finding the module root, and the shared real-world fixtures that
+// live next to the checkout (../shared/fixtures) on machines that have
+// them. It is imported by tests and by test harnesses (cmd/chaos), never by
+// the daemons.
+package testutil
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// ModuleRoot walks up from the working directory to the folder holding
+// go.mod. Tests run in their package's folder, so this finds the checkout
+// whichever package asks.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// RepoRoot is ModuleRoot for a test: it fails the test when there is no
+// module root.
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return root
+}
+
+// SharedFixture returns <module root>/../shared/fixtures/<parts...>, or
+// skips the test when it is absent: the shared fixtures are never copied
+// into the repository, so a checkout without them still passes.
+func SharedFixture(tb testing.TB, parts ...string) string {
+	tb.Helper()
+	p := filepath.Join(append([]string{RepoRoot(tb), "..", "shared", "fixtures"}, parts...)...)
+	if _, err := os.Stat(p); err != nil {
+		tb.Skipf("shared fixtures %s absent", p)
+	}
+	return p
+}
