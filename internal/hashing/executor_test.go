@@ -44,11 +44,8 @@ func (p *progress) Progress(processed, total int64) {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	path := storetest.MustMigrate(t)
-	clock := storetest.NewClock()
-	e := &env{ctx: context.Background(), clock: clock, root: t.TempDir()}
-	e.control = storetest.MustOpen(t, path, store.RoleControl, clock.Now)
-	e.worker = storetest.MustOpen(t, path, store.RoleWorker, clock.Now)
+	db := storetest.MustOpenClockedDB(t)
+	e := &env{ctx: context.Background(), control: db.Control, worker: db.Worker, clock: db.Clock, root: t.TempDir()}
 	e.lib = filepath.Join(e.root, "comics")
 	if err := os.Mkdir(e.lib, 0o755); err != nil {
 		t.Fatal(err)

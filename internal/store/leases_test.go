@@ -29,15 +29,8 @@ type fixture struct {
 // settable clock.
 func setupLease(t *testing.T) *fixture {
 	t.Helper()
-	path := storetest.MustMigrate(t)
-	c := storetest.NewClock()
-	return &fixture{
-		ctx:     context.Background(),
-		clock:   c,
-		control: storetest.MustOpen(t, path, store.RoleControl, c.Now),
-		worker:  storetest.MustOpen(t, path, store.RoleWorker, c.Now),
-		path:    path,
-	}
+	db := storetest.MustOpenClockedDB(t)
+	return &fixture{ctx: context.Background(), clock: db.Clock, control: db.Control, worker: db.Worker, path: db.Path}
 }
 
 func (f *fixture) now() string { return protocol.FormatTime(f.clock.Now()) }

@@ -23,14 +23,8 @@ type coverDB struct {
 
 func setupCovers(t *testing.T) *coverDB {
 	t.Helper()
-	path := storetest.MustMigrate(t)
-	clock := storetest.NewClock()
-	db := &coverDB{
-		ctrl:  storetest.MustOpen(t, path, store.RoleControl, clock.Now),
-		work:  storetest.MustOpen(t, path, store.RoleWorker, clock.Now),
-		path:  path,
-		clock: clock,
-	}
+	c := storetest.MustOpenClockedDB(t)
+	db := &coverDB{ctrl: c.Control, work: c.Worker, path: c.Path, clock: c.Clock}
 	db.lib = db.addLibrary(t, "/lib")
 	return db
 }

@@ -29,9 +29,8 @@ type env struct {
 // third-party connection that writes filler rows and reads pragmas.
 func setup(t *testing.T) *env {
 	t.Helper()
-	path := storetest.MustMigrate(t)
-	clock := storetest.NewClock()
-	raw, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	db := storetest.MustOpenClockedDB(t)
+	raw, err := sql.Open("sqlite3", "file:"+db.Path+"?_busy_timeout=10000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,11 +39,7 @@ func setup(t *testing.T) *env {
 	if _, err := raw.Exec(`CREATE TABLE filler (b BLOB)`); err != nil {
 		t.Fatal(err)
 	}
-	return &env{
-		ctx: context.Background(), clock: clock, path: path, raw: raw,
-		control: storetest.MustOpen(t, path, store.RoleControl, clock.Now),
-		worker:  storetest.MustOpen(t, path, store.RoleWorker, clock.Now),
-	}
+	return &env{ctx: context.Background(), control: db.Control, worker: db.Worker, clock: db.Clock, path: db.Path, raw: raw}
 }
 
 func (e *env) fill(t *testing.T, rows int) {

@@ -49,3 +49,22 @@ func MustOpenDB(tb testing.TB) (control, worker *store.Store, path string) {
 	path = MustMigrate(tb)
 	return MustOpen(tb, path, store.RoleControl, nil), MustOpen(tb, path, store.RoleWorker, nil), path
 }
+
+// ClockedDB is a fresh migrated database opened as controld and as workerd,
+// both on one settable clock, so that a test can expire leases and pass
+// retry_after by moving time instead of sleeping.
+type ClockedDB struct {
+	Path            string
+	Control, Worker *store.Store
+	Clock           *Clock
+}
+
+// MustOpenClockedDB migrates a fresh database and opens it as controld and
+// as workerd on a NewClock.
+func MustOpenClockedDB(tb testing.TB) ClockedDB {
+	tb.Helper()
+	db := ClockedDB{Path: MustMigrate(tb), Clock: NewClock()}
+	db.Control = MustOpen(tb, db.Path, store.RoleControl, db.Clock.Now)
+	db.Worker = MustOpen(tb, db.Path, store.RoleWorker, db.Clock.Now)
+	return db
+}
