@@ -17,16 +17,16 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// CoverAdmitter admits thumbnail rows for files flagged needs_cover (the
-// covers store). *store.Store satisfies it once the covers code is built
-// in; until then cover admission is skipped.
+// CoverAdmitter admits thumbnail rows for files flagged needs_cover.
+// *store.Store is the one New uses; tests substitute theirs (WithCovers) to
+// observe the calls.
 type CoverAdmitter interface {
 	AdmitPendingCovers(ctx context.Context, libraryID int64, limit int, capacity, shardCount int64, format protocol.ImageFormat) (int64, error)
 }
 
 // CleanupScheduler schedules cover cleanups of files missing for longer
-// than missingFor. *store.Store satisfies it once the covers code is built
-// in; until then the service is skipped.
+// than missingFor. *store.Store is the one New uses; tests substitute a
+// failing one (WithCleanups) to prove a broken service is contained.
 type CleanupScheduler interface {
 	ScheduleMissingCleanups(ctx context.Context, missingFor time.Duration) (int64, error)
 }
@@ -48,20 +48,13 @@ type Scheduler struct {
 
 // New prepares a scheduler over st; nothing runs before Start.
 func New(st *store.Store, cfg Config) *Scheduler {
-	s := &Scheduler{st: st, cfg: cfg.withDefaults()}
-	if a, ok := any(st).(CoverAdmitter); ok {
-		s.covers = a
-	}
-	if c, ok := any(st).(CleanupScheduler); ok {
-		s.cleanups = c
-	}
-	return s
+	return &Scheduler{st: st, cfg: cfg.withDefaults(), covers: st, cleanups: st}
 }
 
-// WithCovers overrides the cover admitter (nil disables admission).
+// WithCovers replaces the cover admitter.
 func (s *Scheduler) WithCovers(a CoverAdmitter) *Scheduler { s.covers = a; return s }
 
-// WithCleanups overrides the cleanup scheduler (nil disables it).
+// WithCleanups replaces the cleanup scheduler.
 func (s *Scheduler) WithCleanups(c CleanupScheduler) *Scheduler { s.cleanups = c; return s }
 
 // ErrRunning is returned by Start on a scheduler already started.

@@ -264,8 +264,8 @@ func TestFollowUps(t *testing.T) {
 			}
 		}
 		s := e.start(t, fastConfig(nil))
-		if s.covers == nil {
-			t.Fatal("*store.Store is not a CoverAdmitter")
+		if s.covers != CoverAdmitter(e.control) {
+			t.Fatal("New does not admit covers through its store")
 		}
 		waitFor(t, "thumbnail rows", func() bool {
 			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM thumbnails WHERE status = 'pending' AND library_id = ?`, e.libs[0])

@@ -49,9 +49,6 @@ func (s *Scheduler) followUps(ctx context.Context) (int64, error) {
 const maxAdmitBatches = 20
 
 func (s *Scheduler) admitCovers(ctx context.Context, v settings.Values) (int64, error) {
-	if s.covers == nil {
-		return 0, nil
-	}
 	libs, err := s.st.LibrariesNeedingCovers(ctx)
 	if err != nil {
 		return 0, err
@@ -232,9 +229,6 @@ func (s *Scheduler) enqueue(ctx context.Context, mode protocol.CheckpointMode, r
 // once their replacements exist (it is enqueued again on every pass while
 // old-layout rows remain, so it converges as renders complete).
 func (s *Scheduler) missingCleanups(ctx context.Context) (int64, error) {
-	if s.cleanups == nil {
-		return 0, nil
-	}
 	v, err := settings.Load(ctx, s.st)
 	if err != nil {
 		return 0, err
