@@ -1,0 +1,134 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// faults injects the configured kills, the controld kills spread among
+// them, and the zombie halfway through.
+func (h *harness) faults(ctx context.Context) error {
+	zombie := false
+	for h.r.WorkerKills < h.cfg.WorkerKills || h.r.ControlKills < h.cfg.ControlKills || !zombie {
+		if err := h.pause(ctx); err != nil {
+			return err
+		}
+		if err := h.keepBusy(ctx); err != nil {
+			return err
+		}
+		kills := h.r.WorkerKills
+		switch {
+		case !zombie && kills >= h.cfg.WorkerKills/2:
+			ok, err := h.zombie(ctx)
+			if err != nil {
+				return err
+			}
+			zombie = ok
+		case h.r.ControlKills < h.cfg.ControlKills && kills >= (h.r.ControlKills+1)*h.cfg.WorkerKills/(h.cfg.ControlKills+1):
+			if err := h.killControl(ctx); err != nil {
+				return err
+			}
+		case kills < h.cfg.WorkerKills:
+			if err := h.killWorker(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (h *harness) pause(ctx context.Context) error {
+	d := h.cfg.MinGap + time.Duration(h.rng.Int64N(int64(h.cfg.MaxGap-h.cfg.MinGap)))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+	}
+	n, err := fastForward(ctx, h.op)
+	h.r.FastForwards += n
+	return err
+}
+
+// keepBusy gives the workers something to lose when the pipeline has run
+// dry before the faults are done: it switches hash.algorithm (every file
+// is rehashed) and asks for a hash and a rescan. The final phase switches
+// back, so the end state is comparable with the clean run.
+func (h *harness) keepBusy(ctx context.Context) error {
+	b, err := readBacklog(ctx, h.ro)
+	if err != nil || !b.drained() {
+		return err
+	}
+	alg := []string{"sha256", "blake3"}[h.r.Reworks%2]
+	h.r.Reworks++
+	h.logf("pipeline drained: rework %d, hash.algorithm=%s", h.r.Reworks, alg)
+	if err := h.c.api(ctx, "PATCH", "/settings", map[string]any{"hash.algorithm": alg}, nil); err != nil {
+		return err
+	}
+	if err := h.c.api(ctx, "POST", "/jobs", map[string]any{"kind": "hash", "library_id": h.lid}, nil); err != nil {
+		return err
+	}
+	return h.c.requestScan(ctx, h.lid)
+}
+
+// killWorker SIGKILLs a random worker and starts its next incarnation
+// after a random delay.
+func (h *harness) killWorker() error {
+	slot := h.victim()
+	w := h.c.worker(slot)
+	held, _ := h.held(w.name)
+	w.kill()
+	h.r.WorkerKills++
+	if len(held) > 0 {
+		h.r.KillsWithWork++
+	}
+	h.logf("SIGKILL %s (held %d rows)", w.name, len(held))
+	time.Sleep(time.Duration(h.rng.Int64N(int64(800 * time.Millisecond))))
+	_, err := h.c.startWorker(slot)
+	return err
+}
+
+// victim picks the worker to kill: three times out of four one that holds
+// a lease when any does (a kill of an idle worker proves little), else
+// either.
+func (h *harness) victim() string {
+	slots := []string{"a", "b"}
+	if h.rng.IntN(4) > 0 {
+		var busy []string
+		for _, s := range slots {
+			if held, _ := h.held(h.c.worker(s).name); len(held) > 0 {
+				busy = append(busy, s)
+			}
+		}
+		if len(busy) > 0 {
+			return busy[h.rng.IntN(len(busy))]
+		}
+	}
+	return slots[h.rng.IntN(2)]
+}
+
+func (h *harness) killControl(ctx context.Context) error {
+	d := h.c.control()
+	d.kill()
+	h.r.ControlKills++
+	h.logf("SIGKILL %s", d.name)
+	time.Sleep(time.Duration(h.rng.Int64N(int64(time.Second))))
+	return h.c.startControl(ctx)
+}
+
+// held lists the rows worker id holds right now.
+func (h *harness) held(id string) ([]rowKey, error) {
+	all := map[rowKey]string{}
+	if err := h.smp.running(context.Background(), all); err != nil {
+		return nil, err
+	}
+	var out []rowKey
+	for k, w := range all {
+		if w == id {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].table+fmt.Sprint(out[i].id) < out[j].table+fmt.Sprint(out[j].id) })
+	return out, nil
+}
