@@ -65,6 +65,12 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return keepRegular(f)
+}
+
+// keepRegular returns an opened file with its stat, or closes it and
+// refuses it (ErrNotRegular) when it is not a regular file.
+func keepRegular(f *os.File) (*os.File, os.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -72,7 +78,7 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+		return nil, nil, fmt.Errorf("%s: %w (%s)", f.Name(), ErrNotRegular, fi.Mode().Type())
 	}
 	return f, fi, nil
 }

@@ -58,15 +58,5 @@ func (l *libRoot) open(rel string) (*os.File, os.FileInfo, error) {
 	case err != nil:
 		return nil, nil, &os.PathError{Op: "open", Path: filepath.Join(l.path, rel), Err: err}
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(l.path, rel))
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w (%s)", f.Name(), ErrNotRegular, fi.Mode().Type())
-	}
-	return f, fi, nil
+	return keepRegular(os.NewFile(uintptr(fd), filepath.Join(l.path, rel)))
 }

@@ -11,6 +11,8 @@
 package natsort
 
 import (
+	"cmp"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -29,13 +31,7 @@ func Compare(a, b string) int {
 	if c := compareNatural(a, b); c != 0 {
 		return c
 	}
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return strings.Compare(a, b)
 }
 
 // compareNatural compares token by token, ignoring case and leading zeros.
@@ -91,19 +87,10 @@ func digitEnd(s string, i int) int {
 // then the longer run is larger, then byte order.
 func compareDigits(a, b string) int {
 	a, b = trimZeros(a), trimZeros(b)
-	if len(a) != len(b) {
-		if len(a) < len(b) {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(len(a), len(b)); c != 0 {
+		return c
 	}
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return strings.Compare(a, b)
 }
 
 func trimZeros(s string) string {
