@@ -103,11 +103,7 @@ func TestInstallScript(t *testing.T) {
 			"User":            "comics",
 			"Group":           "comics",
 		}
-		for k, v := range checks {
-			if got := u.last("Service", k); got != v {
-				t.Errorf("%s=%q, want %q", k, got, v)
-			}
-		}
+		u.expectService(t, checks)
 		env := parseEnvFile(t, filepath.Join(stage, "etc/opt/bindery/bindery.env"))
 		if env["BINDERY_DB"] != "/data/bindery-state/bindery.db" || env["BINDERY_LIBRARY_ROOT"] != "/mnt/comics" {
 			t.Errorf("env file not rewritten: %v", env)

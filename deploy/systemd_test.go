@@ -69,6 +69,17 @@ func (u unitFile) last(section, key string) string {
 	return v[len(v)-1]
 }
 
+// expectService fails t for every [Service] key whose effective value is
+// not the wanted one.
+func (u unitFile) expectService(t *testing.T, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got := u.last("Service", k); got != v {
+			t.Errorf("%s=%q, want %q", k, got, v)
+		}
+	}
+}
+
 // list is the effective value of a list key: the words assigned since the
 // last empty assignment.
 func (u unitFile) list(section, key string) []string {
@@ -147,11 +158,7 @@ func TestSystemdUnits(t *testing.T) {
 				"EnvironmentFile":       "/etc/bindery/bindery.env",
 				"ProtectKernelTunables": "yes",
 			}
-			for k, v := range want {
-				if got := u.last("Service", k); got != v {
-					t.Errorf("%s=%q, want %q", k, got, v)
-				}
-			}
+			u.expectService(t, want)
 			if got := u.list("Service", "ReadWritePaths"); !slices.Equal(got, []string{state}) {
 				t.Errorf("ReadWritePaths=%v, want exactly the state dir %s", got, state)
 			}
