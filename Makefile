@@ -32,6 +32,18 @@ vet: deps
 # The README's test command; .ci/run calls exactly this.
 test: deps test-deps fmt-check vet
 	$(GO) test -race -timeout 15m ./...
+	$(MAKE) bench-smoke
+
+# The performance report: every workload beside the tool users compare it
+# with, measured in the same run, written to docs/PERFORMANCE.md.
+BENCH_SCALE ?= full
+bench: deps
+	$(GO) run ./cmd/benchd -scale $(BENCH_SCALE) -write docs/PERFORMANCE.md
+
+# "Does it run" check of the bench driver at the small scale (no timing
+# assertion); part of make test.
+bench-smoke: deps
+	$(GO) run ./cmd/benchd -scale small
 
 FUZZTIME ?= 5m
 # Every fuzz target for FUZZTIME each (go test -fuzz takes one target a run).

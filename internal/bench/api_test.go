@@ -11,13 +11,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // TestAPIWorkload generates a small database, runs the real controld on
 // it and checks that the generated cursors land where the formula says
 // (so the load walks real keyset pages, not 400s), then a short load.
 func TestAPIWorkload(t *testing.T) {
-	root, err := ModuleRoot()
+	root, err := testutil.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

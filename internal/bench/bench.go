@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // Scale picks the data-set sizes.
@@ -121,7 +123,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Log = io.Discard
 	}
 	if cfg.Root == "" {
-		root, err := ModuleRoot()
+		root, err := testutil.ModuleRoot()
 		if err != nil {
 			return nil, err
 		}
@@ -193,25 +195,6 @@ func notRun(workload, size, target string, err error) Row {
 		st = NotRun
 	}
 	return Row{Workload: workload, Size: size, Target: target, Status: st, Note: err.Error()}
-}
-
-// ModuleRoot walks up from the working directory to the folder holding
-// go.mod.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("bench: no go.mod above the working directory; run from the repository")
-		}
-		dir = parent
-	}
 }
 
 func reproduce(s Scale) []string {

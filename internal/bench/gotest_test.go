@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // Output as `go test -bench` prints it (Go 1.26), with -count 2, a skipped
@@ -70,7 +72,7 @@ func TestStripProcs(t *testing.T) {
 // TestBinariesRun compiles a real package's test binary and runs one of
 // its benchmarks at a tiny size, as the driver does.
 func TestBinariesRun(t *testing.T) {
-	root, err := ModuleRoot()
+	root, err := testutil.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,11 +25,19 @@ import (
 // reused by later runs.
 
 const (
-	benchPages    = 100
-	benchDistinct = 10 // distinct images; the 100 files cycle through them
-	benchW        = 3000
-	benchH        = 4000
+	benchW = 3000
+	benchH = 4000
 )
+
+// corpusSize is the corpus of the run's scale: at BENCH_SCALE=small (the
+// smoke run inside make test) 20 pages of 4 distinct images and 4 books
+// per format; otherwise 100 pages of 10 images and 20 books per format.
+func corpusSize() (pages, distinct, books int, name string) {
+	if os.Getenv("BENCH_SCALE") == "small" {
+		return 20, 4, 4, "bindery-thumbs-bench-v1-small"
+	}
+	return 100, 10, 20, "bindery-thumbs-bench-v1"
+}
 
 var benchCorpus = struct {
 	once sync.Once
@@ -45,7 +53,8 @@ func corpus(b *testing.B) string {
 		b.Skip("vips CLI not installed")
 	}
 	benchCorpus.once.Do(func() {
-		dir := filepath.Join(os.TempDir(), "bindery-thumbs-bench-v1")
+		_, _, _, name := corpusSize()
+		dir := filepath.Join(os.TempDir(), name)
 		benchCorpus.dir = dir
 		if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 			return
@@ -62,6 +71,7 @@ func makeCorpus(dir string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "jpeg"), 0o755); err != nil {
 		return err
 	}
+	benchPages, benchDistinct, _, _ := corpusSize()
 	var distinct [][]byte
 	for i := range benchDistinct {
 		data, err := noiseJPEG(dir, benchW, benchH, i)
@@ -106,11 +116,10 @@ func noiseJPEG(dir string, w, h, seed int) ([]byte, error) {
 	return os.ReadFile(p("out.jpg"))
 }
 
-// benchBooks is how many books of each archive format the corpus holds;
-// each has the big cover page first and two more big pages.
-const benchBooks = 20
-
+// makeBooks writes the corpus's books of each archive format; each has the
+// big cover page first and two more big pages.
 func makeBooks(dir string, pages [][]byte) error {
+	_, _, benchBooks, _ := corpusSize()
 	if err := os.MkdirAll(filepath.Join(dir, "books"), 0o755); err != nil {
 		return err
 	}
