@@ -2,6 +2,7 @@ package hashing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -103,10 +104,12 @@ type run struct {
 
 // Execute hashes every due file of the job's library (all libraries when
 // library_id is NULL): batches in id order, each hashed (small files in
-// parallel, large ones alone) and committed in one transaction. Per-file
-// failures are recorded on the file and never fail the job. On cancel the
-// results already computed are committed and ctx.Err() is returned; the
-// next attempt picks up the files still due.
+// parallel, large ones alone) and committed in one transaction. A batch is
+// committed while the next one is read and hashed, so the hashing workers
+// do not wait on the database. Per-file failures are recorded on the file
+// and never fail the job. On cancel the results already computed are
+// committed and ctx.Err() is returned; the next attempt picks up the files
+// still due.
 func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Reporter) (map[string]int64, error) {
 	r, err := e.start(ctx, job)
 	if err != nil {
@@ -119,22 +122,37 @@ func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 	}
 	rep.Progress(0, total)
 	var last, processed int64
+	var committing chan error // the previous batch's commit, if any
+	settle := func() error {
+		if committing == nil {
+			return nil
+		}
+		err := <-committing
+		committing = nil
+		rep.Progress(processed, max(total, processed))
+		return err
+	}
 	for {
 		batch, err := e.st.HashCandidates(ctx, job.LibraryID, r.alg, last, e.cfg.BatchSize)
 		if err != nil {
+			err = errors.Join(err, settle())
 			return r.counts.Map(), err
 		}
 		if len(batch) == 0 {
-			return r.counts.Map(), nil
+			err := settle()
+			return r.counts.Map(), err
 		}
 		done, herr := r.hashBatch(ctx, batch)
-		if err := r.commit(ctx, done); err != nil {
+		if err := settle(); err != nil {
 			return r.counts.Map(), err
 		}
 		processed += int64(len(done))
-		rep.Progress(processed, max(total, processed))
+		committing = make(chan error, 1)
+		go func(done []outcome) { committing <- r.commit(ctx, done) }(done)
 		if herr != nil {
-			return r.counts.Map(), herr
+			// The counts are read only once the last commit is done.
+			err := errors.Join(herr, settle())
+			return r.counts.Map(), err
 		}
 		last = batch[len(batch)-1].ID
 	}
