@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,6 +44,14 @@ func (h *harness) zombie(ctx context.Context) (bool, error) {
 			_ = w.signal(syscall.SIGCONT)
 			continue
 		}
+		// A process frozen inside a write transaction keeps SQLite's write
+		// lock, so nobody could recover its rows until it runs again: that
+		// is SQLite's nature, not a lease bug. Thaw it and try later.
+		if !h.writeLockFree() {
+			_ = w.signal(syscall.SIGCONT)
+			h.logf("SIGSTOP %s landed inside a write transaction; thawed, retrying later", w.name)
+			return false, nil
+		}
 		z := &zombieState{id: w.name, rows: held}
 		h.logf("SIGSTOP %s holding %d rows %v", w.name, len(held), held)
 		if err := h.waitRecovered(ctx, z); err != nil {
@@ -67,6 +76,22 @@ func (h *harness) zombie(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// writeLockFree reports whether a writer can take the database's write
+// lock within two seconds (BEGIN IMMEDIATE, then rolled back).
+func (h *harness) writeLockFree() bool {
+	db, err := sql.Open("sqlite3", "file:"+h.c.db+"?_busy_timeout=2000&_txlock=immediate")
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		return false
+	}
+	_ = tx.Rollback()
+	return true
 }
 
 // waitRecovered waits until none of the zombie's rows is running under its
