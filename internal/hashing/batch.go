@@ -25,11 +25,11 @@ type outcome struct {
 	err         error // per-file failure, recorded with a backoff
 }
 
-// hashBatch hashes a batch: the small files on r.workers goroutines, then
-// the large ones one at a time with the multi-threaded hasher, so a large
-// file gets every core and small files keep the disk queue full. It returns
+// hashBatch hashes a batch: the small files read ahead and hashed on
+// r.workers goroutines (hashSmall), then the large ones one at a time with
+// the multi-threaded hasher, so a large file gets every core. It returns
 // the outcomes of the files finished, and ctx.Err() if it was cancelled
-// (files interrupted mid-read are not among the outcomes).
+// (files not read, or interrupted mid-read, are not among the outcomes).
 func (r *run) hashBatch(ctx context.Context, batch []store.HashCandidate) ([]outcome, error) {
 	var small, large []store.HashCandidate
 	for _, c := range batch {
@@ -41,89 +41,75 @@ func (r *run) hashBatch(ctx context.Context, batch []store.HashCandidate) ([]out
 	}
 	done := make([]outcome, 0, len(batch))
 	var mu sync.Mutex
-	jobs := make(chan store.HashCandidate)
-	var wg sync.WaitGroup
-	for range min(r.workers, max(len(small), 1)) {
-		wg.Go(func() {
-			for c := range jobs {
-				if o, ok := r.hashOne(ctx, c, false); ok {
-					mu.Lock()
-					done = append(done, o)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-feed:
-	for _, c := range small {
-		select {
-		case jobs <- c:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
+	r.hashSmall(ctx, small, func(o outcome) {
+		mu.Lock()
+		done = append(done, o)
+		mu.Unlock()
+	})
 	for _, c := range large {
 		if ctx.Err() != nil {
 			break
 		}
-		if o, ok := r.hashOne(ctx, c, true); ok {
+		if o, ok := r.hashLarge(ctx, c); ok {
 			done = append(done, o)
 		}
 	}
 	return done, ctx.Err()
 }
 
-// hashOne hashes one candidate. ok is false when ctx was cancelled before
-// the file was finished.
-func (r *run) hashOne(ctx context.Context, c store.HashCandidate, parallel bool) (outcome, bool) {
+// hashLarge hashes one large candidate with the multi-threaded hasher. ok
+// is false when ctx was cancelled before the file was finished.
+func (r *run) hashLarge(ctx context.Context, c store.HashCandidate) (outcome, bool) {
 	o := outcome{id: c.ID}
 	root := r.roots[c.LibraryID]
 	if root == nil {
 		o.unavailable = true
 		return o, true
 	}
-	sum, fi, changed, err := r.readSum(ctx, root, c.RelativePath, parallel)
-	switch {
-	case ctx.Err() != nil:
-		return o, false
-	case err != nil:
+	f, fi, err := root.open(c.RelativePath)
+	if err != nil {
 		o.err = fileError(err)
-	case changed:
-		o.changed = true
-	default:
-		o.sum, o.size, o.mtimeNs = sum, fi.Size(), fi.ModTime().UnixNano()
+		return o, true
 	}
-	return o, true
+	return r.streamOne(ctx, o, f, fi, true)
 }
 
-// readSum streams the file into a fresh hasher. changed reports that the
-// file's size or mtime moved while it was read, or that the bytes read were
-// not its size: the digest then describes no stable version.
-func (r *run) readSum(ctx context.Context, root *libRoot, rel string, parallel bool) (sum []byte, fi os.FileInfo, changed bool, err error) {
-	f, fi, err := root.open(rel)
-	if err != nil {
-		return nil, nil, false, err
-	}
+// streamOne streams the open file f, whose stat when opened was fi, into a
+// fresh hasher and closes it. ok is false when ctx was cancelled first.
+func (r *run) streamOne(ctx context.Context, o outcome, f *os.File, fi os.FileInfo, parallel bool) (outcome, bool) {
 	defer f.Close()
 	h, pool := r.newHasher(parallel), &bufPool
 	if parallel {
 		pool = &bigBufPool
 	}
 	n, err := copyHashPool(ctx, h, f, r.budget.take(ctx), pool)
-	if err != nil {
-		return nil, nil, false, err
+	if err == nil {
+		o.changed, err = r.changedSince(f, fi, n)
 	}
+	switch {
+	case ctx.Err() != nil:
+		return o, false
+	case err != nil:
+		o.err = fileError(err)
+	case !o.changed:
+		o.sum, o.size, o.mtimeNs = h.Sum(nil), fi.Size(), fi.ModTime().UnixNano()
+	}
+	return o, true
+}
+
+// changedSince reports that f, of stat fi when opened and read to its end
+// in n bytes, changed while it was read: its size or mtime moved, or the
+// bytes read were not its size. Its digest then describes no stable
+// version.
+func (r *run) changedSince(f *os.File, fi os.FileInfo, n int64) (bool, error) {
 	if r.e.afterRead != nil {
 		r.e.afterRead(f.Name())
 	}
 	after, err := f.Stat()
 	if err != nil {
-		return nil, nil, false, err
+		return false, err
 	}
-	changed = n != fi.Size() || after.Size() != fi.Size() || !after.ModTime().Equal(fi.ModTime())
-	return h.Sum(nil), fi, changed, nil
+	return n != fi.Size() || after.Size() != fi.Size() || !after.ModTime().Equal(fi.ModTime()), nil
 }
 
 func (r *run) newHasher(parallel bool) hash.Hash {

@@ -20,9 +20,17 @@ type Config struct {
 	// LibraryRoot is the folder every library path must lie under (protocol
 	// §8); default "/libraries".
 	LibraryRoot string
-	// BatchSize is the number of files fetched, hashed and committed per
-	// transaction; default 256.
+	// BatchSize is the most files fetched, hashed and committed per
+	// transaction; default 4096. Each commit rewrites index pages spread
+	// over the whole table (the digests are random), so fewer, larger
+	// commits cost the database less per file: 100,000 first hashes were
+	// stored at 40,000 rows/s in batches of 1024 and 65,000 in batches of
+	// 4096 (16,384: no better).
 	BatchSize int
+	// BatchBytes caps the bytes read per batch, so that a batch of large
+	// files still commits (and reports progress) every few seconds; a batch
+	// always holds at least one file. Default 1 GiB.
+	BatchBytes int64
 	// LargeFileBytes is the size from which a file is hashed alone, with
 	// BLAKE3's multi-threaded hashing, instead of beside other files;
 	// default 64 MiB.
@@ -42,7 +50,10 @@ func (c Config) withDefaults() Config {
 		c.LibraryRoot = "/libraries"
 	}
 	if c.BatchSize <= 0 {
-		c.BatchSize = 256
+		c.BatchSize = 4096
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = 1 << 30
 	}
 	if c.LargeFileBytes <= 0 {
 		c.LargeFileBytes = 64 << 20
@@ -96,8 +107,10 @@ func (c Counts) Map() map[string]int64 {
 type run struct {
 	e       *Executor
 	alg     protocol.HashAlgorithm
-	workers int
+	workers int // files hashed at once (scan.max_workers)
+	ioDepth int // small files read at once (hash.io_depth)
 	budget  *budget
+	bufs    *bufList           // read-ahead buffers, kept for the whole run
 	roots   map[int64]*libRoot // library id → open root; nil when unusable
 	counts  Counts
 }
@@ -142,6 +155,7 @@ func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 			err := settle()
 			return r.counts.Map(), err
 		}
+		batch = capBytes(batch, e.cfg.BatchBytes)
 		done, herr := r.hashBatch(ctx, batch)
 		if err := settle(); err != nil {
 			return r.counts.Map(), err
@@ -168,7 +182,8 @@ func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash: %w", err)
 	}
-	r := &run{e: e, alg: alg, workers: max(vals.Workers(), 1), roots: map[int64]*libRoot{}}
+	r := &run{e: e, alg: alg, workers: max(vals.Workers(), 1), ioDepth: max(int(vals.Int("hash.io_depth")), 1), roots: map[int64]*libRoot{}}
+	r.bufs = newBufList(r.ioDepth + 2*r.workers)
 	if mb := vals.Int("io.hash_rate_limit_mb_s"); mb > 0 {
 		r.budget = &budget{st: e.st, bucket: IOBucket, rate: mb * 1_000_000}
 	}
@@ -230,6 +245,18 @@ func (r *run) commit(ctx context.Context, done []outcome) error {
 	r.counts.SkippedChanged += int64(len(results)) - stored
 	r.counts.Bytes += bytes
 	return nil
+}
+
+// capBytes returns the longest prefix of batch (at least one file) whose
+// sizes add up to at most limit bytes.
+func capBytes(batch []store.HashCandidate, limit int64) []store.HashCandidate {
+	var sum int64
+	for i, c := range batch {
+		if sum += c.SizeBytes; sum > limit && i > 0 {
+			return batch[:i]
+		}
+	}
+	return batch
 }
 
 // backoff is RetryBase doubled per earlier failure, capped at RetryMax.

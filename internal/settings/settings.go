@@ -82,6 +82,7 @@ var definitions = []Definition{
 	intDef("scan.max_workers", 0, 0, 64, "Parallel archive analyses and small-file hashes; 0 = number of CPUs."),
 	enumDef("scan.hash.mode", "full", "full: hash files (duplicates, move detection); off: never hash.", "full", "off"),
 	enumDef("hash.algorithm", "blake3", "Content hash algorithm; changing it rehashes lazily.", "blake3", "sha256"),
+	intDef("hash.io_depth", 16, 1, 256, "Small files a hash job reads at once, ahead of the hash workers; lower it for a single spinning disk."),
 	intDef("scan.cancel_check.interval_ms", 500, 50, 60000, "How often a running job checks for a cancel request, in ms."),
 	enumDef("scan.cover.mode", "scan", "scan: render covers for new/changed files; off: never automatically.", "scan", "off"),
 	enumDef("scan.cover.regenerate_missing", "0", "1: a scan also renders covers for unchanged files that have none.", "0", "1"),

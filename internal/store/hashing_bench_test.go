@@ -1,0 +1,55 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// BenchmarkRecordHashes stores first digests for 100,000 files in batches
+// of 4096, as a hash job does: the database half of hashing small files.
+func BenchmarkRecordHashes(b *testing.B) {
+	const n, batch = 100_000, 4096
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		path := storetest.MustMigrate(b)
+		db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL")
+		if err != nil {
+			b.Fatal(err)
+		}
+		mustExecRaw(b, db, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'l', '/l', 'x', 'x')`)
+		mustExecRaw(b, db, `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < ?)
+			INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at)
+			SELECT 1, 'f' || i, 1000, 1, 'x', 'x' FROM c`, n)
+		db.Close()
+		w := storetest.MustOpen(b, path, store.RoleWorker, nil)
+		results := make([]store.HashResult, n)
+		for i := range results {
+			sum := make([]byte, 32)
+			rand.Read(sum)
+			results[i] = store.HashResult{ID: int64(i + 1), Algorithm: protocol.HashSHA256, Sum: sum, SizeBytes: 1000, MtimeNs: 1}
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		for i := 0; i < n; i += batch {
+			if _, err := w.RecordHashes(ctx, results[i:min(i+batch, n)], nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n)/time.Since(t0).Seconds(), "rows/s")
+	}
+}
+
+func mustExecRaw(b *testing.B, db *sql.DB, query string, args ...any) {
+	b.Helper()
+	if _, err := db.Exec(query, args...); err != nil {
+		b.Fatal(err)
+	}
+}
