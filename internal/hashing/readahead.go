@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bindery-nas/bindery/internal/store"
 )
@@ -161,7 +162,10 @@ func (ra *readAhead) release() {
 // bufList is a run's set of read buffers: at most one per reader, one per
 // hash worker and one per slot of the queue between them, so a run never
 // holds more than (hash.io_depth + 2 × scan.max_workers) × bufSize.
-type bufList struct{ free chan []byte }
+type bufList struct {
+	free chan []byte
+	made atomic.Int64 // buffers allocated, for tests of the bound
+}
 
 func newBufList(n int) *bufList { return &bufList{free: make(chan []byte, n)} }
 
@@ -172,6 +176,7 @@ func (l *bufList) get() []byte {
 	case b := <-l.free:
 		return b
 	default:
+		l.made.Add(1)
 		return make([]byte, bufSize)
 	}
 }
