@@ -201,7 +201,10 @@ const method = `- The driver (` + "`internal/bench`, `cmd/benchd`" + `) compiles
 - Hash (` + "`internal/hashing` BenchmarkLargeFile, BenchmarkSmallFiles" + `): a random file in page cache hashed by
   ` + "`hashing.File`" + ` and the executor's large-file path, against a bare ` + "`crypto/sha256`" + ` loop, ` + "`sha256sum`" + ` and
   ` + "`b3sum`" + `; small files (4–64 KiB) by the real hash executor (rows, batches, commits, path checks) against
-  ` + "`find … -exec sha256sum {} +`" + `.
+  ` + "`find … -exec sha256sum {} +`" + `, best of two runs each, every run from the same page-cache state: cold
+  (the tree evicted with posix_fadvise DONTNEED after a sync: what the first hash of a NAS library meets) and
+  warm (the tree read just before). This VM drains its page cache within about a minute, so a 3.5 GB tree is
+  never warm for long.
 - Covers (` + "`internal/thumbs` BenchmarkCoversJPEG, BenchmarkCoversArchive, BenchmarkCoverPeakRSS" + `): libvips
   shrink-on-load renders of generated 3000×4000 noise JPEGs (about a real scan's entropy), written to a sharded
   cache, against one ` + "`vipsthumbnail -s 320x`" + ` process given all files (same width and format, all cores).
