@@ -228,15 +228,19 @@ func BenchmarkSmallFiles(b *testing.B) {
 			})
 		}
 		if state == "cold" {
-			// The disk's ceiling for this tree: as many readers as the
-			// executor's default hash.io_depth, no hashing, no database.
-			b.Run("cold/read-only-16-readers", func(b *testing.B) {
-				for b.Loop() {
-					prepare(b)
-					readAll(b, files, 16)
-				}
-				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "files/s")
-			})
+			// The disk's ceiling for this tree, with as many readers as
+			// the executor's default hash.io_depth: reading only, and
+			// reading and hashing (SHA-256) without any database.
+			for _, hashIt := range []bool{false, true} {
+				name := map[bool]string{false: "cold/read-only-16-readers", true: "cold/read-sha256-16-readers"}[hashIt]
+				b.Run(name, func(b *testing.B) {
+					for b.Loop() {
+						prepare(b)
+						readAll(b, files, 16, hashIt)
+					}
+					b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "files/s")
+				})
+			}
 		}
 		b.Run(state+"/find-exec-sha256sum", func(b *testing.B) {
 			for b.Loop() {
@@ -248,8 +252,9 @@ func BenchmarkSmallFiles(b *testing.B) {
 	}
 }
 
-// readAll reads every file with the given number of goroutines.
-func readAll(b *testing.B, files []string, readers int) {
+// readAll reads every file with the given number of goroutines, and
+// hashes each with SHA-256 when hashIt is set.
+func readAll(b *testing.B, files []string, readers int, hashIt bool) {
 	next := make(chan string)
 	var wg sync.WaitGroup
 	for range readers {
@@ -261,8 +266,11 @@ func readAll(b *testing.B, files []string, readers int) {
 					b.Error(err)
 					continue
 				}
-				io.ReadFull(f, buf)
+				k, _ := io.ReadFull(f, buf)
 				f.Close()
+				if hashIt {
+					sha256.Sum256(buf[:k])
+				}
 			}
 		})
 	}
