@@ -31,11 +31,8 @@ type zombieState struct {
 // the rows no longer theirs and write nothing. It returns false when no
 // worker held a lease at this moment (the caller tries again later).
 func (h *harness) zombie(ctx context.Context) (bool, error) {
-	for _, slot := range []string{"a", "b"}[h.rng.IntN(2):] {
+	for _, slot := range h.holders(ctx, 3*time.Second) {
 		w := h.c.worker(slot)
-		if held, _ := h.held(w.name); len(held) == 0 {
-			continue
-		}
 		if err := w.signal(syscall.SIGSTOP); err != nil {
 			return false, err
 		}
@@ -76,6 +73,27 @@ func (h *harness) zombie(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// holders waits up to d for a worker slot that holds a lease and returns
+// the slots holding one then (none when d passed). Jobs are short (a hash
+// job of the smoke library takes tens of milliseconds), so a single look
+// would mostly find the workers idle between claims.
+func (h *harness) holders(ctx context.Context, d time.Duration) []string {
+	deadline := time.Now().Add(d)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		var out []string
+		for _, slot := range []string{"a", "b"}[h.rng.IntN(2):] {
+			if held, _ := h.held(h.c.worker(slot).name); len(held) > 0 {
+				out = append(out, slot)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return nil
 }
 
 // writeLockFree reports whether a writer can take the database's write
