@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -115,6 +116,48 @@ func (d *daemon) signal(sig syscall.Signal) error {
 	}
 	d.mu.Unlock()
 	return d.cmd.Process.Signal(sig)
+}
+
+// waitStopped waits until every thread of the process is in the stopped
+// state (/proc/<pid>/task/*/stat state T): kill(SIGSTOP) returns before the
+// target has stopped, and a thread running on the other core can still
+// commit a write in between. Where /proc cannot be read it waits 100 ms.
+func (d *daemon) waitStopped(timeout time.Duration) error {
+	pid := d.cmd.Process.Pid
+	deadline := time.Now().Add(timeout)
+	for {
+		stopped, err := allThreadsStopped(pid)
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			return nil
+		}
+		if stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not stopped %v after SIGSTOP", d.name, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func allThreadsStopped(pid int) (bool, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false, err
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+		if err != nil {
+			return false, err
+		}
+		// The state follows the command name, which is in parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // terminate sends SIGTERM and waits up to timeout for a clean exit 0.

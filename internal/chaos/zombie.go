@@ -36,6 +36,10 @@ func (h *harness) zombie(ctx context.Context) (bool, error) {
 		if err := w.signal(syscall.SIGSTOP); err != nil {
 			return false, err
 		}
+		if err := w.waitStopped(2 * time.Second); err != nil {
+			_ = w.signal(syscall.SIGCONT)
+			return false, err
+		}
 		held, err := h.held(w.name) // what it holds now that it cannot change
 		if err != nil || len(held) == 0 {
 			_ = w.signal(syscall.SIGCONT)
