@@ -2,6 +2,7 @@ package hashing
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"sync"
@@ -27,7 +28,6 @@ import (
 
 // readAhead is a small file opened (and, when it fits, read) by a reader.
 type readAhead struct {
-	c       store.HashCandidate
 	f       *os.File    // open file to stream; nil when read whole or decided
 	fi      os.FileInfo // stat when opened
 	buf     []byte      // whole contents, from the run's bufList; nil otherwise
@@ -81,7 +81,7 @@ feed:
 
 // readSmall opens c and reads it whole when it fits a buffer.
 func (r *run) readSmall(ctx context.Context, c store.HashCandidate) *readAhead {
-	ra := &readAhead{c: c, o: outcome{id: c.ID}}
+	ra := &readAhead{o: outcome{id: c.ID}}
 	if ctx.Err() != nil {
 		ra.skipped = true
 		return ra
@@ -127,7 +127,7 @@ func readWhole(f *os.File, buf []byte, size int64, before func(int64) error) (in
 		}
 	}
 	n, err := io.ReadFull(f, buf)
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		err = nil
 	}
 	return n, err
