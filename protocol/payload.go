@@ -33,3 +33,9 @@ func DecodePayload(raw string, dst any) error {
 	}
 	return nil
 }
+
+// ResultYielded is the key of a hash job's result that is 1 when the job
+// gave the single-active slot up to a waiting scan (protocol §5): it ended
+// completed with the files it had hashed, and controld requested the rest
+// again behind the scan.
+const ResultYielded = "yielded"

@@ -72,11 +72,11 @@ func generateAPIDB(ctx context.Context, controld, path, libPath string, files, j
 	// A live database has followed up its old scans long ago; without these
 	// rows the scheduler would spend the measured window catching up.
 	var followups int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'scan_followups'`).Scan(&followups); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'job_followups'`).Scan(&followups); err != nil {
 		return nil, fmt.Errorf("api db: %w", err)
 	}
 	if followups == 1 {
-		stmts = append(stmts, fmt.Sprintf(`INSERT INTO scan_followups (job_id, library_id, job_status, hash_requested, created_at)
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO job_followups (job_id, library_id, job_status, hash_requested, created_at)
 			SELECT id, library_id, status, 0, '%s' FROM jobs WHERE kind = 'scan'`, stamp))
 	}
 	for _, s := range stmts {

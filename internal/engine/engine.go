@@ -19,6 +19,7 @@ import (
 // them back with context.Cause to decide how the row ends.
 var (
 	errCancelRequested = errors.New("cancel requested")
+	errYieldRequested  = errors.New("a scan is waiting: yield the single-active slot")
 	errLeaseLost       = errors.New("lease lost")
 	errShutdown        = errors.New("worker shutting down")
 )

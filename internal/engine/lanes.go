@@ -14,14 +14,14 @@ import (
 // is claimed and failed with invalid_payload, so a third party's typo never
 // blocks the queue.
 func (e *Engine) jobOnce(ctx context.Context) (bool, error) {
-	var exclude []string
-	if e.ex.Scan == nil {
-		exclude = append(exclude, string(protocol.JobKindScan))
+	var kinds []protocol.JobKind
+	if e.ex.Scan != nil {
+		kinds = append(kinds, protocol.JobKindScan)
 	}
-	if e.ex.Hash == nil {
-		exclude = append(exclude, string(protocol.JobKindHash))
+	if e.ex.Hash != nil {
+		kinds = append(kinds, protocol.JobKindHash)
 	}
-	job, err := e.st.ClaimJob(ctx, e.cfg.WorkerID, e.cfg.Lease, exclude...)
+	job, err := e.st.ClaimJob(ctx, e.cfg.WorkerID, e.cfg.Lease, kinds...)
 	if err != nil || job == nil {
 		return false, err
 	}
@@ -51,11 +51,11 @@ func (e *Engine) runJob(job store.Job) {
 	var result map[string]int64
 	cause, err := e.execute(leased{
 		what: "job", id: job.ID,
-		beat: func(ctx context.Context) (bool, error) {
-			return e.st.HeartbeatJob(ctx, job.ID, e.cfg.WorkerID, e.cfg.Lease, rep.snapshot())
+		beat: func(ctx context.Context) (error, error) {
+			return jobStop(e.st.HeartbeatJob(ctx, job.ID, e.cfg.WorkerID, e.cfg.Lease, rep.snapshot()))
 		},
-		poll: func(ctx context.Context) (bool, error) {
-			return e.st.JobLeaseState(ctx, job.ID, e.cfg.WorkerID)
+		poll: func(ctx context.Context) (error, error) {
+			return jobStop(e.st.JobLeaseState(ctx, job.ID, e.cfg.WorkerID))
 		},
 	}, func(ctx context.Context) error {
 		var err error
@@ -66,19 +66,16 @@ func (e *Engine) runJob(job store.Job) {
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost: job stopped, nothing written")
 	case err == nil:
-		// The last figures go out on one more heartbeat (the finish path
-		// may not write them), so a job shorter than a heartbeat still
-		// ends with its processed/total counts.
-		e.persist("job", job.ID, func(ctx context.Context) error {
-			_, err := e.st.HeartbeatJob(ctx, job.ID, e.cfg.WorkerID, e.cfg.Lease, rep.snapshot())
-			return err
-		})
-		o := store.JobOutcome{Status: protocol.JobCompleted}
-		if result != nil {
-			b, _ := json.Marshal(result)
-			o.Result = string(b)
+		finish(e.completed(job.ID, rep, result))
+	case errors.Is(cause, errYieldRequested):
+		// The executor committed what it had; the rest is requested again
+		// by controld behind the scan (protocol §5).
+		log.Info("hash job yielded to a waiting scan", "processed", rep.processed.Load())
+		if result == nil {
+			result = map[string]int64{}
 		}
-		finish(o)
+		result[protocol.ResultYielded] = 1
+		finish(e.completed(job.ID, rep, result))
 	case errors.Is(cause, errShutdown):
 		e.persist("job", job.ID, func(ctx context.Context) error {
 			return e.st.ReleaseJob(ctx, job.ID, e.cfg.WorkerID)
@@ -90,6 +87,36 @@ func (e *Engine) runJob(job store.Job) {
 		log.Warn("job failed", "code", code, "err", err)
 		finish(store.JobOutcome{Status: protocol.JobFailed, ErrorCode: code, ErrorMessage: msg})
 	}
+}
+
+// completed is the outcome of a job that ended on its own or yielded. The
+// last figures go out on one more heartbeat first (the finish path may not
+// write them), so a job shorter than a heartbeat still ends with its
+// processed/total counts.
+func (e *Engine) completed(id int64, rep *reporter, result map[string]int64) store.JobOutcome {
+	e.persist("job", id, func(ctx context.Context) error {
+		_, err := e.st.HeartbeatJob(ctx, id, e.cfg.WorkerID, e.cfg.Lease, rep.snapshot())
+		return err
+	})
+	o := store.JobOutcome{Status: protocol.JobCompleted}
+	if result != nil {
+		b, _ := json.Marshal(result)
+		o.Result = string(b)
+	}
+	return o
+}
+
+// jobStop turns a job's signals into the cause its work stops with.
+func jobStop(sig store.JobSignals, err error) (stop, _ error) {
+	switch {
+	case err != nil:
+		return nil, err
+	case sig.CancelRequested:
+		return errCancelRequested, nil
+	case sig.ScanWaiting:
+		return errYieldRequested, nil
+	}
+	return nil, nil
 }
 
 func cancelledOutcome() store.JobOutcome {
@@ -128,8 +155,8 @@ func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var res ThumbnailResult
-	cause, err := e.execute(leased{what: "thumbnail", id: t.ID, beat: func(ctx context.Context) (bool, error) {
-		return false, e.st.HeartbeatThumbnail(ctx, t.ID, e.cfg.WorkerID, e.cfg.Lease)
+	cause, err := e.execute(leased{what: "thumbnail", id: t.ID, beat: func(ctx context.Context) (error, error) {
+		return nil, e.st.HeartbeatThumbnail(ctx, t.ID, e.cfg.WorkerID, e.cfg.Lease)
 	}}, func(ctx context.Context) error {
 		var err error
 		res, err = e.ex.Thumbnail.Render(ctx, *t)
@@ -152,8 +179,8 @@ func (e *Engine) cleanupOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var files, rows int64
-	cause, err := e.execute(leased{what: "cleanup", id: c.ID, beat: func(ctx context.Context) (bool, error) {
-		return false, e.st.HeartbeatCleanup(ctx, c.ID, e.cfg.WorkerID, e.cfg.Lease)
+	cause, err := e.execute(leased{what: "cleanup", id: c.ID, beat: func(ctx context.Context) (error, error) {
+		return nil, e.st.HeartbeatCleanup(ctx, c.ID, e.cfg.WorkerID, e.cfg.Lease)
 	}}, func(ctx context.Context) error {
 		var err error
 		files, rows, err = e.ex.Cleanup.Clean(ctx, *c)
@@ -178,8 +205,8 @@ func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var res CheckpointResult
-	cause, err := e.execute(leased{what: "wal", id: w.ID, beat: func(ctx context.Context) (bool, error) {
-		return false, e.st.HeartbeatCheckpoint(ctx, w.ID, e.cfg.WorkerID, e.cfg.Lease)
+	cause, err := e.execute(leased{what: "wal", id: w.ID, beat: func(ctx context.Context) (error, error) {
+		return nil, e.st.HeartbeatCheckpoint(ctx, w.ID, e.cfg.WorkerID, e.cfg.Lease)
 	}}, func(ctx context.Context) error {
 		var err error
 		res, err = e.ex.Checkpoint.Checkpoint(ctx, *w)

@@ -15,16 +15,17 @@ import (
 type leased struct {
 	what string
 	id   int64
-	// beat is the heartbeat write; it reports a requested cancel (jobs).
-	beat func(ctx context.Context) (cancel bool, err error)
+	// beat is the heartbeat write; it returns the cause with which the
+	// work must stop (jobs: errCancelRequested, errYieldRequested), or nil.
+	beat func(ctx context.Context) (stop, err error)
 	// poll is an optional read-only check between heartbeats, run every
-	// cancel-check interval (jobs: cancel_requested and ownership).
-	poll func(ctx context.Context) (cancel bool, err error)
+	// cancel-check interval (jobs: their signals and ownership).
+	poll func(ctx context.Context) (stop, err error)
 }
 
 // execute runs fn under the lease l: heartbeats every Lease/3, polls every
 // cancel-check interval, and cancels fn's context with errCancelRequested,
-// errLeaseLost or (through workCtx) errShutdown. It returns the cause of
+// errYieldRequested, errLeaseLost or (through workCtx) errShutdown. It returns the cause of
 // that cancellation (nil when fn ended on its own) and fn's error. A lease
 // is taken as lost when a heartbeat finds the row no longer ours, or when
 // no heartbeat succeeded for a whole lease (the row may be recovered by
@@ -46,7 +47,7 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 		pollC = pt.C
 	}
 	lastBeat := time.Now()
-	check := func(c bool, cerr error, wrote bool) {
+	check := func(stop, cerr error, wrote bool) {
 		switch {
 		case errors.Is(cerr, store.ErrNotOwner):
 			cancel(errLeaseLost)
@@ -59,8 +60,8 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 			if wrote {
 				lastBeat = time.Now()
 			}
-			if c {
-				cancel(errCancelRequested)
+			if stop != nil {
+				cancel(stop)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package hashing
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -77,6 +78,9 @@ type Executor struct {
 	// afterRead, when set (tests only), runs after a file was read and
 	// before its stat is taken again.
 	afterRead func(path string)
+	// afterPass, when set (tests only), runs when a pass has committed
+	// everything.
+	afterPass func(p store.HashPass)
 }
 
 var _ engine.JobExecutor = (*Executor)(nil)
@@ -88,7 +92,9 @@ func New(st *store.Store, cfg Config) *Executor {
 
 // Counts are a hash job's result figures.
 type Counts struct {
-	Hashed         int64 // digests stored
+	Hashed         int64 // digests stored, both passes
+	Candidates     int64 // of which in the candidate pass (possible duplicates)
+	Partials       int64 // partial digests stored
 	Failed         int64 // files that could not be read (backoff recorded)
 	SkippedChanged int64 // files that changed while read, still needs_hash
 	Unavailable    int64 // files of a library whose root is unusable
@@ -98,14 +104,15 @@ type Counts struct {
 // Map is the job's result JSON.
 func (c Counts) Map() map[string]int64 {
 	return map[string]int64{
-		"hashed": c.Hashed, "failed": c.Failed, "skipped_changed": c.SkippedChanged,
-		"unavailable": c.Unavailable, "bytes": c.Bytes,
+		"hashed": c.Hashed, "candidates": c.Candidates, "partials": c.Partials, "failed": c.Failed,
+		"skipped_changed": c.SkippedChanged, "unavailable": c.Unavailable, "bytes": c.Bytes,
 	}
 }
 
 // run is the state of one Execute.
 type run struct {
 	e       *Executor
+	job     store.Job
 	alg     protocol.HashAlgorithm
 	workers int // files hashed at once (scan.max_workers)
 	ioDepth int // small files read at once (hash.io_depth)
@@ -113,28 +120,55 @@ type run struct {
 	bufs    *bufList           // read-ahead buffers, kept for the whole run
 	roots   map[int64]*libRoot // library id → open root; nil when unusable
 	counts  Counts
+
+	rep              engine.Reporter
+	processed, total int64
 }
 
 // Execute hashes every due file of the job's library (all libraries when
-// library_id is NULL): batches in id order, each hashed (small files in
-// parallel, large ones alone) and committed in one transaction. A batch is
-// committed while the next one is read and hashed, so the hashing workers
-// do not wait on the database. Per-file failures are recorded on the file
-// and never fail the job. On cancel the results already computed are
+// library_id is NULL), duplicates first (protocol §6.4):
+//
+//  1. partial digests of the same-size files that need one;
+//  2. the candidate pass: the due files some other present file may equal,
+//     read whole; when it ends, every duplicate group is complete;
+//  3. the backfill pass: every other due file, for move detection and for
+//     the copies that arrive later.
+//
+// Per-file failures are recorded on the file and never fail the job. On
+// cancel (or a yield to a scan) the results already computed are
 // committed and ctx.Err() is returned; the next attempt picks up the files
-// still due.
+// still due, candidates first again.
 func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Reporter) (map[string]int64, error) {
 	r, err := e.start(ctx, job)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	total, err := e.st.CountHashCandidates(ctx, job.LibraryID, r.alg)
-	if err != nil {
+	if r.total, err = e.st.CountHashCandidates(ctx, job.LibraryID, r.alg); err != nil {
 		return nil, err
 	}
-	rep.Progress(0, total)
-	var last, processed int64
+	r.rep = rep
+	rep.Progress(0, r.total)
+	if err := r.partials(ctx); err != nil {
+		return r.counts.Map(), err
+	}
+	for _, p := range []store.HashPass{store.PassCandidates, store.PassBackfill} {
+		if err := r.pass(ctx, p); err != nil {
+			return r.counts.Map(), err
+		}
+		if e.afterPass != nil {
+			e.afterPass(p)
+		}
+	}
+	return r.counts.Map(), nil
+}
+
+// pass hashes the files of pass p in id order, in batches, each hashed
+// (small files in parallel, large ones alone) and committed in one
+// transaction while the next one is read and hashed, so the hashing
+// workers do not wait on the database.
+func (r *run) pass(ctx context.Context, p store.HashPass) error {
+	var last int64
 	var committing chan error // the previous batch's commit, if any
 	settle := func() error {
 		if committing == nil {
@@ -142,31 +176,28 @@ func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 		}
 		err := <-committing
 		committing = nil
-		rep.Progress(processed, max(total, processed))
+		r.rep.Progress(r.processed, max(r.total, r.processed))
 		return err
 	}
 	for {
-		batch, err := e.st.HashCandidates(ctx, job.LibraryID, r.alg, last, e.cfg.BatchSize)
+		batch, err := r.e.st.HashCandidates(ctx, p, r.job.LibraryID, r.alg, last, r.e.cfg.BatchSize)
 		if err != nil {
-			err = errors.Join(err, settle())
-			return r.counts.Map(), err
+			return errors.Join(err, settle())
 		}
 		if len(batch) == 0 {
-			err := settle()
-			return r.counts.Map(), err
+			return settle()
 		}
-		batch = capBytes(batch, e.cfg.BatchBytes)
+		batch = capBytes(batch, r.e.cfg.BatchBytes)
 		done, herr := r.hashBatch(ctx, batch)
 		if err := settle(); err != nil {
-			return r.counts.Map(), err
+			return err
 		}
-		processed += int64(len(done))
+		r.processed += int64(len(done))
 		committing = make(chan error, 1)
-		go func(done []outcome) { committing <- r.commit(ctx, done) }(done)
+		go func(done []outcome) { committing <- r.commit(ctx, p, done) }(done)
 		if herr != nil {
 			// The counts are read only once the last commit is done.
-			err := errors.Join(herr, settle())
-			return r.counts.Map(), err
+			return errors.Join(herr, settle())
 		}
 		last = batch[len(batch)-1].ID
 	}
@@ -182,25 +213,29 @@ func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash: %w", err)
 	}
-	r := &run{e: e, alg: alg, workers: max(vals.Workers(), 1), ioDepth: max(int(vals.Int("hash.io_depth")), 1), roots: map[int64]*libRoot{}}
+	r := &run{e: e, job: job, alg: alg, workers: max(vals.Workers(), 1), ioDepth: max(int(vals.Int("hash.io_depth")), 1), roots: map[int64]*libRoot{}}
 	r.bufs = newBufList(r.ioDepth + 2*r.workers)
 	if mb := vals.Int("io.hash_rate_limit_mb_s"); mb > 0 {
 		r.budget = &budget{st: e.st, bucket: IOBucket, rate: mb * 1_000_000}
 	}
-	libs, err := e.st.HashLibraries(ctx, job.LibraryID)
+	// Every library is opened, not only the job's: the same-size twins of
+	// its files, whose partial digests decide, may live anywhere (duplicate
+	// groups are global).
+	libs, err := e.st.HashLibraries(ctx, sql.NullInt64{})
 	if err != nil {
 		return nil, err
 	}
-	if job.LibraryID.Valid && len(libs) == 0 {
-		return nil, protocol.Errorf(protocol.ErrLibraryMissing, "library %d no longer exists", job.LibraryID.Int64)
-	}
 	for _, l := range libs {
 		root, err := resolveLibrary(e.cfg.LibraryRoot, l.Path)
-		if err != nil && job.LibraryID.Valid {
+		if err != nil && job.LibraryID.Valid && l.ID == job.LibraryID.Int64 {
 			r.close()
 			return nil, err
 		}
-		r.roots[l.ID] = root // nil for an unusable root of an all-libraries job
+		r.roots[l.ID] = root // nil for an unusable root outside the job's library
+	}
+	if _, ok := r.roots[job.LibraryID.Int64]; job.LibraryID.Valid && !ok {
+		r.close()
+		return nil, protocol.Errorf(protocol.ErrLibraryMissing, "library %d no longer exists", job.LibraryID.Int64)
 	}
 	return r, nil
 }
@@ -215,7 +250,7 @@ func (r *run) close() {
 
 // commit stores a batch's outcomes; after a cancel it still writes them,
 // within FlushTimeout, so the work is not lost.
-func (r *run) commit(ctx context.Context, done []outcome) error {
+func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) error {
 	var results []store.HashResult
 	var failures []store.HashFailure
 	var bytes int64
@@ -242,6 +277,9 @@ func (r *run) commit(ctx context.Context, done []outcome) error {
 	// Rows whose recorded size/mtime no longer match what was read were
 	// left due by the store: they changed between scan and hash.
 	r.counts.Hashed += stored
+	if p == store.PassCandidates {
+		r.counts.Candidates += stored
+	}
 	r.counts.SkippedChanged += int64(len(results)) - stored
 	r.counts.Bytes += bytes
 	return nil

@@ -30,8 +30,8 @@ type Config struct {
 	// pool) for a free slot and a waiting request; default 500ms. Kick
 	// wakes it at once.
 	DispatchInterval time.Duration
-	// FollowUpInterval is the period of cover admission and scan
-	// follow-ups; default 2s.
+	// FollowUpInterval is the period of cover admission; default 2s. (Job
+	// follow-ups run on every dispatcher tick.)
 	FollowUpInterval time.Duration
 	// ScheduleInterval is how often periodic scans are checked; default
 	// 30s (library intervals are whole minutes).

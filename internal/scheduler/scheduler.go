@@ -1,7 +1,7 @@
 // Package scheduler is controld's clock: small periodic services that turn
 // time and finished work into rows (protocol §4, §5, issue 8). The scan
-// queue's dispatcher, scan follow-ups (cover admission, the hash job after a
-// scan), periodic scans, stale-lease recovery, retries, retention, WAL
+// queue's dispatcher with job follow-ups (the hash job after a scan, the
+// rest of a hash job that yielded), cover admission, periodic scans, stale-lease recovery, retries, retention, WAL
 // checkpoints and missing-file cover cleanups. Every service keeps its
 // state in the database, so a restarted controld (or a second one) simply
 // continues; none of them ever stops controld on error.
@@ -76,7 +76,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.dispatch = newService("dispatch", s.cfg.DispatchInterval, s.dispatchOnce, s)
 	services := []*service{
 		s.dispatch,
-		newService("followups", s.cfg.FollowUpInterval, s.followUps, s),
+		newService("covers", s.cfg.FollowUpInterval, s.admitCoversTick, s),
 		newService("schedule", s.cfg.ScheduleInterval, s.scheduledScans, s),
 		newService("recover", s.cfg.Lease/protocol.RecoverDivisor, s.recoverStale, s),
 		newService("retry", s.cfg.RetryInterval, s.retries, s),

@@ -284,7 +284,7 @@ func TestFollowUps(t *testing.T) {
 		s := e.start(t, fastConfig(nil))
 		scan := e.work(t)
 		waitFor(t, "follow-up row", func() bool {
-			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM scan_followups WHERE job_id = ? AND hash_requested = 0`, scan.ID)
+			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM job_followups WHERE job_id = ? AND hash_requested = 0`, scan.ID)
 			return n == 1
 		})
 		if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM jobs WHERE kind = 'hash'`); n != 0 {

@@ -12,36 +12,42 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// dispatchOnce promotes the queue head when the single-active slot is
-// free. The cheap readiness probe runs on the reader pool, so an idle
-// system never takes the write lock; losing the INSERT to the unique index
-// is not an error (the next tick tries again).
+// dispatchOnce follows up the jobs that finished since the last tick, then
+// promotes the queue head when the single-active slot is free. Doing both
+// in one tick means the hash job after a scan (or the rest of a hash job
+// that yielded) is queued and promoted with no period in between. The
+// cheap probes run on the reader pool, so an idle system never takes the
+// write lock; losing the INSERT to the unique index is not an error (the
+// next tick tries again).
+//
+// The items it reports are promotions; follow-ups are counted under the
+// service name "followups".
 func (s *Scheduler) dispatchOnce(ctx context.Context) (int64, error) {
+	followed, ferr := s.followUpJobs(ctx)
+	if followed > 0 {
+		s.metrics.items.WithLabelValues("followups").Add(float64(followed))
+	}
 	ready, err := s.st.QueueReady(ctx)
 	if err != nil || !ready {
-		return 0, err
+		return 0, errors.Join(ferr, err)
 	}
 	job, err := s.st.PromoteQueueHead(ctx)
 	if err != nil || job == nil {
-		return 0, err
+		return 0, errors.Join(ferr, err)
 	}
 	s.cfg.Logger.Info("queue head promoted", "job", job.ID, "kind", job.Kind,
 		"library", job.LibraryID.Int64, "priority", job.Priority)
-	return 1, nil
+	return 1, ferr
 }
 
-// followUps admits covers for every library with flagged files (that is
-// what a running scan produces, batch by batch) and then follows up every
-// finished scan exactly once: after a completed scan with
-// scan.hash.mode=full, a normal-priority hash job of its library.
-func (s *Scheduler) followUps(ctx context.Context) (int64, error) {
+// admitCoversTick admits covers for every library with flagged files
+// (that is what a running scan produces, batch by batch).
+func (s *Scheduler) admitCoversTick(ctx context.Context) (int64, error) {
 	v, err := settings.Load(ctx, s.st)
 	if err != nil {
 		return 0, err
 	}
-	admitted, admitErr := s.admitCovers(ctx, v)
-	followed, err := s.followUpScans(ctx, v.String("scan.hash.mode") == "full")
-	return admitted + followed, errors.Join(admitErr, err)
+	return s.admitCovers(ctx, v)
 }
 
 // maxAdmitBatches bounds one tick's admission per library, so one huge
@@ -74,17 +80,30 @@ func (s *Scheduler) admitCovers(ctx context.Context, v settings.Values) (int64, 
 	return total, nil
 }
 
-func (s *Scheduler) followUpScans(ctx context.Context, hashAfterScan bool) (int64, error) {
+// followUpJobs follows up every finished job exactly once: after a
+// completed scan with scan.hash.mode=full, a normal-priority hash job of
+// its library; after a hash job that yielded to a scan, the same hash job
+// again, queued behind the scan. Settings are read only when there is
+// something to follow up.
+func (s *Scheduler) followUpJobs(ctx context.Context) (int64, error) {
 	var done int64
 	after := int64(0)
+	hashAfterScan := func() (bool, error) {
+		v, err := settings.Load(ctx, s.st)
+		return err == nil && v.String("scan.hash.mode") == "full", err
+	}
 	for {
-		jobs, err := s.st.ScansToFollowUp(ctx, after, 100)
+		jobs, err := s.st.JobsToFollowUp(ctx, after, 100)
+		if err != nil || len(jobs) == 0 {
+			return done, err
+		}
+		full, err := hashAfterScan()
 		if err != nil {
 			return done, err
 		}
 		for _, j := range jobs {
 			after = j.ID
-			ok, hash, err := s.st.FollowUpScan(ctx, j.ID, hashAfterScan)
+			ok, hash, err := s.st.FollowUpJob(ctx, j.ID, full)
 			if err != nil {
 				return done, err
 			}
@@ -93,9 +112,8 @@ func (s *Scheduler) followUpScans(ctx context.Context, hashAfterScan bool) (int6
 			}
 			done++
 			if hash != nil {
-				s.cfg.Logger.Info("hash requested after scan", "scan_job", j.ID, "library", j.LibraryID.Int64,
+				s.cfg.Logger.Info("hash requested", "after_job", j.ID, "kind", j.Kind, "library", j.LibraryID.Int64,
 					"created", hash.Created, "queued", hash.Queued != nil)
-				s.Kick()
 			}
 		}
 		if len(jobs) < 100 {

@@ -44,22 +44,40 @@ type HashCandidate struct {
 	MtimeNs      int64  `db:"mtime_ns"`
 }
 
-// hashDue selects the live files of library ?1 (all when NULL) that need a
-// hash: flagged by the scanner, or hashed with an algorithm other than ?2
+// hashDue selects the live files f of library ?1 (all when NULL) that need
+// a hash: flagged by the scanner, or hashed with an algorithm other than ?2
 // (lazy rehash), and not waiting out an error backoff (retry after ?3).
-const hashDue = `is_missing = 0
-	AND (needs_hash = 1 OR hash_algorithm IS NOT ?2)
-	AND (hash_retry_after IS NULL OR hash_retry_after <= ?3)
-	AND (?1 IS NULL OR library_id = ?1)`
+const hashDue = `f.is_missing = 0
+	AND (f.needs_hash = 1 OR f.hash_algorithm IS NOT ?2)
+	AND (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3)
+	AND (?1 IS NULL OR f.library_id = ?1)`
 
-// HashCandidates returns up to limit files due for hashing with alg, in id
-// order after afterID. Keyset paging on the rowid means a job killed
-// mid-way resumes from its last committed id and a whole job is one pass
+// HashPass names the files one pass of a hash job reads whole.
+type HashPass int
+
+const (
+	// PassCandidates is the due files that may be duplicates (hashCandidate).
+	PassCandidates HashPass = iota
+	// PassBackfill is every due file: after the candidate pass, the files
+	// no other present file can equal.
+	PassBackfill
+)
+
+func (p HashPass) where() string {
+	if p == PassCandidates {
+		return hashDue + ` AND ` + hashCandidate
+	}
+	return hashDue
+}
+
+// HashCandidates returns up to limit files due for hashing with alg in
+// pass p, in id order after afterID. Keyset paging on the rowid means a job
+// killed mid-way resumes from its last committed id and a pass is one walk
 // over the table, whatever the mix of due and done files.
-func (s *Store) HashCandidates(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
+func (s *Store) HashCandidates(ctx context.Context, p HashPass, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
 	var out []HashCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT id, library_id, relative_path, size_bytes, mtime_ns
-		FROM library_files WHERE id > ?4 AND `+hashDue+` ORDER BY id LIMIT ?5`,
+	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns
+		FROM library_files f WHERE f.id > ?4 AND `+p.where()+` ORDER BY f.id LIMIT ?5`,
 		libraryID, string(alg), s.nowText(), afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("hash candidates: %w", err)
@@ -67,11 +85,11 @@ func (s *Store) HashCandidates(ctx context.Context, libraryID sql.NullInt64, alg
 	return out, nil
 }
 
-// CountHashCandidates counts the files HashCandidates would return from the
-// start, for the job's total_items.
+// CountHashCandidates counts the files due for hashing with alg (both
+// passes), for the job's total_items.
 func (s *Store) CountHashCandidates(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm) (int64, error) {
 	var n int64
-	err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM library_files WHERE `+hashDue,
+	err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM library_files f WHERE `+hashDue,
 		libraryID, string(alg), s.nowText())
 	if err != nil {
 		return 0, fmt.Errorf("count hash candidates: %w", err)

@@ -22,16 +22,18 @@ import (
 // ClaimJob recovers the table's stale rows and claims the first eligible
 // job in one BEGIN IMMEDIATE transaction: pending, high priority before
 // normal ('high' < 'normal', so ix_jobs_claim serves the order), then oldest
-// created_at, then id. Kinds listed in exclude are left for other workers
-// (a worker lacking that executor). It returns nil, nil when nothing is
-// eligible.
-func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Duration, exclude ...string) (*Job, error) {
-	filter, args := "", []any{}
-	if len(exclude) > 0 {
-		filter = " AND kind NOT IN (?" + strings.Repeat(",?", len(exclude)-1) + ")"
-		for _, k := range exclude {
-			args = append(args, k)
-		}
+// created_at, then id. Only rows of the given kinds are claimed (default:
+// scan and hash, the kinds workerd runs): a legal row of another kind
+// (delete, thumbnail) stays untouched for a worker that can run it. It
+// returns nil, nil when nothing is eligible.
+func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Duration, kinds ...protocol.JobKind) (*Job, error) {
+	if len(kinds) == 0 {
+		kinds = []protocol.JobKind{protocol.JobKindScan, protocol.JobKindHash}
+	}
+	filter := " AND kind IN (?" + strings.Repeat(",?", len(kinds)-1) + ")"
+	args := make([]any, len(kinds))
+	for i, k := range kinds {
+		args[i] = string(k)
 	}
 	probe := `SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'pending'` + filter + `)
 		OR EXISTS (SELECT 1 FROM jobs WHERE ` + staleWhere + `)`
@@ -61,9 +63,22 @@ type JobProgress struct {
 	Processed, Total int64
 }
 
+// JobSignals is what controld and the queue ask of a running job.
+type JobSignals struct {
+	// CancelRequested: controld set cancel_requested.
+	CancelRequested bool `db:"cancel_requested"`
+	// ScanWaiting: the job is a hash job and a scan waits in scan_requests,
+	// so the job must yield the single-active slot (protocol §5).
+	ScanWaiting bool `db:"scan_waiting"`
+}
+
+// jobSignals reads JobSignals in a RETURNING or SELECT list of jobs.
+const jobSignals = `cancel_requested,
+	kind = 'hash' AND EXISTS (SELECT 1 FROM scan_requests WHERE kind = 'scan') AS scan_waiting`
+
 // HeartbeatJob extends the lease of a job this worker owns and records its
-// progress on the same write. It reports whether a cancel was requested.
-func (s *Store) HeartbeatJob(ctx context.Context, id int64, workerID string, lease time.Duration, p JobProgress) (cancelRequested bool, err error) {
+// progress on the same write. It reports the job's signals.
+func (s *Store) HeartbeatJob(ctx context.Context, id int64, workerID string, lease time.Duration, p JobProgress) (sig JobSignals, err error) {
 	err = s.write(ctx, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		ts, exp := protocol.FormatTime(now), protocol.FormatTime(now.Add(lease))
@@ -71,23 +86,23 @@ func (s *Store) HeartbeatJob(ctx context.Context, id int64, workerID string, lea
 		if p.Total > 0 {
 			frac = min(max(float64(p.Processed)/float64(p.Total), 0), 1)
 		}
-		return tx.GetContext(ctx, &cancelRequested, `UPDATE jobs SET processed_items = ?,
+		return tx.GetContext(ctx, &sig, `UPDATE jobs SET processed_items = ?,
 			total_items = CASE WHEN ? > 0 THEN ? ELSE total_items END,
 			progress = CASE WHEN ? >= 0 THEN ? ELSE progress END,
 			worker_heartbeat_at = ?, lease_expires_at = ?, updated_at = ?
-			WHERE id = ? AND worker_id = ? AND status = 'running' RETURNING cancel_requested`,
+			WHERE id = ? AND worker_id = ? AND status = 'running' RETURNING `+jobSignals,
 			p.Processed, p.Total, p.Total, frac, frac, ts, exp, ts, id, workerID)
 	})
-	return cancelRequested, ownerErr("heartbeat job", id, err)
+	return sig, ownerErr("heartbeat job", id, err)
 }
 
 // JobLeaseState reads, without writing, whether this worker still owns the
-// job and whether its cancel was requested. The engine polls it every
+// job, and its signals. The engine polls it every
 // scan.cancel_check.interval_ms, far more often than it heartbeats.
-func (s *Store) JobLeaseState(ctx context.Context, id int64, workerID string) (cancelRequested bool, err error) {
-	err = s.r.GetContext(ctx, &cancelRequested, `SELECT cancel_requested FROM jobs
+func (s *Store) JobLeaseState(ctx context.Context, id int64, workerID string) (sig JobSignals, err error) {
+	err = s.r.GetContext(ctx, &sig, `SELECT `+jobSignals+` FROM jobs
 		WHERE id = ? AND worker_id = ? AND status = 'running'`, id, workerID)
-	return cancelRequested, ownerErr("job lease state", id, err)
+	return sig, ownerErr("job lease state", id, err)
 }
 
 // JobOutcome is how a job ends. Status must be terminal (completed, failed,

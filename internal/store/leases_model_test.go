@@ -175,7 +175,9 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			var err error
 			var cancel bool
 			if r.table == "jobs" {
-				cancel, err = w.HeartbeatJob(m.ctx, key, m.names[i], lease, store.JobProgress{Processed: 1, Total: 2})
+				var sig store.JobSignals
+				sig, err = w.HeartbeatJob(m.ctx, key, m.names[i], lease, store.JobProgress{Processed: 1, Total: 2})
+				cancel = sig.CancelRequested
 			} else {
 				err = w.HeartbeatThumbnail(m.ctx, -key, m.names[i], lease)
 			}

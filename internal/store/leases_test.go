@@ -93,7 +93,7 @@ func TestJobLease(t *testing.T) {
 		highOld := f.addJob(t, "delete", "high", -time.Minute)
 		var got []int64
 		for range 3 {
-			j, err := f.worker.ClaimJob(f.ctx, "w1", lease)
+			j, err := f.worker.ClaimJob(f.ctx, "w1", lease, "delete")
 			if err != nil || j == nil {
 				t.Fatalf("claim: %v, %v", j, err)
 			}
@@ -106,14 +106,51 @@ func TestJobLease(t *testing.T) {
 			t.Fatalf("claim order %v, want %v", got, want)
 		}
 	})
-	t.Run("exclude kinds", func(t *testing.T) {
+	t.Run("only the kinds asked for", func(t *testing.T) {
 		f := setupLease(t)
 		f.addJob(t, "hash", "normal", 0)
-		if j, err := f.worker.ClaimJob(f.ctx, "w1", lease, "hash"); err != nil || j != nil {
-			t.Fatalf("claim excluding hash = %v, %v", j, err)
+		if j, err := f.worker.ClaimJob(f.ctx, "w1", lease, "scan"); err != nil || j != nil {
+			t.Fatalf("claim of scans only = %v, %v", j, err)
 		}
-		if j, err := f.worker.ClaimJob(f.ctx, "w1", lease, "scan"); err != nil || j == nil || j.Kind != "hash" {
-			t.Fatalf("claim excluding scan = %v, %v", j, err)
+		if j, err := f.worker.ClaimJob(f.ctx, "w1", lease, "hash"); err != nil || j == nil || j.Kind != "hash" {
+			t.Fatalf("claim of hashes = %v, %v", j, err)
+		}
+	})
+	t.Run("kinds workerd does not run stay untouched", func(t *testing.T) {
+		f := setupLease(t)
+		// Legal rows a third party may write with plain SQL: workerd runs
+		// neither kind, so neither may be claimed nor failed.
+		for _, kind := range []string{"delete", "thumbnail"} {
+			f.exec(t, `INSERT INTO jobs (kind, status, priority, payload, created_at, updated_at)
+				VALUES (?, 'pending', 'high', '{}', ?, ?)`, kind, protocol.FormatTime(f.clock.Now()), protocol.FormatTime(f.clock.Now()))
+		}
+		if j, err := f.worker.ClaimJob(f.ctx, "w1", lease); err != nil || j != nil {
+			t.Fatalf("claim = %v, %v; want nothing", j, err)
+		}
+		if got := f.str(t, `SELECT group_concat(kind || ':' || status || ':' || ifnull(worker_id, '-'), ',') FROM jobs ORDER BY id`); got != "delete:pending:-,thumbnail:pending:-" {
+			t.Fatalf("rows = %s", got)
+		}
+	})
+	t.Run("a hash job is told when a scan waits", func(t *testing.T) {
+		f := setupLease(t)
+		id := f.addJob(t, "hash", "normal", 0)
+		f.worker.ClaimJob(f.ctx, "w1", lease)
+		if sig, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || sig.ScanWaiting {
+			t.Fatalf("signals before = %+v, %v", sig, err)
+		}
+		f.exec(t, `INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
+			VALUES ('hash', NULL, 'normal', 'x', ?, ?)`, protocol.FormatTime(f.clock.Now()), protocol.FormatTime(f.clock.Now()))
+		if sig, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || sig.ScanWaiting {
+			t.Fatalf("signals with a hash queued = %+v, %v; only a scan makes a hash yield", sig, err)
+		}
+		lib := f.exec(t, `INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('l', '/l', ?, ?)`, f.now(), f.now())
+		f.exec(t, `INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
+			VALUES ('scan', ?, 'normal', 'x', ?, ?)`, lib, protocol.FormatTime(f.clock.Now()), protocol.FormatTime(f.clock.Now()))
+		if sig, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || !sig.ScanWaiting || sig.CancelRequested {
+			t.Fatalf("lease state = %+v, %v", sig, err)
+		}
+		if sig, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{}); err != nil || !sig.ScanWaiting {
+			t.Fatalf("heartbeat = %+v, %v", sig, err)
 		}
 	})
 	t.Run("heartbeat progress cancel and finish", func(t *testing.T) {
@@ -121,9 +158,9 @@ func TestJobLease(t *testing.T) {
 		id := f.addJob(t, "scan", "high", 0)
 		j, _ := f.worker.ClaimJob(f.ctx, "w1", lease)
 		f.clock.Advance(10 * time.Second)
-		cancel, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{Processed: 5, Total: 20})
-		if err != nil || cancel {
-			t.Fatalf("heartbeat = %v, %v", cancel, err)
+		sig, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{Processed: 5, Total: 20})
+		if err != nil || sig.CancelRequested || sig.ScanWaiting {
+			t.Fatalf("heartbeat = %+v, %v", sig, err)
 		}
 		if got := f.str(t, `SELECT lease_expires_at FROM jobs WHERE id = ?`, id); got != protocol.FormatTime(f.clock.Now().Add(lease)) {
 			t.Fatalf("lease not extended: %s", got)
@@ -135,10 +172,10 @@ func TestJobLease(t *testing.T) {
 			t.Fatalf("foreign heartbeat err = %v", err)
 		}
 		f.exec(t, `UPDATE jobs SET cancel_requested = 1 WHERE id = ?`, id)
-		if c, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || !c {
+		if c, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || !c.CancelRequested {
 			t.Fatalf("lease state = %v, %v", c, err)
 		}
-		if c, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{Processed: 6}); err != nil || !c {
+		if c, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{Processed: 6}); err != nil || !c.CancelRequested {
 			t.Fatalf("heartbeat after cancel = %v, %v", c, err)
 		}
 		if err := f.worker.FinishJob(f.ctx, id, "w2", store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
@@ -164,7 +201,7 @@ func TestJobLease(t *testing.T) {
 		f.worker.ClaimJob(f.ctx, "w1", lease)
 		live := f.addJob(t, "delete", "normal", 0)
 		f.clock.Advance(lease - time.Second)
-		f.worker.ClaimJob(f.ctx, "w2", lease) // claims live: nothing stale yet
+		f.worker.ClaimJob(f.ctx, "w2", lease, "delete") // claims live: nothing stale yet
 		if n := f.num(t, `SELECT count(*) FROM jobs WHERE status = 'running'`); n != 2 {
 			t.Fatalf("running = %d", n)
 		}

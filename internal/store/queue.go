@@ -56,9 +56,11 @@ type RequestOutcome struct {
 
 const scanRequestCols = `id, kind, library_id, priority, reason, created_at, updated_at`
 
-// queueOrder is the run order: 'high' sorts before 'normal', so the plain
-// column order matches ix_scan_requests_order.
-const queueOrder = `ORDER BY priority, created_at, id`
+// queueOrder is the run order: scans before hashes, whatever their
+// priority (a hash never keeps a scan waiting, protocol §5: a hash job
+// promoted ahead of a scan would only yield to it at once), then 'high'
+// before 'normal' (the plain column order), then first come first served.
+const queueOrder = `ORDER BY kind = 'hash', priority, created_at, id`
 
 // RequestJob admits a scan/hash request in one write transaction:
 //  1. a pending/running job of the same kind and library is returned as is;
@@ -234,7 +236,7 @@ func insertEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*S
 func queuePosition(ctx context.Context, tx *sqlx.Tx, q *ScanRequest) (int, error) {
 	var ahead int
 	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM scan_requests
-		WHERE (priority, created_at, id) < (?, ?, ?)`, q.Priority, q.CreatedAt, q.ID).Scan(&ahead)
+		WHERE (kind = 'hash', priority, created_at, id) < (? = 'hash', ?, ?, ?)`, q.Kind, q.Priority, q.CreatedAt, q.ID).Scan(&ahead)
 	return ahead + 1, err
 }
 

@@ -18,3 +18,11 @@ func (s *Store) QueryInt(ctx context.Context, query string, args ...any) (int64,
 	err := s.r.QueryRowContext(ctx, query, args...).Scan(&n)
 	return n, err
 }
+
+// QueryText runs a query returning one text value on the reader pool; for
+// tests.
+func (s *Store) QueryText(ctx context.Context, query string, args ...any) (string, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, query, args...).Scan(&v)
+	return v, err
+}

@@ -33,7 +33,7 @@ type RetentionPolicy struct {
 // DeleteOldJobs deletes up to limit terminal jobs older than the policy. A
 // row without finished_at (written by hand) counts from updated_at. Rows
 // referencing a deleted job (scan_sessions.job_id) are set to NULL by the
-// schema; scan_followups rows go with their job.
+// schema; job_followups rows go with their job.
 func (s *Store) DeleteOldJobs(ctx context.Context, p RetentionPolicy, limit int) (int64, error) {
 	n, err := s.deleteBatch(ctx, `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs
 		WHERE (status IN ('completed','cancelled') AND coalesce(finished_at, updated_at) < ?)

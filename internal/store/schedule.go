@@ -57,42 +57,48 @@ func (s *Store) RequestScheduledScans(ctx context.Context) ([]RequestOutcome, er
 // clock's now (bound as the placeholder), never SQLite's own clock.
 const dueCutoff = `strftime('%Y-%m-%d %H:%M:%f', ?, '-' || scan_interval_minutes || ' minutes')`
 
-// ScansToFollowUp pages finished scan jobs (completed, failed, cancelled)
-// that have no scan_followups row yet, in id order after afterID.
-func (s *Store) ScansToFollowUp(ctx context.Context, afterID int64, limit int) ([]Job, error) {
+// needsFollowUp selects the finished jobs j controld must follow up,
+// exactly once each: every finished scan (the hash job after it), and
+// every hash job that yielded the single-active slot to a scan (its
+// remaining work, requested again).
+const needsFollowUp = `((j.kind = 'scan' AND j.status IN ('completed','failed','cancelled'))
+	OR (j.kind = 'hash' AND j.status = 'completed' AND json_extract(j.result, '$.` + protocol.ResultYielded + `') = 1))
+	AND NOT EXISTS (SELECT 1 FROM job_followups f WHERE f.job_id = j.id)`
+
+// JobsToFollowUp pages the finished jobs that have no job_followups row
+// yet, in id order after afterID.
+func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([]Job, error) {
 	out := []Job{}
-	err := s.r.SelectContext(ctx, &out, `SELECT j.* FROM jobs j
-		WHERE j.kind = 'scan' AND j.status IN ('completed','failed','cancelled') AND j.id > ?
-		AND NOT EXISTS (SELECT 1 FROM scan_followups f WHERE f.job_id = j.id)
+	err := s.r.SelectContext(ctx, &out, `SELECT j.* FROM jobs j WHERE j.id > ? AND `+needsFollowUp+`
 		ORDER BY j.id LIMIT ?`, afterID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("scans to follow up: %w", err)
+		return nil, fmt.Errorf("jobs to follow up: %w", err)
 	}
 	return out, nil
 }
 
-// FollowUpScan records that finished scan job jobID was followed up and, in
-// the same transaction, requests a normal-priority hash job of its library
-// when requestHash is set and the scan completed. It is exactly-once: a
-// second call (another controld, a restart) finds the row and does
-// nothing, returning done=false.
-func (s *Store) FollowUpScan(ctx context.Context, jobID int64, requestHash bool) (done bool, hash *RequestOutcome, err error) {
+// FollowUpJob records that finished job jobID was followed up and, in the
+// same transaction, requests the hash job that follows it at normal
+// priority: after a completed scan of a library when hashAfterScan is set
+// (scan.hash.mode=full), and always after a hash job that yielded, for the
+// same target (its work is not lost to a scan). The queue runs scans
+// before hashes, so that request waits behind the scan. It is
+// exactly-once: a second call (another controld, a restart) finds the row
+// and does nothing, returning done=false.
+func (s *Store) FollowUpJob(ctx context.Context, jobID int64, hashAfterScan bool) (done bool, hash *RequestOutcome, err error) {
 	err = s.write(ctx, func(tx *sqlx.Tx) error {
 		done, hash = false, nil
 		var j Job
-		err := tx.GetContext(ctx, &j, `SELECT * FROM jobs WHERE id = ? AND kind = 'scan'`, jobID)
+		err := tx.GetContext(ctx, &j, `SELECT * FROM jobs j WHERE j.id = ? AND `+needsFollowUp, jobID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("scan job %d: %w", jobID, ErrNotFound)
+			return followUpRefusal(ctx, tx, jobID)
 		}
 		if err != nil {
 			return err
 		}
-		if st, err := protocol.ParseJobStatus(j.Status); err != nil || !st.Terminal() {
-			return fmt.Errorf("scan job %d is %s: %w", jobID, j.Status, ErrConflict)
-		}
 		now := s.nowText()
-		hashIt := requestHash && j.Status == string(protocol.JobCompleted) && j.LibraryID.Valid
-		res, err := tx.ExecContext(ctx, `INSERT INTO scan_followups (job_id, library_id, job_status, hash_requested, created_at)
+		req, hashIt := followUpRequest(j, hashAfterScan)
+		res, err := tx.ExecContext(ctx, `INSERT INTO job_followups (job_id, library_id, job_status, hash_requested, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING`, j.ID, j.LibraryID, j.Status, hashIt, now)
 		if err != nil {
 			return err
@@ -104,19 +110,52 @@ func (s *Store) FollowUpScan(ctx context.Context, jobID int64, requestHash bool)
 		if !hashIt {
 			return nil
 		}
-		var libOK bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM libraries WHERE id = ?)`, j.LibraryID).Scan(&libOK); err != nil || !libOK {
-			return err
+		if req.LibraryID.Valid {
+			var libOK bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM libraries WHERE id = ?)`, req.LibraryID).Scan(&libOK); err != nil || !libOK {
+				return err
+			}
 		}
-		r, err := requestJobTx(ctx, tx, JobRequest{Kind: protocol.JobKindHash, LibraryID: j.LibraryID,
-			Priority: protocol.PriorityNormal, Reason: fmt.Sprintf("after scan %d", j.ID)}, now)
+		r, err := requestJobTx(ctx, tx, req, now)
 		hash = &r
 		return err
 	})
 	if err != nil {
-		return false, nil, fmt.Errorf("follow up scan %d: %w", jobID, err)
+		return false, nil, fmt.Errorf("follow up job %d: %w", jobID, err)
 	}
 	return done, hash, nil
+}
+
+// followUpRequest is the hash request that follows the finished job j, and
+// whether there is one.
+func followUpRequest(j Job, hashAfterScan bool) (JobRequest, bool) {
+	req := JobRequest{Kind: protocol.JobKindHash, LibraryID: j.LibraryID, Priority: protocol.PriorityNormal}
+	if j.Kind == string(protocol.JobKindHash) {
+		req.Reason = fmt.Sprintf("resume hash %d after it yielded to a scan", j.ID)
+		return req, true
+	}
+	req.Reason = fmt.Sprintf("after scan %d", j.ID)
+	return req, hashAfterScan && j.Status == string(protocol.JobCompleted) && j.LibraryID.Valid
+}
+
+// followUpRefusal explains why job id cannot be followed up: it does not
+// exist (ErrNotFound), or is not a finished scan nor a yielded hash
+// (ErrConflict), or was already followed up (nil: done=false).
+func followUpRefusal(ctx context.Context, tx *sqlx.Tx, id int64) error {
+	var followed int
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM job_followups WHERE job_id = ?)`, id).Scan(&followed)
+	if err != nil || followed == 1 {
+		return err
+	}
+	var kind, status string
+	err = tx.QueryRowContext(ctx, `SELECT kind, status FROM jobs WHERE id = ?`, id).Scan(&kind, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s job %d is %s and not to be followed up: %w", kind, id, status, ErrConflict)
 }
 
 // LibrariesNeedingCovers lists the libraries that have present files a

@@ -2,9 +2,11 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -70,42 +72,103 @@ func TestFollowUpScan(t *testing.T) {
 	ctx := context.Background()
 	e := setupQueue(t, 2)
 	scan := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityHigh).Job
-	if _, _, err := e.st.FollowUpScan(ctx, scan.ID, true); err == nil {
+	if _, _, err := e.st.FollowUpJob(ctx, scan.ID, true); err == nil {
 		t.Fatal("followed up a pending scan")
 	}
-	if todo, _ := e.st.ScansToFollowUp(ctx, 0, 10); len(todo) != 0 {
+	if todo, _ := e.st.JobsToFollowUp(ctx, 0, 10); len(todo) != 0 {
 		t.Fatalf("pending scan listed: %+v", todo)
 	}
 	e.finish(t, scan.ID, protocol.JobCompleted)
-	todo, err := e.st.ScansToFollowUp(ctx, 0, 10)
+	todo, err := e.st.JobsToFollowUp(ctx, 0, 10)
 	if err != nil || len(todo) != 1 || todo[0].ID != scan.ID {
 		t.Fatalf("todo %+v %v", todo, err)
 	}
-	done, hash, err := e.st.FollowUpScan(ctx, scan.ID, true)
+	done, hash, err := e.st.FollowUpJob(ctx, scan.ID, true)
 	if err != nil || !done || hash == nil || !hash.Created || hash.Job.Kind != "hash" || hash.Job.Priority != "normal" ||
 		hash.Job.LibraryID.Int64 != e.libs[0] {
 		t.Fatalf("follow up: %v %+v %v", done, hash, err)
 	}
 	hashID := hash.Job.ID
-	done, hash, err = e.st.FollowUpScan(ctx, scan.ID, true)
+	done, hash, err = e.st.FollowUpJob(ctx, scan.ID, true)
 	if err != nil || done || hash != nil {
 		t.Fatalf("second follow up: %v %+v %v", done, hash, err)
 	}
-	if todo, _ := e.st.ScansToFollowUp(ctx, 0, 10); len(todo) != 0 {
+	if todo, _ := e.st.JobsToFollowUp(ctx, 0, 10); len(todo) != 0 {
 		t.Fatalf("still listed: %+v", todo)
 	}
 	// a failed scan is followed up without a hash job
 	e.finish(t, hashID, protocol.JobCompleted)
 	failed := e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityHigh).Job
 	e.finish(t, failed.ID, protocol.JobFailed)
-	done, hash, err = e.st.FollowUpScan(ctx, failed.ID, true)
+	done, hash, err = e.st.FollowUpJob(ctx, failed.ID, true)
 	if err != nil || !done || hash != nil {
 		t.Fatalf("failed scan: %v %+v %v", done, hash, err)
 	}
 	if n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM jobs WHERE kind = 'hash'`); n != 1 {
 		t.Fatalf("%d hash jobs", n)
 	}
-	if n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM scan_followups`); n != 2 {
+	if n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM job_followups`); n != 2 {
 		t.Fatalf("%d follow-up rows", n)
+	}
+}
+
+func TestFollowUpYieldedHash(t *testing.T) {
+	ctx := context.Background()
+	e := setupQueue(t, 2)
+	hash := e.request(t, protocol.JobKindHash, e.libs[0], protocol.PriorityNormal).Job
+	scan := e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityNormal).Queued
+	if scan == nil {
+		t.Fatal("scan not queued behind the running hash")
+	}
+	// The worker ends the hash job completed, with yielded in its result.
+	e.finish(t, hash.ID, protocol.JobCompleted)
+	if _, err := e.st.Exec(ctx, `UPDATE jobs SET result = '{"hashed":3,"yielded":1}' WHERE id = ?`, hash.ID); err != nil {
+		t.Fatal(err)
+	}
+	done, again, err := e.st.FollowUpJob(ctx, hash.ID, false)
+	if err != nil || !done || again == nil || again.Queued == nil || again.Queued.Kind != "hash" ||
+		*again.Queued.LibraryID != e.libs[0] || again.Position != 2 {
+		t.Fatalf("follow up of a yielded hash (even with scan.hash.mode off): %v %+v %v", done, again, err)
+	}
+	if done, _, err := e.st.FollowUpJob(ctx, hash.ID, false); err != nil || done {
+		t.Fatalf("second follow up: %v %v", done, err)
+	}
+	// The scan runs first, then the resumed hash.
+	first, err := e.st.PromoteQueueHead(ctx)
+	if err != nil || first == nil || first.Kind != "scan" {
+		t.Fatalf("head = %+v %v", first, err)
+	}
+	// A hash that ended without yielding needs no follow-up.
+	e.finish(t, first.ID, protocol.JobCompleted)
+	plain, err := e.st.PromoteQueueHead(ctx)
+	if err != nil || plain == nil || plain.Kind != "hash" {
+		t.Fatalf("second head = %+v %v", plain, err)
+	}
+	e.finish(t, plain.ID, protocol.JobCompleted)
+	todo, err := e.st.JobsToFollowUp(ctx, 0, 10)
+	if err != nil || len(todo) != 1 || todo[0].ID != first.ID {
+		t.Fatalf("to follow up: %+v %v; want only the scan", todo, err)
+	}
+	if _, _, err := e.st.FollowUpJob(ctx, plain.ID, true); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("follow up of a plain hash: %v", err)
+	}
+}
+
+func TestQueueRunsScansBeforeHashes(t *testing.T) {
+	ctx := context.Background()
+	e := setupQueue(t, 2)
+	running := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityNormal).Job
+	hash := e.request(t, protocol.JobKindHash, e.libs[1], protocol.PriorityHigh).Queued
+	scan := e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityNormal)
+	if hash == nil || scan.Queued == nil || scan.Position != 1 {
+		t.Fatalf("a normal scan queued after a high hash is at %d, want 1", scan.Position)
+	}
+	q, err := e.st.ListQueue(ctx)
+	if err != nil || len(q) != 2 || q[0].Kind != "scan" || q[1].Kind != "hash" {
+		t.Fatalf("queue %+v %v", q, err)
+	}
+	e.finish(t, running.ID, protocol.JobCompleted)
+	if j, err := e.st.PromoteQueueHead(ctx); err != nil || j == nil || j.Kind != "scan" {
+		t.Fatalf("head = %+v %v", j, err)
 	}
 }

@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Candidate-first hashing (protocol §6.4). Two files can only have equal
+// content when they have equal sizes, and, past 2 × PartialBlock bytes,
+// equal partial digests (first and last PartialBlock). So a hash job reads
+// whole, first, only the due files for which some other present file
+// passes both tests, or for which a test cannot be decided yet; once none
+// is left, every duplicate group is complete, whatever is still due. The
+// other due files are backfilled afterwards, for move detection and for
+// the duplicates of files that arrive later.
+
+// PartialBlock is the bytes read from each end of a file for its partial
+// digest. Files up to 2 × PartialBlock have none: reading them whole costs
+// the same.
+const PartialBlock = 64 << 10
+
+// hashCandidate holds for a file f that another present file o may equal:
+// same size, and the partial digests, where f has one, do not tell them
+// apart (unknown counts as equal). It is served by
+// ix_library_files_size_partial.
+const hashCandidate = `EXISTS (SELECT 1 FROM library_files o
+	WHERE o.is_missing = 0 AND o.size_bytes = f.size_bytes AND o.id <> f.id
+	AND (f.size_bytes <= 131072 OR f.partial_hash IS NULL OR o.partial_hash IS NULL
+	     OR o.partial_hash = f.partial_hash))`
+
+// PartialTargets returns up to limit present files larger than
+// 2 × PartialBlock, in id order after afterID, whose partial digest is
+// unknown and decides something: they share their size with another
+// present file, and one of the two is due for hashing with alg in the
+// job's scope (library ?1, all when NULL). Files of other libraries are
+// included: duplicate groups are global.
+func (s *Store) PartialTargets(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
+	var out []HashCandidate
+	err := s.r.SelectContext(ctx, &out, `SELECT DISTINCT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns
+		FROM library_files f JOIN library_files o ON o.is_missing = 0 AND o.size_bytes = f.size_bytes
+		WHERE `+hashDue+` AND f.size_bytes > 131072 AND o.partial_hash IS NULL AND o.id > ?4
+		AND EXISTS (SELECT 1 FROM library_files p WHERE p.is_missing = 0 AND p.size_bytes = f.size_bytes AND p.id <> f.id)
+		ORDER BY o.id LIMIT ?5`,
+		libraryID, string(alg), s.nowText(), afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("partial targets: %w", err)
+	}
+	return out, nil
+}
+
+// PartialResult is the partial digest of a file whose size and mtime were
+// SizeBytes and MtimeNs before and after it was read.
+type PartialResult struct {
+	ID        int64
+	Sum       []byte
+	SizeBytes int64
+	MtimeNs   int64
+}
+
+// RecordPartialHashes stores partial digests in one transaction, each only
+// while the row still describes the version that was read; it returns how
+// many were stored. A partial digest is bookkeeping, not a change of the
+// file: updated_at is left alone.
+func (s *Store) RecordPartialHashes(ctx context.Context, results []PartialResult) (stored int64, err error) {
+	if len(results) == 0 {
+		return 0, nil
+	}
+	err = s.write(ctx, func(tx *sqlx.Tx) error {
+		stored = 0
+		for _, r := range results {
+			if len(r.Sum) != 32 {
+				return fmt.Errorf("file %d: partial digest of %d bytes, want 32", r.ID, len(r.Sum))
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE library_files SET partial_hash = ?
+				WHERE id = ? AND size_bytes = ? AND mtime_ns = ? AND is_missing = 0`, r.Sum, r.ID, r.SizeBytes, r.MtimeNs)
+			if err != nil {
+				return fmt.Errorf("file %d: %w", r.ID, err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			stored += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record partial hashes: %w", err)
+	}
+	return stored, nil
+}
+
+// HashStatus says how far hashing is, over all libraries.
+type HashStatus struct {
+	// CandidatesPending is the due files that may still be duplicates;
+	// the duplicate groups are complete when it is 0.
+	CandidatesPending int64
+	CandidateBytes    int64
+	// BackfillPending is the other due files: no present file can equal
+	// them, but they have no content hash yet.
+	BackfillPending int64
+	BackfillBytes   int64
+	// Unreadable is the files waiting out a read-error backoff.
+	Unreadable int64
+}
+
+// Complete reports that every duplicate group is known.
+func (h HashStatus) Complete() bool { return h.CandidatesPending == 0 }
+
+// HashStatus counts what is still due for hashing with alg, split into the
+// two passes of the hash job.
+func (s *Store) HashStatus(ctx context.Context, alg protocol.HashAlgorithm) (HashStatus, error) {
+	var row struct {
+		Due, DueBytes, Cand, CandBytes, Unreadable int64
+	}
+	now := s.nowText()
+	err := s.r.QueryRowContext(ctx, `SELECT count(*), ifnull(sum(size_bytes), 0),
+			ifnull(sum(cand), 0), ifnull(sum(CASE WHEN cand THEN size_bytes END), 0),
+			(SELECT count(*) FROM library_files f WHERE f.is_missing = 0 AND f.hash_retry_after > ?3
+			   AND (f.needs_hash = 1 OR f.hash_algorithm IS NOT ?2))
+		FROM (SELECT f.size_bytes, `+hashCandidate+` AS cand FROM library_files f WHERE `+hashDue+`)`,
+		nil, string(alg), now).Scan(&row.Due, &row.DueBytes, &row.Cand, &row.CandBytes, &row.Unreadable)
+	if err != nil {
+		return HashStatus{}, fmt.Errorf("hash status: %w", err)
+	}
+	return HashStatus{
+		CandidatesPending: row.Cand, CandidateBytes: row.CandBytes,
+		BackfillPending: row.Due - row.Cand, BackfillBytes: row.DueBytes - row.CandBytes,
+		Unreadable: row.Unreadable,
+	}, nil
+}
