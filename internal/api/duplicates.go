@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -24,12 +26,56 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 		}
 		after = &dc
 	}
-	groups, err := s.st.DuplicateGroups(c.Request().Context(), after, limit+1)
+	ctx := c.Request().Context()
+	groups, err := s.st.DuplicateGroups(ctx, after, limit+1)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(groups, limit, func(g store.DuplicateGroup) store.DuplicateGroup { return g },
-		func(g store.DuplicateGroup) string { return protocol.EncodeCursor(g.Cursor()) }))
+	status, err := s.hashStatus(ctx)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, groupPage{
+		page: makePage(groups, limit, func(g store.DuplicateGroup) store.DuplicateGroup { return g },
+			func(g store.DuplicateGroup) string { return protocol.EncodeCursor(g.Cursor()) }),
+		Status: status,
+	})
+}
+
+// groupPage is a page of groups with how far the search for them is.
+type groupPage struct {
+	page[store.DuplicateGroup]
+	Status hashStatusView `json:"status"`
+}
+
+// hashStatusView says whether the duplicate groups are complete: they are
+// once no candidate (a due file that shares its size with another present
+// file) is left; the backfill of the other files does not change them.
+type hashStatusView struct {
+	Complete          bool   `json:"complete"`
+	HashAlgorithm     string `json:"hash_algorithm"`
+	CandidatesPending int64  `json:"candidates_pending"`
+	CandidateBytes    int64  `json:"candidate_bytes"`
+	BackfillPending   int64  `json:"backfill_pending"`
+	BackfillBytes     int64  `json:"backfill_bytes"`
+	Unreadable        int64  `json:"unreadable"`
+}
+
+func (s *Server) hashStatus(ctx context.Context) (hashStatusView, error) {
+	vals, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return hashStatusView{}, err
+	}
+	alg := protocol.HashAlgorithm(vals.String("hash.algorithm"))
+	h, err := s.st.HashStatus(ctx, alg)
+	if err != nil {
+		return hashStatusView{}, err
+	}
+	return hashStatusView{
+		Complete: h.Complete(), HashAlgorithm: string(alg),
+		CandidatesPending: h.CandidatesPending, CandidateBytes: h.CandidateBytes,
+		BackfillPending: h.BackfillPending, BackfillBytes: h.BackfillBytes, Unreadable: h.Unreadable,
+	}, nil
 }
 
 // listDuplicateFiles pages the files of one group in id order (§6.3).

@@ -256,6 +256,18 @@ func TestDashboard(t *testing.T) {
 		if status, _ := e.call(t, "POST", "/jobs", map[string]any{"kind": "hash", "library_id": 1}); status != 201 {
 			t.Fatalf("hash request: %d", status)
 		}
+		// The overview says which pass the hash is in, and that a scan
+		// requested behind it is waiting for it to yield.
+		status, q := e.call(t, "POST", "/jobs", map[string]any{"kind": "scan", "library_id": 1})
+		if status != 202 {
+			t.Fatalf("scan behind a pending hash: %d %v, want 202 queued", status, q)
+		}
+		run(t, ctx, "hash phase", page("libraries"), page("overview"),
+			waitJS(`(() => { const p = document.querySelector('#active-jobs [data-status="pending"] .hash-phase');
+				return p && p.querySelector('[data-phase="backfill"]') && p.textContent.includes('scan waiting'); })()`))
+		if status, _ := e.call(t, "DELETE", fmt.Sprintf("/queue/%d", int64(q["queued"].(map[string]any)["id"].(float64))), nil); status != 204 {
+			t.Fatalf("unqueue the scan: %d", status)
+		}
 		run(t, ctx, "open", page("jobs"), waitJS(`document.querySelectorAll('#jobs tr[data-job-id]').length === 2`))
 		run(t, ctx, "filter", setValue("#f-status", "cancelled"),
 			waitJS(`document.body.dataset.page === 'jobs' && location.hash.includes('status=cancelled')`),
@@ -286,6 +298,9 @@ func TestDashboard(t *testing.T) {
 		run(t, ctx, "open", page("duplicates"), e.shot("08-duplicates"))
 		if !eval[bool](t, ctx, `document.querySelector('#main [role=status]').textContent.startsWith('No duplicates')`) {
 			t.Error("empty duplicates page lacks its message")
+		}
+		if got := eval[string](t, ctx, `document.getElementById('dup-search').textContent`); !strings.HasPrefix(got, "complete") {
+			t.Errorf("with nothing to hash the search says %q, want complete", got)
 		}
 	})
 

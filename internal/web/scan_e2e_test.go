@@ -251,10 +251,12 @@ func TestScanLive(t *testing.T) {
 	step("duplicates", func(t *testing.T) {
 		waitAPI(t, e, "duplicate groups", func() bool {
 			_, g := e.call(t, "GET", "/duplicates/groups", nil)
-			return len(g["items"].([]any)) == len(wantGroups)
+			return len(g["items"].([]any)) == len(wantGroups) && g["status"].(map[string]any)["complete"] == true
 		})
 		run(t, ctx, "open", page("duplicates"),
 			waitJS(fmt.Sprintf(`document.querySelectorAll('#dup-groups .dup-group').length === %d`, len(wantGroups))),
+			waitJS(`document.getElementById('dup-search').dataset.complete === 'true' &&
+				document.getElementById('dup-search').textContent.startsWith('complete')`),
 			waitJS(`[...document.querySelectorAll('#dup-groups .card')].every((c) => c.querySelector('img') && c.querySelector('img').naturalWidth > 0)`),
 			e.shot("23-duplicates"))
 		got := eval[[][]string](t, ctx, `[...document.querySelectorAll('#dup-groups .dup-group')].map((g) =>

@@ -87,6 +87,7 @@ export class Pager {
     const page = await get(this.path + qs({ ...this.params, limit: this.limit, cursor: this.cursor }), opts);
     this.cursor = page.next_cursor;
     this.done = !page.next_cursor;
+    this.status = page.status;
     return page.items || [];
   }
 }

@@ -3,14 +3,15 @@
 // bytes and its files side by side with their covers.
 
 import { Pager, get } from '../api.js';
-import { cover, errorText, fileName, fmtBytes, fmtNum, h, moreButton, replace } from '../ui.js';
+import { badge, cover, errorText, fileName, fmtBytes, fmtNum, h, moreButton, replace } from '../ui.js';
 
 export const title = 'Duplicates';
 
 export async function render(root) {
   const list = h('div', { id: 'dup-groups' });
   const total = h('p', { class: 'hint', role: 'status' });
-  root.append(h('h1', {}, 'Duplicates'),
+  const search = h('p', { id: 'dup-search', class: 'hint' });
+  root.append(h('h1', {}, 'Duplicates'), search,
     h('p', { class: 'hint' }, 'Files whose content hash is equal. Wasted bytes is what keeping one copy of each group would free.'),
     total, list);
   const pager = new Pager('/duplicates/groups', {}, 20);
@@ -18,6 +19,7 @@ export async function render(root) {
   let wasted = 0;
   const load = async () => {
     const items = await pager.next();
+    if (pager.status) showSearch(search, pager.status);
     for (const g of items) {
       list.append(group(g));
       groups++;
@@ -31,6 +33,16 @@ export async function render(root) {
   const more = moreButton(load, 'Load more groups');
   root.append(more);
   more.hidden = !(await load());
+}
+
+// showSearch says whether the groups are final: they are once no file that
+// shares its size with another is left to hash.
+function showSearch(el, st) {
+  const unread = st.unreadable > 0 ? ` ${fmtNum(st.unreadable)} unreadable file${st.unreadable === 1 ? '' : 's'} wait for a retry.` : '';
+  el.dataset.complete = st.complete;
+  replace(el, st.complete
+    ? [badge('complete', 'ok'), ` Every possible duplicate has been hashed.${unread}`]
+    : [badge('still looking', 'warn'), ` ${fmtNum(st.candidates_pending)} candidate${st.candidates_pending === 1 ? '' : 's'} left (${fmtBytes(st.candidate_bytes)} to read).${unread}`]);
 }
 
 function group(g) {

@@ -4,7 +4,7 @@
 // something changed, never on a timer.
 
 import { ApiError, api, get } from '../api.js';
-import { badge, debounce, errorText, fmtNum, fmtTime, h, progressBar, replace, toast } from '../ui.js';
+import { badge, debounce, errorText, fmtBytes, fmtNum, fmtTime, h, progressBar, replace, toast } from '../ui.js';
 
 export const title = 'Overview';
 
@@ -26,6 +26,8 @@ export async function render(root, ctx) {
       h('section', { class: 'panel', 'aria-labelledby': 'h-wal' }, h('h2', { id: 'h-wal' }, 'Last WAL checkpoint'), walEl)));
 
   const jobs = new Map(); // id → job view (or event payload)
+  let hashStatus = null; // GET /duplicates/groups status, while a hash job is shown
+  let scansQueued = 0;
 
   const drawJobs = () => {
     const list = [...jobs.values()].sort((a, b) => b.id - a.id);
@@ -36,7 +38,14 @@ export async function render(root, ctx) {
         j.library_id ? h('a', { href: `#/browse?library=${j.library_id}` }, `library ${j.library_id}`) : 'all libraries',
         badge(j.status), j.cancel_requested ? badge('cancel requested', 'warn') : null,
         h('a', { href: `#/jobs?id=${j.id}` }, 'details')),
-      progressBar(j))));
+      progressBar(j),
+      j.kind === 'hash' && !terminal.has(j.status) ? hashPhase(hashStatus, scansQueued) : null)));
+  };
+
+  const loadHashStatus = async () => {
+    if (![...jobs.values()].some((j) => j.kind === 'hash' && !terminal.has(j.status))) return;
+    hashStatus = (await get('/duplicates/groups?limit=1')).status;
+    drawJobs();
   };
 
   const loadJobs = async () => {
@@ -48,6 +57,7 @@ export async function render(root, ctx) {
 
   const loadQueue = async () => {
     const q = await get('/queue');
+    scansQueued = q.items.filter((e) => e.kind === 'scan').length;
     if (!q.items.length) return replace(queueEl, h('p', { class: 'hint' }, 'The queue is empty.'));
     replace(queueEl, h('ol', {}, q.items.map((e) => h('li', { dataset: { queueId: e.id } },
       `${e.kind} `, e.library_id ? `library ${e.library_id}` : 'all libraries', ` · ${e.priority} · ${e.reason} · `,
@@ -103,7 +113,9 @@ export async function render(root, ctx) {
   };
   const refreshSide = debounce(() => {
     guard(loadQueue, queueEl)(); guard(loadWorkers, workersEl)(); guard(loadWAL, walEl)();
+    guard(loadHashStatus, jobsEl)();
   }, 400);
+  const refreshHash = debounce(() => { guard(loadQueue, queueEl)(); guard(loadHashStatus, jobsEl)(); }, 2000);
   const refreshThumbs = debounce(guard(loadThumbs, thumbsEl), 500);
 
   ctx.on('job', (j) => {
@@ -113,10 +125,28 @@ export async function render(root, ctx) {
     // next visit, so the end of a scan can be seen.
     drawJobs();
     if (!had || terminal.has(j.status)) refreshSide();
+    else if (j.kind === 'hash') refreshHash();
   });
   ctx.on('thumbnail', refreshThumbs);
   ctx.on('reconnected', () => { guard(loadJobs, jobsEl)(); refreshSide(); refreshThumbs(); });
 
   await Promise.all([guard(loadJobs, jobsEl)(), guard(loadQueue, queueEl)(), guard(loadWorkers, workersEl)(),
     guard(loadThumbs, thumbsEl)(), guard(loadWAL, walEl)()]);
+  await guard(loadHashStatus, jobsEl)();
+}
+
+// hashPhase says which pass a hash job is in: duplicates are looked for
+// first, then the remaining files are hashed for move detection; a queued
+// scan makes the job yield its slot within seconds.
+function hashPhase(st, scansQueued) {
+  const parts = [];
+  if (st) {
+    parts.push(st.candidates_pending > 0
+      ? h('span', { class: 'phase', dataset: { phase: 'candidates' } },
+        `Looking for duplicates: ${fmtNum(st.candidates_pending)} candidate${st.candidates_pending === 1 ? '' : 's'} left (${fmtBytes(st.candidate_bytes)})`)
+      : h('span', { class: 'phase', dataset: { phase: 'backfill' } },
+        `Duplicate groups complete; hashing the rest: ${fmtNum(st.backfill_pending)} file${st.backfill_pending === 1 ? '' : 's'} left (${fmtBytes(st.backfill_bytes)})`));
+  }
+  if (scansQueued > 0) parts.push(' ', badge('scan waiting: this hash yields to it', 'warn'));
+  return parts.length ? h('p', { class: 'hint hash-phase' }, ...parts) : null;
 }
