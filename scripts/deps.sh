@@ -9,6 +9,7 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v vipsthumbnail >/dev/null || need+=(libvips-tools)
 command -v 7zz >/dev/null || need+=(7zip)
 command -v b3sum >/dev/null || need+=(b3sum)
+for tool in jdupes rdfind fdupes; do command -v $tool >/dev/null || need+=($tool); done
 command -v bsdtar >/dev/null || need+=(libarchive-tools)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v gcc >/dev/null || need+=(gcc)

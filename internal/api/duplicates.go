@@ -31,9 +31,15 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	status, err := s.hashStatus(ctx)
-	if err != nil {
-		return err
+	// The status costs a pass over the due files, so only the first page
+	// carries it: a client paging through thousands of groups pays it once.
+	var status *hashStatusView
+	if after == nil {
+		st, err := s.hashStatus(ctx)
+		if err != nil {
+			return err
+		}
+		status = &st
 	}
 	return c.JSON(http.StatusOK, groupPage{
 		page: makePage(groups, limit, func(g store.DuplicateGroup) store.DuplicateGroup { return g },
@@ -45,7 +51,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 // groupPage is a page of groups with how far the search for them is.
 type groupPage struct {
 	page[store.DuplicateGroup]
-	Status hashStatusView `json:"status"`
+	Status *hashStatusView `json:"status"` // first page only
 }
 
 // hashStatusView says whether the duplicate groups are complete: they are

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -73,6 +75,36 @@ func TestDuplicateGroupsStatus(t *testing.T) {
 		want := status{HashAlgorithm: "sha256", CandidatesPending: 3, CandidateBytes: 3000, Unreadable: 1}
 		if got := get(); got != want {
 			t.Fatalf("status %+v, want %+v", got, want)
+		}
+	})
+	t.Run("only the first page carries it", func(t *testing.T) {
+		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET content_hash = unhex(?) WHERE id = ?`,
+			strings.Repeat("cd", 32), ids[2]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = unhex(?),
+			needs_hash = 0, size_bytes = 1000, hash_retry_after = NULL WHERE id = ?`, strings.Repeat("cd", 32), ids[3]); err != nil {
+			t.Fatal(err)
+		}
+		r := e.call("GET", "/api/v1/duplicates/groups?limit=1", "")
+		e.expect(r, 200, "")
+		var first struct {
+			NextCursor *string         `json:"next_cursor"`
+			Status     json.RawMessage `json:"status"`
+		}
+		r.decode(t, &first)
+		if first.NextCursor == nil || string(first.Status) == "null" {
+			t.Fatalf("first page of two: %s", r.Body)
+		}
+		r = e.call("GET", "/api/v1/duplicates/groups?limit=1&cursor="+url.QueryEscape(*first.NextCursor), "")
+		e.expect(r, 200, "")
+		var next struct {
+			Items  []json.RawMessage `json:"items"`
+			Status json.RawMessage   `json:"status"`
+		}
+		r.decode(t, &next)
+		if len(next.Items) != 1 || string(next.Status) != "null" {
+			t.Fatalf("second page: %s", r.Body)
 		}
 	})
 }

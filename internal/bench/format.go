@@ -15,6 +15,7 @@ func workloads() []workload {
 		{"first-scan", firstScanRows},
 		{"hash-large", hashLargeRows},
 		{"hash-small", hashSmallRows},
+		{"duplicates", dupRows},
 		{"covers", coverRows},
 		{"claim", claimRows},
 		{"api", apiRows},

@@ -107,6 +107,7 @@ type Report struct {
 	Recoveries                   map[string]int // observed lease hand-overs per table
 	LeaseExpiredJobs             int64          // job rows seen with error_code lease_expired
 	Retries                      int64          // sum of attempt-1 over scan/hash jobs
+	Yields                       int64          // hash jobs that yielded to a waiting scan
 	FastForwards                 int64
 	Samples, SampleErrors        int
 	MaxActiveScanHash            int64
@@ -136,8 +137,8 @@ func (r *Report) String() string {
 		tables = append(tables, fmt.Sprintf("%s %d", t, n))
 	}
 	sort.Strings(tables)
-	fmt.Fprintf(&b, "  recoveries seen: %s; job rows seen lease_expired: %d; scan/hash retries (attempt-1): %d; retry times pulled forward: %d\n",
-		strings.Join(tables, ", "), r.LeaseExpiredJobs, r.Retries, r.FastForwards)
+	fmt.Fprintf(&b, "  recoveries seen: %s; job rows seen lease_expired: %d; scan/hash retries (attempt-1): %d; retry times pulled forward: %d; hash yields to scans: %d\n",
+		strings.Join(tables, ", "), r.LeaseExpiredJobs, r.Retries, r.FastForwards, r.Yields)
 	fmt.Fprintf(&b, "  sampler: %d samples, %d errors, max active scan/hash rows %d\n", r.Samples, r.SampleErrors, r.MaxActiveScanHash)
 	for _, c := range r.Checks {
 		fmt.Fprintf(&b, "  %s\n", c)
@@ -220,6 +221,11 @@ func (h *harness) prepare(ctx context.Context) error {
 // legitimate end, but not one the clean run can be compared with).
 var runSettings = map[string]any{"jobs.max_attempts": 100}
 
+// chaosSettings slow hashing down to 1 MB/s in the chaos run (a hash of the
+// library then takes seconds), so that kills land in both hash passes and
+// scans requested by keepBusy find a hash job to yield.
+var chaosSettings = map[string]any{"jobs.max_attempts": 100, "io.hash_rate_limit_mb_s": 1}
+
 // cleanRun indexes the copy with one controld and one workerd and nothing
 // going wrong; its file rows are the reference.
 func (h *harness) cleanRun(ctx context.Context) (map[string]fileRow, error) {
@@ -285,7 +291,7 @@ func (h *harness) chaosRun(ctx context.Context) error {
 	if h.op, err = openOperator(c.db); err != nil {
 		return err
 	}
-	if h.lid, err = c.setup(ctx, h.lib, runSettings); err != nil {
+	if h.lid, err = c.setup(ctx, h.lib, chaosSettings); err != nil {
 		return err
 	}
 	sctx, stopSampler := context.WithCancel(ctx)
@@ -356,7 +362,9 @@ func (h *harness) verify(ctx context.Context, want map[string]fileRow, before ma
 	r := h.r
 	r.Samples, r.SampleErrors, r.MaxActiveScanHash, r.Recoveries = h.smp.snapshot()
 	r.LeaseExpiredJobs = h.smp.leaseExpiredJobs()
-	if err := h.ro.QueryRowContext(ctx, `SELECT ifnull(sum(attempt - 1), 0) FROM jobs WHERE kind IN ('scan','hash')`).Scan(&r.Retries); err != nil {
+	if err := h.ro.QueryRowContext(ctx, `SELECT ifnull(sum(attempt - 1), 0),
+		(SELECT count(*) FROM jobs WHERE kind = 'hash' AND json_extract(result, '$.yielded') = 1)
+		FROM jobs WHERE kind IN ('scan','hash')`).Scan(&r.Retries, &r.Yields); err != nil {
 		return err
 	}
 	r.Checks = append(r.Checks,

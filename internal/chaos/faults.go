@@ -18,6 +18,9 @@ func (h *harness) faults(ctx context.Context) error {
 		if err := h.keepBusy(ctx); err != nil {
 			return err
 		}
+		if err := h.interruptHash(ctx); err != nil {
+			return err
+		}
 		kills := h.r.WorkerKills
 		switch {
 		case !zombie && kills >= h.cfg.WorkerKills/2:
@@ -53,8 +56,9 @@ func (h *harness) pause(ctx context.Context) error {
 
 // keepBusy gives the workers something to lose when the pipeline has run
 // dry before the faults are done: it switches hash.algorithm (every file
-// is rehashed) and asks for a hash and a rescan. The final phase switches
-// back, so the end state is comparable with the clean run.
+// is rehashed) and asks for a hash and, once it runs, a rescan it yields
+// to. The final phase switches back, so the end state is comparable with
+// the clean run.
 func (h *harness) keepBusy(ctx context.Context) error {
 	b, err := readBacklog(ctx, h.ro)
 	if err != nil || !b.drained() {
@@ -69,6 +73,32 @@ func (h *harness) keepBusy(ctx context.Context) error {
 	if err := h.c.api(ctx, "POST", "/jobs", map[string]any{"kind": "hash", "library_id": h.lid}, nil); err != nil {
 		return err
 	}
+	// The scan is asked for once the hash runs, so that the hash yields.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		if err := h.ro.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE kind = 'hash' AND status = 'running'`).Scan(&n); err == nil && n > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return h.c.requestScan(ctx, h.lid)
+}
+
+// interruptHash asks for a scan in every other round that finds a hash job
+// running, so that the hash yields and the kills that follow land on a
+// yield and on the re-requested hash.
+func (h *harness) interruptHash(ctx context.Context) error {
+	var n int
+	err := h.ro.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE kind = 'hash' AND status = 'running'`).Scan(&n)
+	if err != nil || n == 0 || h.rng.IntN(2) == 0 {
+		return err
+	}
+	h.logf("scan requested while a hash runs")
 	return h.c.requestScan(ctx, h.lid)
 }
 

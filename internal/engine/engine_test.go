@@ -174,6 +174,47 @@ func TestEngineCancel(t *testing.T) {
 	}
 }
 
+// TestEngineHashYieldsToScan: a scan request queued while a hash job runs
+// makes the hash job stop, keep what its executor returned, and complete
+// with yielded=1, so that controld can promote the scan; a scan job is
+// never stopped by another queued scan.
+func TestEngineHashYieldsToScan(t *testing.T) {
+	noop := &enginetest.Noop{Delay: time.Minute}
+	h := setup(t, noop.Executors(), nil)
+	now := protocol.FormatTime(time.Now())
+	lib := h.exec(`INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('l', '/l', ?, ?)`, now, now)
+	queueScan := func() {
+		h.exec(`INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
+			VALUES ('scan', ?, 'high', 'manual', ?, ?)`, lib, now, now)
+	}
+	// The harness fails the parent test, so the steps are not subtests.
+	{ // a hash yields
+		id := h.job("hash", `{}`)
+		h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'running'`, id)
+		asked := time.Now()
+		queueScan()
+		h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'completed' AND error_code IS NULL
+			AND json_extract(result, '$.yielded') = 1 AND lease_expires_at IS NULL`, id)
+		if d := time.Since(asked); d > 2*time.Second {
+			t.Fatalf("yield observed after %v, want within 2 s", d)
+		}
+		if r := noop.Runs(); len(r) != 1 || !errors.Is(r[0].Err, context.Canceled) {
+			t.Fatalf("executor context not cancelled: %+v", r)
+		}
+	}
+	{ // a scan does not yield to a scan
+		id := h.job("scan", `{}`)
+		h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'running'`, id)
+		ran := time.Now()
+		for time.Since(ran) < 300*time.Millisecond { // six cancel checks
+			if n := h.num(`SELECT count(*) FROM jobs WHERE id = ? AND status = 'running'`, id); n != 1 {
+				t.Fatal("a running scan stopped because another scan was queued")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
 func TestEngineLostLeaseWritesNothing(t *testing.T) {
 	noop := &enginetest.Noop{Delay: time.Minute}
 	h := setup(t, noop.Executors(), nil)

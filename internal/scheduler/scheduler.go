@@ -44,6 +44,10 @@ type Scheduler struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	dispatch *service
+
+	// followedUpTo is the id up to which every job was finished and
+	// followed up; only the dispatch service reads and writes it.
+	followedUpTo int64
 }
 
 // New prepares a scheduler over st; nothing runs before Start.

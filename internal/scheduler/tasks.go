@@ -85,9 +85,17 @@ func (s *Scheduler) admitCovers(ctx context.Context, v settings.Values) (int64, 
 // its library; after a hash job that yielded to a scan, the same hash job
 // again, queued behind the scan. Settings are read only when there is
 // something to follow up.
-func (s *Scheduler) followUpJobs(ctx context.Context) (int64, error) {
-	var done int64
-	after := int64(0)
+func (s *Scheduler) followUpJobs(ctx context.Context) (done int64, err error) {
+	floor, err := s.st.FollowUpFloor(ctx)
+	if err != nil {
+		return 0, err
+	}
+	after := s.followedUpTo
+	defer func() {
+		if err == nil {
+			s.followedUpTo = floor - 1 // every job below floor was finished, and is followed up now
+		}
+	}()
 	hashAfterScan := func() (bool, error) {
 		v, err := settings.Load(ctx, s.st)
 		return err == nil && v.String("scan.hash.mode") == "full", err

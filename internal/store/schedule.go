@@ -77,6 +77,20 @@ func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([
 	return out, nil
 }
 
+// FollowUpFloor returns an id below which every job is finished: the
+// oldest pending or running job's, or one past the newest job. A
+// follow-up pass that starts after reading it may skip, next time, the ids
+// below it, so that a long jobs table is not walked twice a second.
+func (s *Store) FollowUpFloor(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.r.GetContext(ctx, &id, `SELECT ifnull((SELECT min(id) FROM jobs WHERE status IN ('pending','running')),
+		(SELECT ifnull(max(id), 0) + 1 FROM jobs))`)
+	if err != nil {
+		return 0, fmt.Errorf("follow-up floor: %w", err)
+	}
+	return id, nil
+}
+
 // FollowUpJob records that finished job jobID was followed up and, in the
 // same transaction, requests the hash job that follows it at normal
 // priority: after a completed scan of a library when hashAfterScan is set

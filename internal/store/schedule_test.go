@@ -172,3 +172,34 @@ func TestQueueRunsScansBeforeHashes(t *testing.T) {
 		t.Fatalf("head = %+v %v", j, err)
 	}
 }
+
+// TestFollowUpFloor: every job below the floor is finished; with nothing
+// open the floor is past the newest job.
+func TestFollowUpFloor(t *testing.T) {
+	ctx := context.Background()
+	e := setupQueue(t, 2)
+	floor := func() int64 {
+		t.Helper()
+		f, err := e.st.FollowUpFloor(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if f := floor(); f != 1 {
+		t.Fatalf("empty jobs table: floor %d, want 1", f)
+	}
+	first := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityNormal).Job
+	if f := floor(); f != first.ID {
+		t.Fatalf("one pending job: floor %d, want its id %d", f, first.ID)
+	}
+	e.finish(t, first.ID, protocol.JobCompleted)
+	second := e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityNormal).Job
+	if f := floor(); f != second.ID {
+		t.Fatalf("floor %d, want the open job %d", f, second.ID)
+	}
+	e.finish(t, second.ID, protocol.JobFailed)
+	if f := floor(); f != second.ID+1 {
+		t.Fatalf("all finished: floor %d, want %d", f, second.ID+1)
+	}
+}
