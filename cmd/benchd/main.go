@@ -28,7 +28,7 @@ func run(args []string) int {
 	scale := fs.String("scale", envOr("BENCH_SCALE", "small"), "small (a few minutes) or full (up to 30 minutes) (env BENCH_SCALE)")
 	write := fs.String("write", "", "write the report as Markdown to this file (e.g. docs/PERFORMANCE.md)")
 	note := fs.String("note", "", "text placed above the table in the -write file (e.g. the machine's state)")
-	only := fs.String("only", "", "run only the workloads matching this regexp: rescan, first-scan, hash-large, hash-small, duplicates, "+
+	only := fs.String("only", "", "run only the workloads matching this regexp: rescan, first-scan, hash-large, hash-small, duplicates, visible, "+
 		"covers, claim, api, duplicates-store, wal")
 	data := fs.String("data", "", "folder in which the run makes its own folder for generated data and binaries (default: the OS temp dir)")
 	keep := fs.Bool("keep", false, "keep the run's data folder afterwards (default: removed)")

@@ -16,6 +16,7 @@ func workloads() []workload {
 		{"hash-large", hashLargeRows},
 		{"hash-small", hashSmallRows},
 		{"duplicates", dupRows},
+		{"visible", visibleRows},
 		{"covers", coverRows},
 		{"claim", claimRows},
 		{"api", apiRows},
