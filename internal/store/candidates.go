@@ -112,19 +112,36 @@ type HashStatus struct {
 // Complete reports that every duplicate group is known.
 func (h HashStatus) Complete() bool { return h.CandidatesPending == 0 }
 
+// hashPending selects the present files not hashed with ?2 (due or in a
+// read-error backoff) through indexes only: the needs_hash partial index,
+// and the dedup-group index for a digest of no or another algorithm (<>
+// spelt as two ranges). The status is read on every first page of
+// duplicate groups, so it must not scan a table of a million hashed files;
+// INDEXED BY keeps the planner, which has no statistics, from picking a
+// full index scan instead.
+const hashPending = `SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_needs_hash
+		WHERE f.needs_hash = 1 AND f.is_missing = 0
+	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
+		WHERE f.hash_algorithm IS NULL AND f.needs_hash = 0 AND f.is_missing = 0
+	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
+		WHERE f.hash_algorithm < ?2 AND f.needs_hash = 0 AND f.is_missing = 0
+	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
+		WHERE f.hash_algorithm > ?2 AND f.needs_hash = 0 AND f.is_missing = 0`
+
+const pendingCols = `f.id, f.size_bytes, f.partial_hash, f.hash_retry_after`
+
 // HashStatus counts what is still due for hashing with alg, split into the
 // two passes of the hash job.
 func (s *Store) HashStatus(ctx context.Context, alg protocol.HashAlgorithm) (HashStatus, error) {
 	var row struct {
 		Due, DueBytes, Cand, CandBytes, Unreadable int64
 	}
-	now := s.nowText()
-	err := s.r.QueryRowContext(ctx, `SELECT count(*), ifnull(sum(size_bytes), 0),
-			ifnull(sum(cand), 0), ifnull(sum(CASE WHEN cand THEN size_bytes END), 0),
-			(SELECT count(*) FROM library_files f WHERE f.is_missing = 0 AND f.hash_retry_after > ?3
-			   AND (f.needs_hash = 1 OR f.hash_algorithm IS NOT ?2))
-		FROM (SELECT f.size_bytes, `+hashCandidate+` AS cand FROM library_files f WHERE `+hashDue+`)`,
-		nil, string(alg), now).Scan(&row.Due, &row.DueBytes, &row.Cand, &row.CandBytes, &row.Unreadable)
+	err := s.r.QueryRowContext(ctx, `SELECT ifnull(sum(NOT waiting), 0), ifnull(sum(CASE WHEN NOT waiting THEN size_bytes END), 0),
+			ifnull(sum(cand), 0), ifnull(sum(CASE WHEN cand THEN size_bytes END), 0), ifnull(sum(waiting), 0)
+		FROM (SELECT f.size_bytes, ifnull(f.hash_retry_after > ?3, 0) AS waiting,
+				NOT ifnull(f.hash_retry_after > ?3, 0) AND `+hashCandidate+` AS cand
+			FROM (`+hashPending+`) f)`,
+		nil, string(alg), s.nowText()).Scan(&row.Due, &row.DueBytes, &row.Cand, &row.CandBytes, &row.Unreadable)
 	if err != nil {
 		return HashStatus{}, fmt.Errorf("hash status: %w", err)
 	}
