@@ -205,6 +205,20 @@ const method = `- The driver (` + "`internal/bench`, `cmd/benchd`" + `) compiles
   (the tree evicted with posix_fadvise DONTNEED after a sync: what the first hash of a NAS library meets) and
   warm (the tree read just before). This VM drains its page cache within about a minute, so a 3.5 GB tree is
   never warm for long.
+- Duplicate report (` + "`internal/hashing` BenchmarkDuplicateReport" + `): the hash executor over rows as a scan leaves
+  them (nothing hashed), timed until its candidate pass has committed, when the duplicate groups are complete
+  (partial digests of same-size files, then full digests of the files that may still be copies; the backfill
+  that follows is not timed), against ` + "`jdupes -r -q`, `rdfind -dryrun true`, `fdupes -r -q`" + ` on the same
+  tree, cold and warm as above. Read MB is what each read from storage: ` + "`read_bytes`" + ` of ` + "`/proc/self/io`" + `
+  for the executor, the child's rusage inblock for the tools. Trees: comic-sized files of 20–80 MB (every tenth a
+  copy, every twentieth the same size and first and last 64 KiB as its neighbour but different in the middle),
+  and small files of 4–64 KiB (every twentieth a copy). Incremental: 100 files (10 copies) beside the hashed
+  small tree, the executor over the new rows against a jdupes rerun over tree and additions, warm.
+- Time to visible: a real ` + "`controld serve`" + ` and ` + "`workerd run`" + ` on a library of comic-sized cbz files, hashing
+  limited to 200 MB/s (a NAS disk) and restarted with the other algorithm whenever it ends, so that a full hash
+  runs during each try; a new cbz (3 pages of 600×900) is written, a scan requested through the API, and the
+  time until ` + "`GET /files`" + ` lists it with a ready cover is taken ten times; the same five times with nothing
+  running is the baseline.
 - Covers (` + "`internal/thumbs` BenchmarkCoversJPEG, BenchmarkCoversArchive, BenchmarkCoverPeakRSS" + `): libvips
   shrink-on-load renders of generated 3000×4000 noise JPEGs (about a real scan's entropy), written to a sharded
   cache, against one ` + "`vipsthumbnail -s 320x`" + ` process given all files (same width and format, all cores).
