@@ -4,9 +4,11 @@
 -- differ are never equal, so a hash job fully hashes those files first and
 -- fills in everyone else's content_hash afterwards.
 --
--- partial_hash is the BLAKE3 digest of a file's first and last 64 KiB (files
--- over 128 KiB only). It is never a content hash and never groups anything:
--- it only decides which files are read whole first. NULL means unknown.
+-- partial_hash is the BLAKE3 digest of a file's first 4 KiB (files of 8 to
+-- 128 KiB) or first and last 64 KiB (larger files); it is only compared
+-- between files of one size. It is never a content hash and never groups
+-- anything: it only decides which files are read whole first. NULL means
+-- unknown.
 ALTER TABLE library_files ADD COLUMN partial_hash BLOB
     CHECK (partial_hash IS NULL OR length(partial_hash) = 32);
 

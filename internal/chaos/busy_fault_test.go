@@ -66,17 +66,7 @@ func TestBusyStorm(t *testing.T) {
 	if _, err := fixtures.Library(filepath.Join(root, "comics"), fixtures.LibrarySpec{Files: 40, Broken: 2}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newCluster("busy", filepath.Join(dir, "busy"), bin, root, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.killAll)
-	if err := c.startControl(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.startWorker("w"); err != nil {
-		t.Fatal(err)
-	}
+	c := runCluster(ctx, t, "busy", filepath.Join(dir, "busy"), bin, root)
 	lib, err := c.setup(ctx, filepath.Join(root, "comics"), nil)
 	if err != nil {
 		t.Fatal(err)

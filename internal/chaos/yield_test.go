@@ -54,17 +54,7 @@ func TestHashYieldsToScan(t *testing.T) {
 			writeFile(t, filepath.Join(lib, "Big", fmt.Sprintf("Big %02d copy.cbz", i)), book)
 		}
 	}
-	c, err := newCluster("yield", filepath.Join(dir, "yield"), bin, root, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.killAll)
-	if err := c.startControl(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.startWorker("w"); err != nil {
-		t.Fatal(err)
-	}
+	c := runCluster(ctx, t, "yield", filepath.Join(dir, "yield"), bin, root)
 	lid, err := c.setup(ctx, lib, map[string]any{"io.hash_rate_limit_mb_s": 1})
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +133,24 @@ func TestHashYieldsToScan(t *testing.T) {
 	if !groups.Status.Complete || groups.Status.BackfillPending != 0 || len(groups.Items) < 4 {
 		t.Errorf("after the last hash: %+v; want complete, nothing left, the 3 copies and the new cbz among the groups", groups)
 	}
+}
+
+// runCluster starts controld and one workerd, slot "w", over the libraries
+// under root (lease 3 s); both are killed when the test ends.
+func runCluster(ctx context.Context, t *testing.T, name, dir, bin, root string) *cluster {
+	t.Helper()
+	c, err := newCluster(name, dir, bin, root, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.killAll)
+	if err := c.startControl(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.startWorker("w"); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // waitHashRunning waits for a running hash job newer than after.

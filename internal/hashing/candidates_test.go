@@ -124,9 +124,11 @@ func TestCandidatesFirst(t *testing.T) {
 	e.addFile(t, "partialTwin2.cbz", withMiddle(twin)) // same first and last 64 KiB
 	e.addFile(t, "small1.jpg", small)
 	e.addFile(t, "small2.jpg", small)
-	e.addFile(t, "small3.jpg", noise(8, 10*kib))
+	e.addFile(t, "small3.jpg", noise(8, 10*kib)) // same size, another first page
 	e.addFile(t, "smallUniq.jpg", noise(9, 11*kib))
-	e.addOther(t, "otherCopy.cbz", cross) // due, but outside the job's library
+	e.addFile(t, "tiny1.jpg", noise(10, 5*kib)) // too small for a partial digest:
+	e.addFile(t, "tiny2.jpg", noise(11, 5*kib)) // read whole as candidates
+	e.addOther(t, "otherCopy.cbz", cross)       // due, but outside the job's library
 
 	var atCandidatesEnd struct {
 		due, hashed, partials, groups string
@@ -151,11 +153,12 @@ func TestCandidatesFirst(t *testing.T) {
 	}
 
 	t.Run("candidate pass hashes only possible duplicates", func(t *testing.T) {
-		if want := "headTwin1.cbz headTwin2.cbz smallUniq.jpg uniq2.cbz"; atCandidatesEnd.due != want {
+		if want := "headTwin1.cbz headTwin2.cbz small3.jpg smallUniq.jpg uniq2.cbz"; atCandidatesEnd.due != want {
 			t.Fatalf("due after the candidate pass: %s, want %s", atCandidatesEnd.due, want)
 		}
 		// Partial digests only where a same-size twin exists, in any library.
-		if want := "crossLib.cbz dupA1.cbz dupA2.cbz headTwin1.cbz headTwin2.cbz otherCopy.cbz partialTwin1.cbz partialTwin2.cbz"; atCandidatesEnd.partials != want {
+		if want := "crossLib.cbz dupA1.cbz dupA2.cbz headTwin1.cbz headTwin2.cbz otherCopy.cbz partialTwin1.cbz partialTwin2.cbz " +
+			"small1.jpg small2.jpg small3.jpg"; atCandidatesEnd.partials != want {
 			t.Fatalf("partials: %s, want %s", atCandidatesEnd.partials, want)
 		}
 	})
@@ -165,7 +168,7 @@ func TestCandidatesFirst(t *testing.T) {
 		}
 		// otherCopy (library 2, not in this job) may still equal crossLib.
 		st := atCandidatesEnd.status
-		if st.CandidatesPending != 1 || st.CandidateBytes != int64(len(cross)) || st.BackfillPending != 4 || st.Complete() {
+		if st.CandidatesPending != 1 || st.CandidateBytes != int64(len(cross)) || st.BackfillPending != 5 || st.Complete() {
 			t.Fatalf("status at the candidate pass end: %+v", st)
 		}
 	})
@@ -173,7 +176,7 @@ func TestCandidatesFirst(t *testing.T) {
 		if due := e.names(t, `library_id = 1 AND needs_hash = 1`); due != "" {
 			t.Fatalf("still due: %s", due)
 		}
-		if res["hashed"] != 12 || res["candidates"] != 8 || res["partials"] != 8 {
+		if res["hashed"] != 14 || res["candidates"] != 9 || res["partials"] != 11 {
 			t.Fatalf("result %v", res)
 		}
 		if e.groups(t) != atCandidatesEnd.groups {

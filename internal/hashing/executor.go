@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/engine"
@@ -123,6 +124,7 @@ type run struct {
 
 	rep              engine.Reporter
 	processed, total int64
+	partialsStored   atomic.Int64 // counted by the partial digests' commits
 }
 
 // Execute hashes every due file of the job's library (all libraries when

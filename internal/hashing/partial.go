@@ -2,6 +2,7 @@ package hashing
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 
@@ -11,29 +12,43 @@ import (
 )
 
 // partials computes the partial digests that decide which due files are
-// duplicate candidates (store.PartialTargets): the first and last
-// store.PartialBlock bytes of every same-size file that lacks one. They are
-// 128 KiB reads, so hash.io_depth of them are in flight at once, as for
-// small files. A file that cannot be read, or no longer matches its row,
+// duplicate candidates (store.PartialTargets) for every same-size file
+// that lacks one. They are reads of 4 to 128 KiB, so hash.io_depth of them
+// are in flight at once, as for small files. A file that cannot be read, or no longer matches its row,
 // keeps an unknown partial digest: its twins are then read whole, which is
 // slower but never misses a group.
 func (r *run) partials(ctx context.Context) error {
+	defer func() { r.counts.Partials = r.partialsStored.Load() }() // every return has settled the commits
 	var last int64
+	var committing chan error // the previous batch's commit, if any
+	settle := func() error {
+		if committing == nil {
+			return nil
+		}
+		err := <-committing
+		committing = nil
+		return err
+	}
 	for {
 		targets, err := r.e.st.PartialTargets(ctx, r.job.LibraryID, r.alg, last, r.e.cfg.BatchSize)
 		if err != nil || len(targets) == 0 {
-			return err
+			return errors.Join(err, settle())
 		}
 		results := r.readPartials(ctx, targets)
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.cfg.FlushTimeout)
-		stored, err := r.e.st.RecordPartialHashes(wctx, results)
-		cancel()
-		r.counts.Partials += stored
-		if err != nil {
+		if err := settle(); err != nil {
 			return err
 		}
+		// The digests are committed while the next batch is read.
+		committing = make(chan error, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.cfg.FlushTimeout)
+			defer cancel()
+			stored, err := r.e.st.RecordPartialHashes(wctx, results)
+			r.partialsStored.Add(stored)
+			committing <- err
+		}()
 		if err := ctx.Err(); err != nil {
-			return err
+			return errors.Join(err, settle())
 		}
 		last = targets[len(targets)-1].ID
 	}
@@ -71,9 +86,10 @@ func (r *run) readPartials(ctx context.Context, targets []store.HashCandidate) [
 	return out
 }
 
-// partialOf reads c's first and last PartialBlock bytes into buf and
-// digests them; ok is false when the file is unavailable, unreadable, or
-// not the version its row describes, before or after the read.
+// partialOf reads the span of c that its size calls for (store.HeadBlock
+// or both ends' store.PartialBlock) into buf and digests it; ok is false
+// when the file is unavailable, unreadable, or not the version its row
+// describes, before or after the read.
 func (r *run) partialOf(ctx context.Context, c store.HashCandidate, buf []byte) (sum []byte, ok bool) {
 	root := r.roots[c.LibraryID]
 	if root == nil || ctx.Err() != nil {
@@ -84,17 +100,16 @@ func (r *run) partialOf(ctx context.Context, c store.HashCandidate, buf []byte) 
 		return nil, false
 	}
 	defer f.Close()
-	if !sameVersion(fi, c) || fi.Size() <= int64(len(buf)) {
+	if !sameVersion(fi, c) || fi.Size() <= store.NoPartialMax {
 		return nil, false
+	}
+	if fi.Size() <= 2*store.PartialBlock {
+		buf = buf[:store.HeadBlock]
 	}
 	if take := r.budget.take(ctx); take != nil && take(int64(len(buf))) != nil {
 		return nil, false
 	}
-	half := len(buf) / 2
-	if _, err := f.ReadAt(buf[:half], 0); err != nil {
-		return nil, false
-	}
-	if _, err := f.ReadAt(buf[half:], fi.Size()-int64(half)); err != nil {
+	if err := readEnds(f, fi.Size(), buf); err != nil {
 		return nil, false
 	}
 	after, err := f.Stat()
@@ -103,6 +118,21 @@ func (r *run) partialOf(ctx context.Context, c store.HashCandidate, buf []byte) 
 	}
 	d := blake3.Sum256(buf)
 	return d[:], true
+}
+
+// readEnds fills buf with the file's first bytes, or, when buf holds two
+// store.PartialBlock, its first and its last PartialBlock bytes.
+func readEnds(f *os.File, size int64, buf []byte) error {
+	if len(buf) < 2*store.PartialBlock {
+		_, err := f.ReadAt(buf, 0)
+		return err
+	}
+	half := len(buf) / 2
+	if _, err := f.ReadAt(buf[:half], 0); err != nil {
+		return err
+	}
+	_, err := f.ReadAt(buf[half:], size-int64(half))
+	return err
 }
 
 // sameVersion reports that fi is the version of the file c's row records.

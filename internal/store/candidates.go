@@ -11,18 +11,25 @@ import (
 )
 
 // Candidate-first hashing (protocol §6.4). Two files can only have equal
-// content when they have equal sizes, and, past 2 × PartialBlock bytes,
-// equal partial digests (first and last PartialBlock). So a hash job reads
-// whole, first, only the due files for which some other present file
-// passes both tests, or for which a test cannot be decided yet; once none
-// is left, every duplicate group is complete, whatever is still due. The
-// other due files are backfilled afterwards, for move detection and for
-// the duplicates of files that arrive later.
+// content when they have equal sizes and equal partial digests. So a hash
+// job reads whole, first, only the due files for which some other present
+// file passes both tests, or for which a test cannot be decided yet; once
+// none is left, every duplicate group is complete, whatever is still due.
+// The other due files are backfilled afterwards, for move detection and
+// for the duplicates of files that arrive later.
 
-// PartialBlock is the bytes read from each end of a file for its partial
-// digest. Files up to 2 × PartialBlock have none: reading them whole costs
-// the same.
-const PartialBlock = 64 << 10
+// What a partial digest covers depends on the size, and is only ever
+// compared between files of one size:
+//   - up to NoPartialMax bytes: nothing; the file is read whole at once;
+//   - up to 2 × PartialBlock: the first HeadBlock bytes (one page, as
+//     jdupes does), so same-size small files cost a page each, not a file;
+//   - larger: the first and the last PartialBlock bytes, which tell apart
+//     files that share a format's fixed header, such as two cbz.
+const (
+	NoPartialMax = 8 << 10
+	HeadBlock    = 4 << 10
+	PartialBlock = 64 << 10
+)
 
 // hashCandidate holds for a file f that another present file o may equal:
 // same size, and the partial digests, where f has one, do not tell them
@@ -30,21 +37,22 @@ const PartialBlock = 64 << 10
 // ix_library_files_size_partial.
 const hashCandidate = `EXISTS (SELECT 1 FROM library_files o
 	WHERE o.is_missing = 0 AND o.size_bytes = f.size_bytes AND o.id <> f.id
-	AND (f.size_bytes <= 131072 OR f.partial_hash IS NULL OR o.partial_hash IS NULL
+	AND (f.size_bytes <= 8192 OR f.partial_hash IS NULL OR o.partial_hash IS NULL
 	     OR o.partial_hash = f.partial_hash))`
 
 // PartialTargets returns up to limit present files larger than
-// 2 × PartialBlock, in id order after afterID, whose partial digest is
-// unknown and decides something: they share their size with another
-// present file, and one of the two is due for hashing with alg in the
-// job's scope (library ?1, all when NULL). Files of other libraries are
-// included: duplicate groups are global.
+// NoPartialMax, in id order after afterID, whose partial digest is unknown
+// and decides something: another present file has their size, and a file
+// of that size (maybe they) is due for hashing with alg in the job's scope
+// (library ?1, all when NULL). Files of other libraries are included:
+// duplicate groups are global. The walk is on the rowid, so a job pages
+// through the table once, and the size index answers both tests.
 func (s *Store) PartialTargets(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
 	var out []HashCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT DISTINCT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns
-		FROM library_files f JOIN library_files o ON o.is_missing = 0 AND o.size_bytes = f.size_bytes
-		WHERE `+hashDue+` AND f.size_bytes > 131072 AND o.partial_hash IS NULL AND o.id > ?4
-		AND EXISTS (SELECT 1 FROM library_files p WHERE p.is_missing = 0 AND p.size_bytes = f.size_bytes AND p.id <> f.id)
+	err := s.r.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns
+		FROM library_files o WHERE o.id > ?4 AND o.is_missing = 0 AND o.partial_hash IS NULL AND o.size_bytes > 8192
+		AND EXISTS (SELECT 1 FROM library_files p WHERE p.is_missing = 0 AND p.size_bytes = o.size_bytes AND p.id <> o.id)
+		AND EXISTS (SELECT 1 FROM library_files f WHERE f.size_bytes = o.size_bytes AND `+hashDue+`)
 		ORDER BY o.id LIMIT ?5`,
 		libraryID, string(alg), s.nowText(), afterID, limit)
 	if err != nil {
@@ -128,7 +136,7 @@ const hashPending = `SELECT ` + pendingCols + ` FROM library_files f INDEXED BY 
 	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
 		WHERE f.hash_algorithm > ?2 AND f.needs_hash = 0 AND f.is_missing = 0`
 
-const pendingCols = `f.id, f.size_bytes, f.partial_hash, f.hash_retry_after`
+const pendingCols = `f.id, f.library_id, f.size_bytes, f.partial_hash, f.hash_retry_after`
 
 // HashStatus counts what is still due for hashing with alg, split into the
 // two passes of the hash job.

@@ -86,10 +86,12 @@ func (s *Store) HashCandidates(ctx context.Context, p HashPass, libraryID sql.Nu
 }
 
 // CountHashCandidates counts the files due for hashing with alg (both
-// passes), for the job's total_items.
+// passes), for the job's total_items, through indexes (hashPending): a job
+// over a hashed library of 100,000 files counted them in 300 ms by a scan.
 func (s *Store) CountHashCandidates(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm) (int64, error) {
 	var n int64
-	err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM library_files f WHERE `+hashDue,
+	err := s.r.GetContext(ctx, &n, `SELECT count(*) FROM (`+hashPending+`) f
+		WHERE (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3) AND (?1 IS NULL OR f.library_id = ?1)`,
 		libraryID, string(alg), s.nowText())
 	if err != nil {
 		return 0, fmt.Errorf("count hash candidates: %w", err)
