@@ -26,26 +26,46 @@ var (
 	// anyGroup is a "(...)" or "[...]" or "{...}" group anywhere.
 	anyGroup = regexp.MustCompile(`\(([^()]*)\)|\[([^\[\]]*)\]|\{[^{}]*\}`)
 	yearText = regexp.MustCompile(`^(1[89]\d\d|20\d\d)$`)
-	// issueToken starts the volume/issue part of a file name: "v01",
-	// "Vol. 2", "Volume 3", "#004", "ch 12", "Chapter 5", "t3", "tome 2",
-	// "issue 7", "no. 8" or a bare number.
-	issueToken = regexp.MustCompile(`(?i)(?:^|[\s_.\-])(?:v|vol\.?|volume|#|ch\.?|chap\.?|chapter|t|tome|issue|no\.?)?\s*#?\d+(?:\.\d+)?(?:[\s_.\-]|$)`)
+	// issueToken is an explicit volume/issue/chapter token in a file name:
+	// "v01", "Vol. 2", "Volume 3", "#004", "#12.5", "c001", "ch 12",
+	// "Chapter 5", "t3", "tome 2", "issue 7", "no. 8", "第1巻", "01話".
+	issueToken = regexp.MustCompile(`(?i)(?:^|[\s_.\-])(?:(?:v|vol\.?|volume|#|c|ch\.?|chap\.?|chapter|chapitre|t|tome|issue|no\.?)\s*#?` +
+		num + `|第?\s*` + num + `\s*[巻話章集])(?:[\s_.\-]|$)`)
+	// bareNumber is a number standing alone in a file name ("Batman 001").
+	// It ends at a word boundary rather than consuming the separator, so
+	// that "2099 001" yields both numbers.
+	bareNumber = regexp.MustCompile(`(?:^|[\s_.\-])[0-9]+(?:\.[0-9]+)?\b`)
+	// genericFolder is a folder that only names a part of a series: a
+	// volume, chapter, tome, season or book ("Volume 01", "Vol. 2", "v03",
+	// "Chapter 12", "Tome 3", "Saison 2", "S01", "第1巻", "01", "Vol 1 -
+	// Romance Dawn"), or its extras. Books in it belong to the folder above.
+	genericFolder = regexp.MustCompile(`(?i)^(?:(?:(?:vol(?:ume)?|v|tome|t|chapter|chapitre|ch|chap|season|saison|s|book|livre|part|partie|issue|no)\.?\s*#?)?` +
+		num + `(?:\s*[-–~]\s*` + num + `)?(?:\s*[-–:]\s.*)?|第?\s*` + num + `\s*[巻話章集部].*|extras?|specials?|bonus|omake|one[- ]?shots?)$`)
 )
 
-// guessSeries names the series of a file without ComicInfo: a file in a
-// folder takes the folder's name ("Batman (2016)" is Batman, year 2016;
-// unparseable names are taken raw), a file at the library root takes its
-// own name without extension, groups and volume/issue tokens.
+// num is an issue or volume number: ASCII or full-width digits, with an
+// optional decimal part ("12.5").
+const num = `[0-9０-９]+(?:\.[0-9]+)?`
+
+// guessSeries names the series of a file without ComicInfo (docs/SCANNING.md,
+// rules 2 and 3): the nearest folder above the file that names more than a
+// volume, chapter or extras ("One Piece/Volume 01/ch 1.cbz" is One Piece;
+// "Batman (2016)" is Batman, year 2016; unparseable names are taken raw);
+// a file at the library root, or under generic folders only, is named by
+// its own file name without extension, groups and volume/issue tokens.
 func guessSeries(rel string) seriesGuess {
 	dir, file := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
-	if dir != "" {
+	for dir != "" && dir != "." {
 		raw := path.Base(dir)
 		name, year := parseFolder(raw)
 		if name == "" {
 			name = cleanName(raw)
 		}
-		return seriesGuess{name: name, year: year, source: protocol.MetaFolder}
+		if !genericFolder.MatchString(name) {
+			return seriesGuess{name: name, year: year, source: protocol.MetaFolder}
+		}
+		dir = path.Dir(dir)
 	}
 	name, year := parseFileName(file)
 	return seriesGuess{name: name, year: year, source: protocol.MetaFilename}
@@ -68,7 +88,9 @@ func parseFolder(raw string) (name string, year int) {
 	return cleanName(s), year
 }
 
-// parseFileName derives a series name from a file name at the library root.
+// parseFileName derives a series name from a file name: the text before
+// its first explicit volume/issue token, or else before its last bare
+// number ("Spider-Man 2099 001" is Spider-Man 2099), with groups removed.
 func parseFileName(file string) (name string, year int) {
 	base := strings.TrimSuffix(file, path.Ext(file))
 	s := strings.ReplaceAll(base, "_", " ")
@@ -78,17 +100,36 @@ func parseFileName(file string) (name string, year int) {
 		}
 	}
 	s = anyGroup.ReplaceAllString(s, " ")
-	for _, m := range issueToken.FindAllStringIndex(s, -1) {
-		if m[0] > 0 {
-			s = s[:m[0]]
-			break
-		}
+	if cut := tokenStart(s); cut > 0 {
+		s = s[:cut]
 	}
 	name = strings.Trim(cleanName(s), " -_.,")
 	if name == "" {
 		name = cleanName(base)
 	}
 	return name, year
+}
+
+// tokenStart is where the volume/issue part of s starts: its first
+// explicit token past the start, else (when it has no explicit token at
+// all) its last bare number past the start; 0 when there is none.
+func tokenStart(s string) int {
+	explicit := issueToken.FindAllStringIndex(s, -1)
+	for _, m := range explicit {
+		if m[0] > 0 {
+			return m[0]
+		}
+	}
+	if len(explicit) > 0 {
+		return 0
+	}
+	cut := 0
+	for _, m := range bareNumber.FindAllStringIndex(s, -1) {
+		if m[0] > 0 {
+			cut = m[0]
+		}
+	}
+	return cut
 }
 
 func groupText(s string, m []int) string {
