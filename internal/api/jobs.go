@@ -22,8 +22,9 @@ type queuedJSON struct {
 }
 
 // createJob requests a scan or hash job. The store decides in one
-// transaction: 201 a new pending job, 200 the same work already pending,
-// running or queued, 202 a queue entry waiting for the single-active slot.
+// transaction: 201 a new pending job, 202 a new queue entry waiting for the
+// single-active slot, 200 the same work already pending, running or
+// queued (the job, or the queue entry).
 func (s *Server) createJob(c echo.Context) error {
 	var b createJobBody
 	if err := decodeJSON(c, &b); err != nil {
@@ -63,8 +64,10 @@ func (s *Server) createJob(c echo.Context) error {
 		return c.JSON(http.StatusCreated, jobView(*out.Job))
 	case out.Job != nil:
 		return c.JSON(http.StatusOK, jobView(*out.Job))
-	case out.Queued != nil:
+	case out.Queued != nil && out.Created:
 		return c.JSON(http.StatusAccepted, queuedJSON{Queued: queueView(*out.Queued, out.Position)})
+	case out.Queued != nil:
+		return c.JSON(http.StatusOK, queuedJSON{Queued: queueView(*out.Queued, out.Position)})
 	}
 	return errorf("request job: empty outcome")
 }
@@ -133,6 +136,18 @@ func (s *Server) listQueue(c echo.Context) error {
 		items = append(items, queueView(e, i+1))
 	}
 	return c.JSON(http.StatusOK, page[queueEntryJSON]{Items: items})
+}
+
+func (s *Server) getQueueEntry(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	q, pos, err := s.st.QueueEntry(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, queueView(q, pos))
 }
 
 func (s *Server) deleteQueueEntry(c echo.Context) error {

@@ -120,7 +120,7 @@ func TestLibraries(t *testing.T) {
 func TestJobs(t *testing.T) {
 	e := setup(t)
 	a, b := e.library("a"), e.library("b")
-	t.Run("201 new, 200 same, 202 queued", func(t *testing.T) {
+	t.Run("201 new, 200 same, 202 queued, 200 queued again", func(t *testing.T) {
 		e.t = t
 		e.expect(e.call("POST", "/api/v1/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d}`, a)), 201, "")
 		e.expect(e.call("POST", "/api/v1/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d,"priority":"normal"}`, a)), 200, "")
@@ -137,11 +137,23 @@ func TestJobs(t *testing.T) {
 		if q.Queued.Position != 1 || q.Queued.Priority != "normal" {
 			t.Fatalf("queued = %+v", q)
 		}
+		first := q.Queued.ID
 		r = e.call("POST", "/api/v1/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d}`, b))
-		e.expect(r, 202, "")
+		e.expect(r, 200, "")
 		r.decode(t, &q)
-		if q.Queued.Priority != "high" {
+		if q.Queued.Priority != "high" || q.Queued.ID != first {
 			t.Fatalf("high request did not upgrade the entry: %+v", q)
+		}
+		var one struct {
+			ID       int64
+			Position int
+			Priority string
+		}
+		r = e.call("GET", fmt.Sprintf("/api/v1/queue/%d", first), "")
+		e.expect(r, 200, "")
+		r.decode(t, &one)
+		if one.ID != first || one.Position != 1 || one.Priority != "high" {
+			t.Fatalf("GET /queue/%d = %+v", first, one)
 		}
 		var list struct{ Items []struct{ ID int64 } }
 		e.call("GET", "/api/v1/queue", "").decode(t, &list)
@@ -150,6 +162,7 @@ func TestJobs(t *testing.T) {
 		}
 		e.expect(e.call("DELETE", fmt.Sprintf("/api/v1/queue/%d", q.Queued.ID), ""), 204, "")
 		e.expect(e.call("DELETE", fmt.Sprintf("/api/v1/queue/%d", q.Queued.ID), ""), 404, "")
+		e.expect(e.call("GET", fmt.Sprintf("/api/v1/queue/%d", q.Queued.ID), ""), 404, "")
 	})
 	t.Run("cancel pending, running, terminal", func(t *testing.T) {
 		e.t = t

@@ -153,6 +153,7 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/jobs/:id", s.getJob)
 	g.POST("/jobs/:id/cancel", s.cancelJob)
 	g.GET("/queue", s.listQueue)
+	g.GET("/queue/:id", s.getQueueEntry)
 	g.DELETE("/queue/:id", s.deleteQueueEntry)
 
 	g.GET("/files", s.listFiles)

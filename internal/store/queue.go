@@ -51,7 +51,8 @@ type RequestOutcome struct {
 	Job      *Job
 	Queued   *ScanRequest
 	Position int
-	Created  bool
+	// Created: the job, or the queue entry, was inserted by this request.
+	Created bool
 }
 
 const scanRequestCols = `id, kind, library_id, priority, reason, created_at, updated_at`
@@ -124,7 +125,7 @@ func requestJobTx(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (R
 	if err != nil {
 		return out, err
 	}
-	out.Queued = q
+	out.Queued, out.Created = q, true
 	out.Position, err = queuePosition(ctx, tx, q)
 	return out, err
 }
@@ -250,18 +251,25 @@ func (s *Store) ListQueue(ctx context.Context) ([]ScanRequest, error) {
 	return out, nil
 }
 
-// QueueEntry returns one waiting request.
-func (s *Store) QueueEntry(ctx context.Context, id int64) (ScanRequest, error) {
-	var q ScanRequest
-	err := s.r.GetContext(ctx, &q, `SELECT `+scanRequestCols+` FROM scan_requests WHERE id = ?`, id)
+// QueueEntry returns a waiting request and its 1-based place in the run
+// order, in one read.
+func (s *Store) QueueEntry(ctx context.Context, id int64) (ScanRequest, int, error) {
+	var row struct {
+		ScanRequest
+		Position int `db:"position"`
+	}
+	err := s.r.GetContext(ctx, &row, `SELECT `+scanRequestCols+`, 1 + (SELECT count(*) FROM scan_requests o
+		WHERE (o.kind = 'hash', o.priority, o.created_at, o.id) < (q.kind = 'hash', q.priority, q.created_at, q.id)) AS position
+		FROM scan_requests q WHERE id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return q, fmt.Errorf("queue entry %d: %w", id, ErrNotFound)
+		return row.ScanRequest, 0, fmt.Errorf("queue entry %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return q, fmt.Errorf("queue entry %d: %w", id, err)
+		return row.ScanRequest, 0, fmt.Errorf("queue entry %d: %w", id, err)
 	}
-	return q, nil
+	return row.ScanRequest, row.Position, nil
 }
+
 
 // CancelQueueEntry removes a waiting request. A request already promoted
 // to a job is no longer in the queue (ErrNotFound): cancel the job instead.

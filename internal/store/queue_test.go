@@ -118,7 +118,7 @@ func TestRequestJob(t *testing.T) {
 		for i, p := range []protocol.Priority{protocol.PriorityNormal, protocol.PriorityHigh, protocol.PriorityNormal, protocol.PriorityHigh} {
 			e.clock.Advance(time.Second)
 			out := e.request(t, protocol.JobKindScan, e.libs[i+1], p)
-			if out.Job != nil || out.Queued == nil || out.Created {
+			if out.Job != nil || out.Queued == nil || !out.Created { // a new entry
 				t.Fatalf("outcome %+v", out)
 			}
 			positions = append(positions, out.Position)

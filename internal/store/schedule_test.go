@@ -167,6 +167,13 @@ func TestQueueRunsScansBeforeHashes(t *testing.T) {
 	if err != nil || len(q) != 2 || q[0].Kind != "scan" || q[1].Kind != "hash" {
 		t.Fatalf("queue %+v %v", q, err)
 	}
+	if got, pos, err := e.st.QueueEntry(ctx, hash.ID); err != nil || got.ID != hash.ID || pos != 2 {
+		t.Fatalf("QueueEntry(hash) = %+v at %d, %v; want place 2", got, pos, err)
+	}
+	if again := e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityNormal); again.Created || again.Queued == nil ||
+		again.Queued.ID != scan.Queued.ID {
+		t.Fatalf("a second request for the queued scan: %+v, want the entry, not created", again)
+	}
 	e.finish(t, running.ID, protocol.JobCompleted)
 	if j, err := e.st.PromoteQueueHead(ctx); err != nil || j == nil || j.Kind != "scan" {
 		t.Fatalf("head = %+v %v", j, err)

@@ -47,8 +47,9 @@ export async function render(root, ctx) {
     msg.textContent = '';
     try {
       const r = await api('POST', '/jobs', { kind, library_id: lib.id });
-      if (r.status === 202) msg.textContent = `${kind} queued (position ${r.body.queued.position})`;
-      else if (r.status === 200) msg.textContent = `${kind} already ${r.body.status || 'requested'} (job ${r.body.id})`;
+      if (r.body.queued) {
+        msg.textContent = `${kind} ${r.status === 202 ? 'queued' : 'already queued'} (position ${r.body.queued.position})`;
+      } else if (r.status === 200) msg.textContent = `${kind} already ${r.body.status || 'requested'} (job ${r.body.id})`;
       else msg.textContent = `${kind} job ${r.body.id} started`;
       msg.append(' · ', h('a', { href: '#/overview' }, 'watch'));
     } catch (e) {
