@@ -270,7 +270,6 @@ func (s *Store) QueueEntry(ctx context.Context, id int64) (ScanRequest, int, err
 	return row.ScanRequest, row.Position, nil
 }
 
-
 // CancelQueueEntry removes a waiting request. A request already promoted
 // to a job is no longer in the queue (ErrNotFound): cancel the job instead.
 func (s *Store) CancelQueueEntry(ctx context.Context, id int64) error {
