@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -144,6 +141,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.loadToken(); err != nil {
 		return cli.Exit(cli.ExitUsage, err)
 	}
+	coverKey, err := m.loadCoverKey()
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
 	ctx, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -165,8 +166,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		kick = m.Scheduler.Kick
 	}
-	var err error
-	m.API, err = api.New(api.Config{Store: m.Store, Token: m.Token, LibraryRoots: c.LibraryRoots, UI: web.Handler(),
+	m.API, err = api.New(api.Config{Store: m.Store, Token: m.Token, CoverKey: coverKey, LibraryRoots: c.LibraryRoots, UI: web.Handler(),
 		StateDir: c.StateDir, Events: m.Events, Logger: m.Logger, Registry: reg, Kick: kick})
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, err)
@@ -215,37 +215,25 @@ func (m *Main) loadToken() error {
 		return nil
 	}
 	path := filepath.Join(m.Config.StateDir, "admin.token")
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return fmt.Errorf("admin token: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return m.readToken(path)
-	}
+	tok, created, err := secretFile(path, 32)
 	if err != nil {
 		return fmt.Errorf("admin token: %w", err)
 	}
-	tok := hex.EncodeToString(b)
-	_, werr := f.WriteString(tok + "\n")
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		os.Remove(path)
-		return fmt.Errorf("admin token: %w", err)
-	}
 	m.Token, m.TokenPath = tok, path
-	m.Logger.Info("generated a new admin token", "file", path)
+	if created {
+		m.Logger.Info("generated a new admin token", "file", path)
+	} else {
+		m.Logger.Info("admin token loaded", "file", path)
+	}
 	return nil
 }
 
 func (m *Main) readToken(path string) error {
-	b, err := os.ReadFile(path)
+	tok, err := readSecret(path)
 	if err != nil {
 		return fmt.Errorf("admin token: %w", err)
 	}
-	m.Token, m.TokenPath = strings.TrimSpace(string(b)), path
-	if m.Token == "" {
-		return fmt.Errorf("admin token file %s is empty", path)
-	}
+	m.Token, m.TokenPath = tok, path
 	m.Logger.Info("admin token loaded", "file", path)
 	return nil
 }

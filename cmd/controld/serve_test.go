@@ -64,6 +64,11 @@ func TestServe(t *testing.T) {
 	if m.HTTPTimeouts() == "" {
 		t.Fatal("no timeouts")
 	}
+	keyFile := filepath.Join(state, "cover-url.key")
+	key, err := os.ReadFile(keyFile)
+	if fi, serr := os.Stat(keyFile); err != nil || serr != nil || fi.Mode().Perm() != 0o600 || len(strings.TrimSpace(string(key))) != 64 {
+		t.Fatalf("cover URL key file: %q %v %v", key, err, serr)
+	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +80,26 @@ func TestServe(t *testing.T) {
 		defer m2.Close()
 		if m2.Token != m.Token {
 			t.Fatal("token changed across restarts")
+		}
+		if again, err := os.ReadFile(keyFile); err != nil || string(again) != string(key) {
+			t.Fatal("cover URL key changed across restarts: every signed URL would die")
+		}
+	})
+	t.Run("a damaged cover URL key is a startup error", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad-state")
+		if err := os.MkdirAll(bad, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, content := range []string{"", "not hex\n", "abcd\n"} {
+			if err := os.WriteFile(filepath.Join(bad, "cover-url.key"), []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			m3 := newTestMain(t, "--state-dir", bad)
+			err := m3.Run(context.Background())
+			m3.Close()
+			if err == nil || !strings.Contains(err.Error(), "cover") {
+				t.Fatalf("key %q: Run = %v, want a cover URL key error", content, err)
+			}
 		}
 	})
 }

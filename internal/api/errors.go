@@ -29,6 +29,8 @@ const (
 	CodeUnknownSetting       = "unknown_setting"
 	CodeInvalidSettingValue  = "invalid_setting_value"
 	CodeUnauthorized         = "unauthorized"
+	CodeBadSignature         = "bad_signature"
+	CodeURLExpired           = "url_expired"
 	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeBodyTooLarge         = "body_too_large"

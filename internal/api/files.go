@@ -48,7 +48,7 @@ func (s *Server) listFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, files, limit, fileView, fileID)
+	return idPageJSON(c, files, limit, s.fileView, fileID)
 }
 
 func (s *Server) getFile(c echo.Context) error {
@@ -65,7 +65,7 @@ func (s *Server) getFile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := fileView(f)
+	v := s.fileView(f)
 	if m != nil {
 		v.Metadata = metadataView(*m)
 	}

@@ -1,10 +1,15 @@
 package api_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -250,7 +255,8 @@ func TestCover(t *testing.T) {
 		}
 	}
 	e.call("GET", fmt.Sprintf("/api/v1/files/%d", f), "").decode(t, &fj)
-	if fj.Cover.Status != "ready" || fj.Cover.URL == nil || *fj.Cover.URL != url+"?v=1767000000" {
+	if fj.Cover.Status != "ready" || fj.Cover.URL == nil || !strings.HasPrefix(*fj.Cover.URL, url+"?v=1767000000&exp=") ||
+		!strings.Contains(*fj.Cover.URL, "&sig=") {
 		t.Fatalf("cover = %+v", fj.Cover)
 	}
 	r := e.call("GET", *fj.Cover.URL, "")
@@ -274,6 +280,42 @@ func TestCover(t *testing.T) {
 	if code := req(r.Hdr.Get("ETag")); code != 304 {
 		t.Fatalf("If-None-Match: %d", code)
 	}
+	t.Run("signed URLs need no token, and only what they sign", func(t *testing.T) {
+		e.t = t
+		if r := e.callAuth("GET", *fj.Cover.URL, "", ""); r.Code != 200 || string(r.Body) != string(img) {
+			t.Fatalf("signed URL without a token: %d %s", r.Code, r.Body)
+		}
+		e.expect(e.callAuth("GET", url+"?v=1767000000", "", ""), 401, "unauthorized")
+		signed, _ := neturl.Parse(*fj.Cover.URL)
+		q := signed.Query()
+		exp, _ := strconv.ParseInt(q.Get("exp"), 10, 64)
+		if d := time.Until(time.Unix(exp, 0)); d < 7*24*time.Hour || d > 8*24*time.Hour {
+			t.Fatalf("expiry in %v, want 7 to 8 days", d)
+		}
+		sign := func(id int64, v string, exp int64) string {
+			m := hmac.New(sha256.New, testCoverKey)
+			fmt.Fprintf(m, "cover\x00%d\x00%s\x00%d", id, v, exp)
+			return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+		}
+		if got := sign(f, "1767000000", exp); got != q.Get("sig") {
+			t.Fatalf("signature %s, want HMAC-SHA256 %s", q.Get("sig"), got)
+		}
+		past := time.Now().Add(-time.Minute).Unix()
+		for _, c := range []struct{ target, code string }{
+			{fmt.Sprintf("%s?v=1767000000&exp=%d&sig=%s", url, exp, sign(f, "1767000000", exp+1)), "bad_signature"},
+			{fmt.Sprintf("/api/v1/files/%d/cover?v=1767000000&exp=%d&sig=%s", f+1, exp, q.Get("sig")), "bad_signature"},
+			{fmt.Sprintf("%s?v=1&exp=%d&sig=%s", url, exp, q.Get("sig")), "bad_signature"},
+			{fmt.Sprintf("%s?v=1767000000&exp=%d&sig=%s", url, exp+1, q.Get("sig")), "bad_signature"},
+			{fmt.Sprintf("%s?v=1767000000&exp=abc&sig=%s", url, q.Get("sig")), "bad_signature"},
+			{fmt.Sprintf("%s?v=1767000000&exp=%d&sig=%%21%%21", url, exp), "bad_signature"},
+			{fmt.Sprintf("%s?v=1767000000&exp=%d&sig=%s", url, past, sign(f, "1767000000", past)), "url_expired"},
+		} {
+			e.expect(e.callAuth("GET", c.target, "", ""), 403, c.code)
+		}
+		// A bad signature is refused even with the token: a signed URL is
+		// checked as signed.
+		e.expect(e.call("GET", fmt.Sprintf("%s?v=1&exp=%d&sig=%s", url, exp, q.Get("sig")), ""), 403, "bad_signature")
+	})
 	t.Run("rows pointing outside the cache are never served", func(t *testing.T) {
 		e.t = t
 		if err := os.WriteFile(filepath.Join(e.state, "bindery.secret"), []byte("secret"), 0o600); err != nil {

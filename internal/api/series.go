@@ -20,7 +20,7 @@ func (s *Server) getSeries(c echo.Context) error {
 func (s *Server) listSeriesFiles(c echo.Context) error {
 	return listUnder(c, s.st.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]store.FileRecord, error) {
 		return s.st.ListFiles(ctx, store.FileFilter{SeriesID: sql.NullInt64{Int64: id, Valid: true}}, after, limit)
-	}, fileView, fileID)
+	}, s.fileView, fileID)
 }
 
 // listScans pages scan sessions newest first; the cursor is the last id.

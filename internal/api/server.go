@@ -10,6 +10,7 @@
 package api
 
 import (
+	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -55,6 +56,9 @@ type Config struct {
 	// SSEKeepAlive is the period of the comment lines that keep an idle
 	// event stream open through proxies; default 15s.
 	SSEKeepAlive time.Duration
+	// CoverKey signs cover URLs (CoverKeyBytes random bytes, kept secret);
+	// default a random key, so that URLs handed out die with the process.
+	CoverKey []byte
 	// UI serves every GET/HEAD path outside /api/v1, /healthz, /readyz
 	// and /metrics (the dashboard); default none.
 	UI http.Handler
@@ -68,7 +72,8 @@ type Server struct {
 	log   *slog.Logger
 	roots []string
 	reg   *prometheus.Registry
-	m     *httpMetrics
+	m      *httpMetrics
+	signer coverSigner
 }
 
 // New builds the server and its routes.
@@ -103,7 +108,14 @@ func New(cfg Config) (*Server, error) {
 		}
 		roots = append(roots, abs)
 	}
-	s := &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger, roots: roots, reg: cfg.Registry}
+	if len(cfg.CoverKey) == 0 {
+		cfg.CoverKey = make([]byte, CoverKeyBytes)
+		rand.Read(cfg.CoverKey)
+	} else if len(cfg.CoverKey) < 16 {
+		return nil, errorf("api: cover key of %d bytes, want at least 16", len(cfg.CoverKey))
+	}
+	s := &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger, roots: roots, reg: cfg.Registry,
+		signer: coverSigner{key: cfg.CoverKey, now: time.Now}}
 	s.m = newHTTPMetrics(cfg.Registry, cfg.Store)
 	s.echo = s.router()
 	return s, nil
@@ -158,7 +170,8 @@ func (s *Server) router() *echo.Echo {
 
 	g.GET("/files", s.listFiles)
 	g.GET("/files/:id", s.getFile)
-	g.GET("/files/:id/cover", s.getCover)
+	// Outside the group: a signed URL needs no bearer token.
+	e.GET(Base+"/files/:id/cover", s.getCover, s.tokenOrSignature)
 	g.POST("/files/:id/cover/regenerate", s.regenerateCover)
 	g.GET("/series", s.listSeries)
 	g.GET("/series/:id", s.getSeries)

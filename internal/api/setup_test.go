@@ -25,6 +25,9 @@ import (
 
 const testToken = "test-token-0123456789abcdef"
 
+// testCoverKey signs the cover URLs of every test server.
+var testCoverKey = []byte("test-cover-key-0123456789abcdef!")
+
 type env struct {
 	t      testing.TB
 	ctx    context.Context
@@ -51,7 +54,7 @@ func setup(t testing.TB) *env {
 		}
 	}
 	e.broker = events.New(events.Config{Store: control, Interval: 20 * 1e6})
-	srv, err := api.New(api.Config{Store: control, Token: testToken, LibraryRoots: []string{e.root},
+	srv, err := api.New(api.Config{Store: control, Token: testToken, CoverKey: testCoverKey, LibraryRoots: []string{e.root},
 		StateDir: e.state, Events: e.broker, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
@@ -196,7 +195,7 @@ type analysisJSON struct {
 	Message string `json:"message"`
 }
 
-func fileView(f store.FileRecord) fileJSON {
+func (s *Server) fileView(f store.FileRecord) fileJSON {
 	v := fileJSON{ID: f.ID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes,
 		Mtime: nsTime(f.MtimeNs), MtimeNs: f.MtimeNs, Format: nstr(f.Format), TotalPages: nint(f.TotalPages),
 		IsMissing: f.IsMissing, MissingSince: nts(f.MissingSince), HashAlgorithm: nstr(f.HashAlgorithm),
@@ -216,14 +215,10 @@ func fileView(f store.FileRecord) fileJSON {
 		v.Cover.Status = f.CoverStatus.String
 	}
 	if ver := f.CoverVersion(); ver != "" {
-		u := coverURL(f.ID, ver)
+		u := s.signer.url(f.ID, ver)
 		v.Cover.URL = &u
 	}
 	return v
-}
-
-func coverURL(fileID int64, version string) string {
-	return Base + "/files/" + strconv.FormatInt(fileID, 10) + "/cover?v=" + version
 }
 
 type metadataJSON struct {

@@ -92,14 +92,6 @@ export class Pager {
   }
 }
 
-/** blob fetches binary content (covers) with the bearer header. */
-export async function blob(url, opts = {}) {
-  const res = await fetch(url, { headers: authHeaders(), signal: opts.signal });
-  if (res.status === 401) unauthorized.forEach((fn) => fn(new ApiError(401, 'unauthorized', 'token refused')));
-  if (!res.ok) throw new ApiError(res.status, 'http_' + res.status, res.statusText);
-  return res.blob();
-}
-
 /**
  * EventStream reads GET /api/v1/events (Server-Sent Events) with fetch, so
  * that the bearer header can be sent (EventSource cannot send headers, and

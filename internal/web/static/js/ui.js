@@ -1,7 +1,5 @@
 // Small DOM helpers shared by the pages: element builder, formatters,
-// badges, progress, confirmation dialog, toasts and the lazy cover loader.
-
-import { blob } from './api.js';
+// badges, progress, confirmation dialog, toasts and the cover box.
 
 /**
  * h builds an element: h('a', {href: '#/x', class: 'y', onclick: fn}, 'text', child).
@@ -125,61 +123,24 @@ export function showDialog(title, content) {
 }
 
 /**
- * Covers are served under /api/v1, so they need the bearer header: an
- * <img src> cannot send it. coverImg returns an <img loading="lazy"> in a
- * fixed 2:3 box; when the box nears the viewport (IntersectionObserver) the
- * versioned cover URL is fetched with the header (the browser's HTTP cache
- * honours the API's immutable Cache-Control for it) and shown through a
- * blob: URL. At most a few fetches run at once so a page of 1,000 files
- * renders progressively.
+ * cover renders the fixed-size 2:3 cover box of a file view
+ * ({id, cover:{status,url}}). The API signs cover URLs, so a plain
+ * <img loading="lazy"> loads them without the bearer header, and the
+ * browser's cache keeps them (the URL changes when the cover does).
  */
-const coverQueue = [];
-let coversInFlight = 0;
-const MAX_COVER_FETCHES = 6;
-const coverObserver = new IntersectionObserver((entries) => {
-  for (const e of entries) {
-    if (!e.isIntersecting) continue;
-    coverObserver.unobserve(e.target);
-    coverQueue.push(e.target);
-  }
-  pumpCovers();
-}, { rootMargin: '300px' });
-
-function pumpCovers() {
-  while (coversInFlight < MAX_COVER_FETCHES && coverQueue.length) {
-    const img = coverQueue.shift();
-    if (!img.isConnected) continue;
-    coversInFlight++;
-    loadCover(img).finally(() => { coversInFlight--; pumpCovers(); });
-  }
-}
-
-async function loadCover(img) {
-  const url = img.dataset.src;
-  try {
-    const b = await blob(url);
-    if (img.dataset.src !== url) return; // replaced meanwhile
-    const obj = URL.createObjectURL(b);
-    img.addEventListener('load', () => URL.revokeObjectURL(obj), { once: true });
-    img.addEventListener('error', () => URL.revokeObjectURL(obj), { once: true });
-    img.src = obj;
-    img.closest('.cover')?.querySelector('.nocover')?.remove();
-  } catch (e) {
-    const box = img.closest('.cover');
-    if (box) box.querySelector('.nocover').textContent = 'cover unavailable';
-  }
-}
-
-/** cover renders the fixed-size cover box of a file view ({id, cover:{status,url}}). */
 export function cover(file, alt) {
   const c = file.cover || { status: 'none' };
   const box = h('figure', { class: 'cover', dataset: { fileId: file.id } });
   const label = c.url ? 'loading…' : (c.status === 'failed' ? 'cover failed' : c.status === 'none' ? 'no cover' : 'cover ' + c.status);
   box.append(h('span', { class: 'nocover' }, label));
   if (c.url) {
-    const img = h('img', { alt: alt || '', loading: 'lazy', decoding: 'async', dataset: { src: c.url } });
+    const img = h('img', { alt: alt || '', loading: 'lazy', decoding: 'async', src: c.url, dataset: { src: c.url } });
+    img.addEventListener('load', () => box.querySelector('.nocover')?.remove(), { once: true });
+    img.addEventListener('error', () => {
+      const n = box.querySelector('.nocover');
+      if (n) n.textContent = 'cover unavailable';
+    }, { once: true });
     box.prepend(img);
-    coverObserver.observe(img);
   }
   return box;
 }
