@@ -66,12 +66,12 @@ type Config struct {
 
 // Server is the admin API.
 type Server struct {
-	cfg   Config
-	st    *store.Store
-	echo  *echo.Echo
-	log   *slog.Logger
-	roots []string
-	reg   *prometheus.Registry
+	cfg    Config
+	st     *store.Store
+	echo   *echo.Echo
+	log    *slog.Logger
+	roots  []string
+	reg    *prometheus.Registry
 	m      *httpMetrics
 	signer coverSigner
 }
