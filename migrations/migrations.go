@@ -30,6 +30,7 @@ func goMigrations() []*goose.Migration {
 	return []*goose.Migration{
 		goose.NewGoMigration(1, &goose.GoFunc{RunTx: quarantineLegacy}, nil),
 		goose.NewGoMigration(3, &goose.GoFunc{RunTx: importLegacy}, nil),
+		goose.NewGoMigration(9, &goose.GoFunc{RunTx: addSortKeys}, nil),
 	}
 }
 

@@ -85,6 +85,25 @@ func DecodeDuplicateGroupCursor(s string) (DuplicateGroupCursor, error) {
 	return c, nil
 }
 
+// SortCursor anchors a page of a list in natural order: the last row's
+// sort key and id (the tie-break).
+type SortCursor struct {
+	Key string `json:"k"`
+	ID  int64  `json:"id"`
+}
+
+// DecodeSortCursor parses a natural-order cursor.
+func DecodeSortCursor(s string) (SortCursor, error) {
+	var c SortCursor
+	if err := DecodeCursor(s, &c); err != nil {
+		return c, err
+	}
+	if c.ID <= 0 {
+		return c, ErrInvalidCursor
+	}
+	return c, nil
+}
+
 // IDCursor is the cursor of id-ordered lists: the last id as a decimal string
 // (protocol §6.3), wrapped in base64url so that it stays opaque.
 func EncodeIDCursor(id int64) string {

@@ -3,24 +3,72 @@ package api
 import (
 	"context"
 	"database/sql"
+	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/store"
 )
 
+// listSeries pages series by name in natural order (?sort=name, the
+// default) or by id (?sort=id).
 func (s *Server) listSeries(c echo.Context) error {
-	return listByLibrary(c, s.st.ListSeries, seriesView, func(r store.Series) int64 { return r.ID })
+	byID, after, err := naturalOrder(c, "name")
+	if err != nil {
+		return err
+	}
+	if byID {
+		return listByLibrary(c, s.st.ListSeries, seriesView, func(r store.Series) int64 { return r.ID })
+	}
+	limit, err := pageLimit(c)
+	if err != nil {
+		return err
+	}
+	lib, ok, err := queryID(c, "library_id")
+	if err != nil {
+		return err
+	}
+	rows, err := s.st.ListSeriesInOrder(c.Request().Context(), sql.NullInt64{Int64: lib, Valid: ok}, after, limit+1)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, makePage(rows, limit, seriesView, func(r store.Series) string { return sortCursor(r.SortKey, r.ID) }))
 }
 
 func (s *Server) getSeries(c echo.Context) error {
 	return getByID(c, s.st.GetSeries, seriesView)
 }
 
+// listSeriesFiles pages the books of a series in reading order
+// (?sort=number, the default: ComicInfo Number, Volume, natural file name)
+// or by id (?sort=id).
 func (s *Server) listSeriesFiles(c echo.Context) error {
-	return listUnder(c, s.st.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]store.FileRecord, error) {
-		return s.st.ListFiles(ctx, store.FileFilter{SeriesID: sql.NullInt64{Int64: id, Valid: true}}, after, limit)
-	}, s.fileView, fileID)
+	byID, after, err := naturalOrder(c, "number")
+	if err != nil {
+		return err
+	}
+	if byID {
+		return listUnder(c, s.st.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]store.FileRecord, error) {
+			return s.st.ListFiles(ctx, store.FileFilter{SeriesID: sql.NullInt64{Int64: id, Valid: true}}, after, limit)
+		}, s.fileView, fileID)
+	}
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.st.GetSeries(ctx, id); err != nil {
+		return err
+	}
+	rows, err := s.st.ListSeriesFilesInOrder(ctx, id, after, limit+1)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, makePage(rows, limit, s.fileView, func(r store.FileRecord) string { return sortCursor(r.SortKey, r.ID) }))
 }
 
 // listScans pages scan sessions newest first; the cursor is the last id.

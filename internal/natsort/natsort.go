@@ -99,3 +99,34 @@ func trimZeros(s string) string {
 	}
 	return s
 }
+
+// Key returns a string whose byte order is the natural order of s, so that
+// a database can sort and page by it with a plain index: every rune is
+// lower-cased, and every digit run becomes '0', its length without leading
+// zeros in two digits, then those digits ("page 10" → "page 00210"). Names
+// that Compare only tells apart by their raw bytes (case, leading zeros)
+// get equal keys; a caller breaks such ties with another column. Digit
+// runs past 99 significant digits keep their first 99.
+func Key(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		if isDigit(s[i]) {
+			end := digitEnd(s, i)
+			d := trimZeros(s[i:end])
+			if len(d) > 99 {
+				d = d[:99]
+			}
+			b.WriteByte('0')
+			b.WriteByte('0' + byte(len(d)/10))
+			b.WriteByte('0' + byte(len(d)%10))
+			b.WriteString(d)
+			i = end
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(unicode.ToLower(r))
+		i += size
+	}
+	return b.String()
+}

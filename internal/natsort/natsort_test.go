@@ -2,6 +2,7 @@ package natsort
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -73,5 +74,32 @@ func FuzzNatsortLess(f *testing.F) {
 		checkOrder(t, a, b, c)
 		checkOrder(t, c, a, b)
 		checkOrder(t, b, c, a)
+	})
+}
+
+// TestKey: the byte order of keys is the natural order, and names only the
+// raw-byte tie-break tells apart get one key.
+func TestKey(t *testing.T) {
+	t.Run("examples", func(t *testing.T) {
+		if got := Key("Page 10"); got != "page 00210" {
+			t.Fatalf("Key(Page 10) = %q", got)
+		}
+		if Key("v007") != Key("V7") {
+			t.Fatal("leading zeros and case must not change the key")
+		}
+		if big := Key(strings.Repeat("9", 150)); len(big) != 3+99 {
+			t.Fatalf("a 150-digit run gives a key of %d bytes, want 102", len(big))
+		}
+	})
+	t.Run("order matches Compare", func(t *testing.T) {
+		rapid.Check(t, func(t *rapid.T) {
+			gen := rapid.StringMatching(`[a-cA-C0-2 ./é\x{ff}]{0,8}`)
+			a, b := gen.Draw(t, "a"), gen.Draw(t, "b")
+			want := compareNatural(a, b)
+			got := strings.Compare(Key(a), Key(b))
+			if want == 0 && got != 0 || want != 0 && got != want {
+				t.Fatalf("Key order %d, natural order %d for %q, %q (keys %q, %q)", got, want, a, b, Key(a), Key(b))
+			}
+		})
 	})
 }

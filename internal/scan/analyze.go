@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -83,10 +84,19 @@ func (r *run) analyzeAll(ctx context.Context, targets []store.FileTarget) []file
 	return out
 }
 
-// analyzeFile reads one file's index. A file that cannot be read keeps a
+// analyzeFile reads one file's index and sets the book's sort key from
+// what it found (ComicInfo Number and Volume, else the file name).
+func (r *run) analyzeFile(t store.FileTarget) fileResult {
+	res := r.readIndex(t)
+	m := res.analysis.Metadata
+	res.analysis.SortKey = natsort.BookKey(m.Number.String, m.Volume.Int64, m.Volume.Valid, t.RelativePath)
+	return res
+}
+
+// readIndex reads one file's index. A file that cannot be read keeps a
 // row with the error code and a series guessed from its path, so it still
 // shows up in its folder's series; the scan goes on.
-func (r *run) analyzeFile(t store.FileTarget) fileResult {
+func (r *run) readIndex(t store.FileTarget) fileResult {
 	guess := guessSeries(t.RelativePath)
 	res := fileResult{analysis: store.Analysis{ID: t.ID, SeriesNameRaw: guess.name}}
 	a := &res.analysis

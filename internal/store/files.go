@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -136,15 +137,15 @@ func insertFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-			inode, device, last_seen_scan_id, needs_analysis, needs_hash, needs_cover, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, 0, ?, ?) ON CONFLICT (library_id, relative_path) DO NOTHING`)
+			inode, device, last_seen_scan_id, needs_analysis, needs_hash, needs_cover, sort_key, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, 0, ?, ?, ?) ON CONFLICT (library_id, relative_path) DO NOTHING`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	for _, f := range b.Insert {
 		if _, err := stmt.ExecContext(ctx, b.LibraryID, f.RelativePath, f.SizeBytes, f.MtimeNS,
-			f.Inode, f.Device, b.SessionID, now, now); err != nil {
+			f.Inode, f.Device, b.SessionID, natsort.BookKey("", 0, false, f.RelativePath), now, now); err != nil {
 			return fmt.Errorf("insert %s: %w", f.RelativePath, err)
 		}
 	}
@@ -409,11 +410,15 @@ func (s *Store) ApplyMove(ctx context.Context, m Move) (bool, error) {
 		if n, _ := res.RowsAffected(); n != 1 {
 			return nil
 		}
-		res, err = tx.ExecContext(ctx, `UPDATE library_files SET relative_path = ?, size_bytes = ?, mtime_ns = ?,
+		key, err := movedSortKey(ctx, tx, m.OldID, m.Stat.RelativePath)
+		if err != nil {
+			return err
+		}
+		res, err = tx.ExecContext(ctx, `UPDATE library_files SET relative_path = ?, sort_key = ?, size_bytes = ?, mtime_ns = ?,
 				inode = ?, device = ?, is_missing = 0, missing_since = NULL, last_seen_scan_id = ?,
 				hash_algorithm = ?, content_hash = ?, hashed_size_bytes = ?, hashed_mtime_ns = ?, hashed_at = ?,
 				needs_hash = 0, updated_at = ?
-			WHERE id = ? AND is_missing = 1`, m.Stat.RelativePath, m.Stat.SizeBytes, m.Stat.MtimeNS,
+			WHERE id = ? AND is_missing = 1`, m.Stat.RelativePath, key, m.Stat.SizeBytes, m.Stat.MtimeNS,
 			m.Stat.Inode, m.Stat.Device, m.SessionID, m.Hash.Algorithm, m.Hash.Sum, m.Stat.SizeBytes,
 			m.Stat.MtimeNS, now, now, m.OldID)
 		if err != nil {
@@ -432,6 +437,18 @@ func (s *Store) ApplyMove(ctx context.Context, m Move) (bool, error) {
 		return false, fmt.Errorf("apply move: %w", err)
 	}
 	return applied, nil
+}
+
+// movedSortKey is the sort key of file id at its new path, with the
+// number and volume its metadata already has.
+func movedSortKey(ctx context.Context, tx *sqlx.Tx, id int64, rel string) (string, error) {
+	var number sql.NullString
+	var volume sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT number, volume FROM file_metadata WHERE file_id = ?`, id).Scan(&number, &volume)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	return natsort.BookKey(number.String, volume.Int64, volume.Valid, rel), nil
 }
 
 // errMoveRace rolls a move back when the old row stopped being missing.

@@ -21,6 +21,7 @@ type FileRecord struct {
 	ID                   int64          `db:"id"`
 	LibraryID            int64          `db:"library_id"`
 	RelativePath         string         `db:"relative_path"`
+	SortKey              string         `db:"sort_key"`
 	SizeBytes            int64          `db:"size_bytes"`
 	MtimeNs              int64          `db:"mtime_ns"`
 	Format               sql.NullString `db:"format"`
@@ -84,7 +85,7 @@ type CoverRef struct {
 
 const fileCols = `f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, f.format, f.total_pages,
 	f.series_id, s.name AS series_name, f.is_missing, f.missing_since, f.hash_algorithm, f.content_hash,
-	f.analysis_error_code, f.analysis_error_message, f.analyzed_at, f.cover_updated_at,
+	f.analysis_error_code, f.analysis_error_message, f.analyzed_at, f.cover_updated_at, f.sort_key,
 	(SELECT t.status FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_status,
 	(SELECT t.id FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready' ORDER BY t.id DESC LIMIT 1) AS cover_thumbnail_id,
 	f.created_at, f.updated_at`
@@ -163,4 +164,32 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 	ref := CoverRef{FileID: fileID, ThumbnailID: row.ThumbID.Int64, OutputRelpath: row.Relpath.String,
 		Format: protocol.ImageFormat(row.Format.String), Version: coverVersion(row.UpdatedAt, row.ThumbID.Int64)}
 	return ref, nil
+}
+
+// ListSeriesFilesInOrder pages the books of a series in reading order
+// (natsort.BookKey: ComicInfo Number, then Volume, then natural file
+// name) after the cursor, served by ix_library_files_series_sort.
+func (s *Store) ListSeriesFilesInOrder(ctx context.Context, seriesID int64, after *protocol.SortCursor, limit int) ([]FileRecord, error) {
+	q, args := seriesFilesInOrderQuery(seriesID, after, limit)
+	var out []FileRecord
+	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
+		return nil, fmt.Errorf("list series files: %w", err)
+	}
+	return out, nil
+}
+
+// ExplainSeriesFilesInOrder is the query plan of ListSeriesFilesInOrder
+// (tests).
+func (s *Store) ExplainSeriesFilesInOrder(ctx context.Context, seriesID int64, after *protocol.SortCursor) ([]string, error) {
+	q, args := seriesFilesInOrderQuery(seriesID, after, 50)
+	return s.explain(ctx, q, args)
+}
+
+func seriesFilesInOrderQuery(seriesID int64, after *protocol.SortCursor, limit int) (string, []any) {
+	q, args := `SELECT `+fileCols+fileFrom+` WHERE f.series_id = ?`, []any{seriesID}
+	if after != nil {
+		q += ` AND (f.sort_key, f.id) > (?, ?)`
+		args = append(args, after.Key, after.ID)
+	}
+	return q + ` ORDER BY f.sort_key, f.id LIMIT ?`, append(args, limit)
 }

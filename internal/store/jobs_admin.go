@@ -79,9 +79,14 @@ func listJobsQuery(f JobFilter, after *protocol.JobCursor, limit int) (string, [
 // tests can assert that it walks an index without a temp b-tree.
 func (s *Store) ExplainListJobs(ctx context.Context, f JobFilter, after *protocol.JobCursor) ([]string, error) {
 	q, args := listJobsQuery(f, after, 50)
+	return s.explain(ctx, q, args)
+}
+
+// explain returns the details of the query plan of q.
+func (s *Store) explain(ctx context.Context, q string, args []any) ([]string, error) {
 	rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("explain list jobs: %w", err)
+		return nil, fmt.Errorf("explain: %w", err)
 	}
 	defer rows.Close()
 	var plan []string

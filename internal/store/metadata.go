@@ -49,6 +49,8 @@ type Analysis struct {
 	// NeedsCover marks the file for cover admission by controld.
 	NeedsCover bool
 	Metadata   FileMetadata
+	// SortKey orders the book in its series (natsort.BookKey).
+	SortKey string
 }
 
 // AnalysisBatch is one transaction of analysis results.
@@ -67,7 +69,7 @@ func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
 	now := s.nowText()
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		file, err := tx.PrepareContext(ctx, `UPDATE library_files SET format = nullif(?, ''), total_pages = ?,
-				series_name_raw = ?, series_id = NULL, analysis_error_code = nullif(?, ''),
+				series_name_raw = ?, series_id = NULL, sort_key = ?, analysis_error_code = nullif(?, ''),
 				analysis_error_message = nullif(?, ''), analyzed_at = ?, needs_analysis = 0,
 				needs_cover = CASE WHEN ? THEN 1 ELSE needs_cover END, updated_at = ?
 			WHERE id = ? AND needs_analysis = 1`)
@@ -89,7 +91,7 @@ func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
 		}
 		defer meta.Close()
 		for _, r := range b.Results {
-			res, err := file.ExecContext(ctx, r.Format, r.TotalPages, r.SeriesNameRaw, r.ErrorCode, r.ErrorMessage,
+			res, err := file.ExecContext(ctx, r.Format, r.TotalPages, r.SeriesNameRaw, r.SortKey, r.ErrorCode, r.ErrorMessage,
 				now, r.NeedsCover, now, r.ID)
 			if err != nil {
 				return fmt.Errorf("file %d: %w", r.ID, err)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/internal/natsort"
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // Series is a row of series.
@@ -19,11 +22,13 @@ type Series struct {
 	Year         sql.NullInt64  `db:"year"`
 	Summary      sql.NullString `db:"summary"`
 	FileCount    int64          `db:"file_count"`
+	SortKey      string         `db:"sort_key"`
 	CreatedAt    string         `db:"created_at"`
 	UpdatedAt    string         `db:"updated_at"`
 }
 
-const seriesCols = `id, library_id, name, name_key, publisher, publisher_key, year, summary, file_count, created_at, updated_at`
+const seriesCols = `id, library_id, name, name_key, publisher, publisher_key, year, summary, file_count, sort_key,
+	created_at, updated_at`
 
 // UnlinkedFile is a present, analysed file that has no series yet, with what
 // its series identity is made of.
@@ -99,7 +104,7 @@ func (s *Store) EnsureSeries(ctx context.Context, libraryID int64, in []NewSerie
 	err = s.write(ctx, func(tx *sqlx.Tx) error {
 		ids, created = make([]int64, len(in)), 0
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO series (library_id, name, name_key, publisher, publisher_key,
-				year, file_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
+				year, sort_key, file_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
 			ON CONFLICT (library_id, name_key, publisher_key) DO NOTHING`)
 		if err != nil {
 			return err
@@ -111,7 +116,8 @@ func (s *Store) EnsureSeries(ctx context.Context, libraryID int64, in []NewSerie
 		}
 		defer sel.Close()
 		for i, ns := range in {
-			res, err := ins.ExecContext(ctx, libraryID, ns.Name, ns.NameKey, ns.Publisher, ns.PublisherKey, ns.Year, now, now)
+			res, err := ins.ExecContext(ctx, libraryID, ns.Name, ns.NameKey, ns.Publisher, ns.PublisherKey, ns.Year,
+				natsort.SeriesKey(ns.Name), now, now)
 			if err != nil {
 				return fmt.Errorf("series %q: %w", ns.Name, err)
 			}
@@ -217,4 +223,35 @@ func (s *Store) ListSeries(ctx context.Context, libraryID sql.NullInt64, afterID
 		return nil, fmt.Errorf("list series: %w", err)
 	}
 	return out, nil
+}
+
+// ListSeriesInOrder pages series in natural name order (natsort.SeriesKey:
+// case, accents and a leading article ignored) after the cursor, served by
+// ix_series_sort (one library) or ix_series_sort_all.
+func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID sql.NullInt64, after *protocol.SortCursor, limit int) ([]Series, error) {
+	q, args := seriesInOrderQuery(libraryID, after, limit)
+	out := []Series{}
+	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
+		return nil, fmt.Errorf("list series: %w", err)
+	}
+	return out, nil
+}
+
+// ExplainListSeriesInOrder is the query plan of ListSeriesInOrder (tests).
+func (s *Store) ExplainListSeriesInOrder(ctx context.Context, libraryID sql.NullInt64, after *protocol.SortCursor) ([]string, error) {
+	q, args := seriesInOrderQuery(libraryID, after, 50)
+	return s.explain(ctx, q, args)
+}
+
+func seriesInOrderQuery(libraryID sql.NullInt64, after *protocol.SortCursor, limit int) (string, []any) {
+	q, args := `SELECT `+seriesCols+` FROM series WHERE 1`, []any{}
+	if libraryID.Valid {
+		q += ` AND library_id = ?`
+		args = append(args, libraryID.Int64)
+	}
+	if after != nil {
+		q += ` AND (sort_key, id) > (?, ?)`
+		args = append(args, after.Key, after.ID)
+	}
+	return q + ` ORDER BY sort_key, id LIMIT ?`, append(args, limit)
 }

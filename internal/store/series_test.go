@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -165,3 +166,23 @@ func TestApplyMoveRace(t *testing.T) {
 }
 
 var noJob = sql.NullInt64{}
+
+// TestNaturalOrderPlans: the natural-order lists walk their indexes in
+// order (no temp b-tree), with and without a cursor.
+func TestNaturalOrderPlans(t *testing.T) {
+	d := setupDataPlane(t)
+	ctx := context.Background()
+	for _, after := range []*protocol.SortCursor{nil, {Key: "batman", ID: 3}} {
+		for _, lib := range []sql.NullInt64{{}, {Int64: d.lib, Valid: true}} {
+			plan, err := d.a.ExplainListSeriesInOrder(ctx, lib, after)
+			want := map[bool]string{false: "ix_series_sort_all", true: "ix_series_sort"}[lib.Valid]
+			if text := strings.NewReplacer("[", " ", "]", " ").Replace(fmt.Sprint(plan)); err != nil || !strings.Contains(text, "INDEX "+want+" ") || strings.Contains(text, "TEMP B-TREE") {
+				t.Errorf("series, library %v, cursor %v: %v %v; want %s in order", lib.Valid, after != nil, plan, err, want)
+			}
+		}
+		plan, err := d.a.ExplainSeriesFilesInOrder(ctx, 7, after)
+		if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_series_sort") || strings.Contains(text, "TEMP B-TREE") {
+			t.Errorf("series files, cursor %v: %v %v", after != nil, plan, err)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package api
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// naturalOrder reads ?sort= of a list that has a natural order (natural,
+// the default) and the id order (id), and, for the natural order, the
+// cursor it pages with. A cursor of the other order is refused: the two
+// are not interchangeable.
+func naturalOrder(c echo.Context, natural string) (byID bool, after *protocol.SortCursor, err error) {
+	switch c.QueryParam("sort") {
+	case "", natural:
+	case "id":
+		return true, nil, nil
+	default:
+		return false, nil, badRequest(CodeInvalidParameter, "sort: want %s or id, got %q", natural, c.QueryParam("sort")).
+			with("parameter", "sort")
+	}
+	if cur := c.QueryParam("cursor"); cur != "" {
+		sc, err := protocol.DecodeSortCursor(cur)
+		if err != nil {
+			return false, nil, invalidCursor()
+		}
+		after = &sc
+	}
+	return false, after, nil
+}
+
+func sortCursor(key string, id int64) string {
+	return protocol.EncodeCursor(protocol.SortCursor{Key: key, ID: id})
+}

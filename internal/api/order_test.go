@@ -1,0 +1,114 @@
+package api_test
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bindery-nas/bindery/internal/natsort"
+	"github.com/bindery-nas/bindery/internal/store"
+)
+
+// pageAll walks a list with limit 2 and returns the names (field) in the
+// order served; between the pages, insert may add rows.
+func (e *env) pageAll(t *testing.T, path, field string, between func(page int)) []string {
+	t.Helper()
+	var got []string
+	cursor := ""
+	for page := 0; ; page++ {
+		target := path + "limit=2"
+		if cursor != "" {
+			target += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := e.call("GET", target, "")
+		e.expect(r, 200, "")
+		var p struct {
+			Items      []map[string]any `json:"items"`
+			NextCursor *string          `json:"next_cursor"`
+		}
+		r.decode(t, &p)
+		for _, it := range p.Items {
+			got = append(got, fmt.Sprint(it[field]))
+		}
+		if p.NextCursor == nil {
+			return got
+		}
+		cursor = *p.NextCursor
+		if between != nil {
+			between(page)
+		}
+	}
+}
+
+func TestNaturalOrder(t *testing.T) {
+	e := setup(t)
+	lib := e.library("comics")
+	addSeries := func(names ...string) []int64 {
+		t.Helper()
+		var in []store.NewSeries
+		for _, n := range names {
+			in = append(in, store.NewSeries{Name: n, NameKey: strings.ToLower(n)})
+		}
+		ids, _, err := e.worker.EnsureSeries(e.ctx, lib, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	ids := addSeries("Batman 10", "batman 2", "The Boys", "Zot!", "Astérix", "100 Bullets")
+
+	t.Run("series by name, stable while series are added", func(t *testing.T) {
+		got := e.pageAll(t, fmt.Sprintf("/api/v1/series?library_id=%d&", lib), "name", func(page int) {
+			if page == 0 {
+				addSeries("Aardvark", "Watchmen") // before and after the cursor
+			}
+		})
+		want := []string{"100 Bullets", "Astérix", "batman 2", "Batman 10", "The Boys", "Watchmen", "Zot!"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("series order %q, want %q (Aardvark was added behind the cursor)", got, want)
+		}
+	})
+	t.Run("sort=id keeps the id order", func(t *testing.T) {
+		got := e.pageAll(t, "/api/v1/series?sort=id&", "name", nil)
+		if got[0] != "Batman 10" || len(got) != 8 {
+			t.Fatalf("id order %q", got)
+		}
+	})
+	t.Run("books by number, volume, file name", func(t *testing.T) {
+		add := func(rel, number string, volume int64) {
+			t.Helper()
+			id := e.file(lib, rel)
+			key := natsort.BookKey(number, volume, volume > 0, rel)
+			if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET series_id = ?, sort_key = ? WHERE id = ?`, ids[0], key, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add("b/Batman 13.cbz", "13", 0)
+		add("b/Batman 12.5.cbz", "12.5", 0)
+		add("b/Batman 12.cbz", "12", 0)
+		add("b/annual.cbz", "", 0)
+		add("b/Batman 2.cbz", "2", 0)
+		got := e.pageAll(t, fmt.Sprintf("/api/v1/series/%d/files?", ids[0]), "relative_path", func(page int) {
+			if page == 0 {
+				add("b/Batman 1.cbz", "1", 0) // behind the cursor: not served
+				add("b/Batman 20.cbz", "20", 0)
+			}
+		})
+		want := []string{"b/Batman 2.cbz", "b/Batman 12.cbz", "b/Batman 12.5.cbz", "b/Batman 13.cbz", "b/Batman 20.cbz", "b/annual.cbz"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("book order %q, want %q", got, want)
+		}
+	})
+	t.Run("bad sort and cursors of the other order", func(t *testing.T) {
+		e.expect(e.call("GET", "/api/v1/series?sort=size", ""), 400, "invalid_parameter")
+		e.expect(e.call("GET", fmt.Sprintf("/api/v1/series/%d/files?sort=name", ids[0]), ""), 400, "invalid_parameter")
+		idCursor := e.call("GET", "/api/v1/series?sort=id&limit=1", "")
+		var p struct {
+			NextCursor string `json:"next_cursor"`
+		}
+		idCursor.decode(t, &p)
+		e.expect(e.call("GET", "/api/v1/series?cursor="+url.QueryEscape(p.NextCursor), ""), 400, "invalid_cursor")
+	})
+}
