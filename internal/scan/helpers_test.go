@@ -99,7 +99,8 @@ func (e *env) scan() store.ScanCounts {
 func countsOf(m map[string]int64) store.ScanCounts {
 	return store.ScanCounts{FilesSeen: m["files_seen"], DirectoriesSeen: m["directories_seen"], BytesSeen: m["bytes_seen"],
 		Added: m["added"], Changed: m["changed"], Unchanged: m["unchanged"], Missing: m["missing"],
-		Restored: m["restored"], Moved: m["moved"], SeriesCreated: m["series_created"], ErrorCount: m["error_count"]}
+		Restored: m["restored"], Moved: m["moved"], SeriesCreated: m["series_created"], Purged: m["purged"],
+		ErrorCount: m["error_count"]}
 }
 
 // file writes data at rel under the library with a fixed mtime.

@@ -11,10 +11,12 @@
 //  2. moves: new rows that are a missing row moved elsewhere (moves.go);
 //  3. analyze: page count and ComicInfo.xml of new/changed rows, in
 //     parallel (analyze.go);
-//  4. series: one series per case-folded (name, publisher), created one at
+//  4. purge: rows missing longer than scan.missing.purge_after_days, whose
+//     covers were cleaned up, are deleted (purge.go);
+//  5. series: one series per case-folded (name, publisher), created one at
 //     a time in name order, first file by path wins (series.go);
-//  5. link: files to series, counts, empty series removed (series.go);
-//  6. covers: files without a cover marked when regenerate_missing=1.
+//  6. link: files to series, counts, empty series removed (series.go);
+//  7. covers: files without a cover marked when regenerate_missing=1.
 //
 // Covers themselves are policy: the scan only sets needs_cover; controld
 // admits thumbnail rows.
@@ -133,6 +135,9 @@ func (r *run) phases(ctx context.Context) error {
 		}
 	}
 	if err := r.analyze(ctx); err != nil {
+		return err
+	}
+	if err := r.purge(ctx); err != nil {
 		return err
 	}
 	ids, err := r.createSeries(ctx)

@@ -209,6 +209,27 @@ func TestMoveDetection(t *testing.T) {
 			t.Fatalf("flags: %s", got)
 		}
 	})
+	t.Run("a moved file takes the series of its new place", func(t *testing.T) {
+		e := setup(t)
+		e.file("Berserk/Berserk 01.cbz", cbz(t, "", pages(2)...), t0)
+		e.file("Berserk/Berserk 02.cbz", cbz(t, "", pages(3)...), t0)
+		e.scan()
+		e.hashAll()
+		id := e.one(`SELECT id FROM library_files WHERE relative_path = 'Berserk/Berserk 02.cbz'`)
+		if err := os.MkdirAll(filepath.Join(e.root, "Gantz"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(e.root, "Berserk/Berserk 02.cbz"), filepath.Join(e.root, "Gantz/Gantz 02.cbz")); err != nil {
+			t.Fatal(err)
+		}
+		if c := e.scan(); c.Moved != 1 {
+			t.Fatalf("counts %+v", c)
+		}
+		if got := e.one(`SELECT f.id || '|' || s.name FROM library_files f JOIN series s ON s.id = f.series_id
+			WHERE f.relative_path = 'Gantz/Gantz 02.cbz'`); got != id+"|Gantz" {
+			t.Fatalf("moved row %s, want id %s in series Gantz", got, id)
+		}
+	})
 	t.Run("two matches make a new file", func(t *testing.T) {
 		e := setup(t)
 		data := cbz(t, ci("Series", "Twin"), pages(2)...)

@@ -106,6 +106,7 @@ var definitions = []Definition{
 	intDef("io.hash_rate_limit_mb_s", 0, 0, 100000, "Global hashing read budget shared by all workers, MB/s; 0 = unlimited."),
 	intDef("io.thumbnail_rate_limit_mb_s", 0, 0, 100000, "Global cover source read budget, MB/s; 0 = unlimited."),
 	intDef("cleanup.missing_after_hours", 168, 1, 87600, "Covers of files missing this long are cleaned up."),
+	intDef("scan.missing.purge_after_days", 30, 0, 3650, "A scan deletes the rows of files missing this many days, once their covers are cleaned up; 0 keeps them."),
 }
 
 var byKey = func() map[string]Definition {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -417,7 +418,7 @@ func (s *Store) ApplyMove(ctx context.Context, m Move) (bool, error) {
 		res, err = tx.ExecContext(ctx, `UPDATE library_files SET relative_path = ?, sort_key = ?, size_bytes = ?, mtime_ns = ?,
 				inode = ?, device = ?, is_missing = 0, missing_since = NULL, last_seen_scan_id = ?,
 				hash_algorithm = ?, content_hash = ?, hashed_size_bytes = ?, hashed_mtime_ns = ?, hashed_at = ?,
-				needs_hash = 0, updated_at = ?
+				needs_hash = 0, needs_analysis = 1, updated_at = ?
 			WHERE id = ? AND is_missing = 1`, m.Stat.RelativePath, key, m.Stat.SizeBytes, m.Stat.MtimeNS,
 			m.Stat.Inode, m.Stat.Device, m.SessionID, m.Hash.Algorithm, m.Hash.Sum, m.Stat.SizeBytes,
 			m.Stat.MtimeNS, now, now, m.OldID)
@@ -453,3 +454,27 @@ func movedSortKey(ctx context.Context, tx *sqlx.Tx, id int64, rel string) (strin
 
 // errMoveRace rolls a move back when the old row stopped being missing.
 var errMoveRace = errors.New("move: old row is no longer missing")
+
+// PurgeMissing deletes up to limit rows of the library's files missing
+// since before cutoff, with their metadata, and returns how many. A row
+// that still has thumbnail rows waits: its covers are deleted by a cleanup
+// job first (cleanup.missing_after_hours), so that no cover file outlives
+// the row that names it.
+func (s *Store) PurgeMissing(ctx context.Context, libraryID int64, cutoff time.Time, limit int) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM library_files WHERE id IN (SELECT f.id FROM library_files f
+			WHERE f.library_id = ? AND f.is_missing = 1 AND f.missing_since < ?
+			AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id) ORDER BY f.id LIMIT ?)`,
+			libraryID, protocol.FormatTime(cutoff), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge missing: %w", err)
+	}
+	return n, nil
+}

@@ -23,6 +23,7 @@ type ScanCounts struct {
 	Restored        int64 `db:"restored"`
 	Moved           int64 `db:"moved"`
 	SeriesCreated   int64 `db:"series_created"`
+	Purged          int64 `db:"purged"`
 	ErrorCount      int64 `db:"error_count"`
 }
 
@@ -31,7 +32,8 @@ func (c ScanCounts) Map() map[string]int64 {
 	return map[string]int64{
 		"files_seen": c.FilesSeen, "directories_seen": c.DirectoriesSeen, "bytes_seen": c.BytesSeen,
 		"added": c.Added, "changed": c.Changed, "unchanged": c.Unchanged, "missing": c.Missing,
-		"restored": c.Restored, "moved": c.Moved, "series_created": c.SeriesCreated, "error_count": c.ErrorCount,
+		"restored": c.Restored, "moved": c.Moved, "series_created": c.SeriesCreated, "purged": c.Purged,
+		"error_count": c.ErrorCount,
 	}
 }
 
@@ -57,7 +59,8 @@ type ScanError struct {
 }
 
 const scanCols = `id, job_id, library_id, status, files_seen, directories_seen, bytes_seen, added, changed,
-	unchanged, missing, restored, moved, series_created, error_count, error_code, error_message, started_at, finished_at`
+	unchanged, missing, restored, moved, series_created, purged, error_count, error_code, error_message, started_at,
+	finished_at`
 
 // AbandonedScanMessage is written on sessions that were still running when a
 // new scan of their library started (their worker died).
@@ -96,9 +99,10 @@ func (s *Store) UpdateScanCounts(ctx context.Context, id int64, c ScanCounts) er
 
 func writeScanCounts(ctx context.Context, tx *sqlx.Tx, id int64, c ScanCounts) error {
 	_, err := tx.ExecContext(ctx, `UPDATE scan_sessions SET files_seen = ?, directories_seen = ?, bytes_seen = ?,
-			added = ?, changed = ?, unchanged = ?, missing = ?, restored = ?, moved = ?, series_created = ?, error_count = ?
+			added = ?, changed = ?, unchanged = ?, missing = ?, restored = ?, moved = ?, series_created = ?, purged = ?,
+			error_count = ?
 		WHERE id = ?`, c.FilesSeen, c.DirectoriesSeen, c.BytesSeen, c.Added, c.Changed, c.Unchanged, c.Missing,
-		c.Restored, c.Moved, c.SeriesCreated, c.ErrorCount, id)
+		c.Restored, c.Moved, c.SeriesCreated, c.Purged, c.ErrorCount, id)
 	return err
 }
 

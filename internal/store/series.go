@@ -213,7 +213,7 @@ func (s *Store) GetSeries(ctx context.Context, id int64) (Series, error) {
 // ListSeries returns up to limit series with id > afterID, in id order: of
 // one library, or of all when libraryID is not valid.
 func (s *Store) ListSeries(ctx context.Context, libraryID sql.NullInt64, afterID int64, limit int) ([]Series, error) {
-	q, args := `SELECT `+seriesCols+` FROM series WHERE id > ?`, []any{afterID}
+	q, args := `SELECT `+seriesCols+` FROM series WHERE id > ? AND file_count > 0`, []any{afterID}
 	if libraryID.Valid {
 		q += ` AND library_id = ?`
 		args = append(args, libraryID.Int64)
@@ -244,7 +244,7 @@ func (s *Store) ExplainListSeriesInOrder(ctx context.Context, libraryID sql.Null
 }
 
 func seriesInOrderQuery(libraryID sql.NullInt64, after *protocol.SortCursor, limit int) (string, []any) {
-	q, args := `SELECT `+seriesCols+` FROM series WHERE 1`, []any{}
+	q, args := `SELECT `+seriesCols+` FROM series WHERE file_count > 0`, []any{}
 	if libraryID.Valid {
 		q += ` AND library_id = ?`
 		args = append(args, libraryID.Int64)
