@@ -116,3 +116,59 @@ func TestNaturalOrder(t *testing.T) {
 		e.expect(e.call("GET", "/api/v1/series?cursor="+url.QueryEscape(p.NextCursor), ""), 400, "invalid_cursor")
 	})
 }
+
+// TestSeriesDetails: each ComicInfo field comes from the first present book
+// in reading order that has it; the cover is the first book's with one.
+func TestSeriesDetails(t *testing.T) {
+	e := setup(t)
+	lib := e.library("comics")
+	ids, _, err := e.worker.EnsureSeries(e.ctx, lib, []store.NewSeries{{Name: "Saga", NameKey: "saga"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	book := func(rel, number string, missing bool, meta string) int64 {
+		t.Helper()
+		id := e.file(lib, rel)
+		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET series_id = ?, sort_key = ?, is_missing = ? WHERE id = ?`,
+			ids[0], natsort.BookKey(number, 0, false, rel), missing, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.worker.Exec(e.ctx, `INSERT INTO file_metadata (file_id, source, summary, genre, age_rating, updated_at)
+			SELECT ?1, 'comicinfo', json_extract(?2, '$.s'), json_extract(?2, '$.g'), json_extract(?2, '$.a'), 'x'`, id, meta); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	book("Saga/Saga 00.cbz", "0", true, `{"s":"gone","g":"Gone"}`)
+	book("Saga/Saga 01.cbz", "1", false, `{"g":"Action, Drama"}`)
+	second := book("Saga/Saga 02.cbz", "2", false, `{"s":"Two","g":"Horror","a":"Mature 17+"}`)
+	rel := fmt.Sprintf("covers/%03d/%d.webp", second%256, second)
+	e.exec(`INSERT INTO thumbnails (file_id, library_id, group_key, status, format, output_relpath, created_at, updated_at)
+		VALUES (?, ?, 'library:1', 'ready', 'webp', ?, ?, ?)`, second, lib, rel, e.now(), e.now())
+
+	r := e.call("GET", fmt.Sprintf("/api/v1/series/%d", ids[0]), "")
+	e.expect(r, 200, "")
+	var got struct {
+		Summary *string
+		Details struct {
+			Summary     *string
+			Genres      []string
+			AgeRating   *string `json:"age_rating"`
+			CoverFileID *int64  `json:"cover_file_id"`
+			Cover       struct {
+				Status string
+				URL    *string
+			}
+		}
+	}
+	r.decode(t, &got)
+	d := got.Details
+	if d.Summary == nil || *d.Summary != "Two" || got.Summary == nil || *got.Summary != "Two" ||
+		strings.Join(d.Genres, "|") != "Action|Drama" || d.AgeRating == nil || *d.AgeRating != "Mature 17+" {
+		t.Fatalf("details %s", r.Body)
+	}
+	if d.CoverFileID == nil || *d.CoverFileID != second || d.Cover.Status != "ready" || d.Cover.URL == nil ||
+		!strings.Contains(*d.Cover.URL, fmt.Sprintf("/files/%d/cover?v=", second)) {
+		t.Fatalf("series cover %s", r.Body)
+	}
+}

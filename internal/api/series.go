@@ -35,8 +35,37 @@ func (s *Server) listSeries(c echo.Context) error {
 	return c.JSON(http.StatusOK, makePage(rows, limit, seriesView, func(r store.Series) string { return sortCursor(r.SortKey, r.ID) }))
 }
 
+// getSeries returns a series with its details: ComicInfo fields of its
+// books and the cover of its first book that has one.
 func (s *Server) getSeries(c echo.Context) error {
-	return getByID(c, s.st.GetSeries, seriesView)
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	ser, err := s.st.GetSeries(ctx, id)
+	if err != nil {
+		return err
+	}
+	d, err := s.st.GetSeriesDetails(ctx, id)
+	if err != nil {
+		return err
+	}
+	v := seriesView(ser)
+	v.Details = &seriesDetailsJSON{Summary: nstr(d.Summary), Genres: splitList(d.Genre), Tags: splitList(d.Tags),
+		AgeRating: nstr(d.AgeRating), Language: nstr(d.LanguageISO), Writers: splitList(d.Writer),
+		Cover: coverJSON{Status: "none"}, CoverFile: nint(d.CoverFileID)}
+	if v.Summary == nil {
+		v.Summary = v.Details.Summary
+	}
+	if d.CoverFileID.Valid {
+		f, err := s.st.GetFile(ctx, d.CoverFileID.Int64)
+		if err != nil {
+			return err
+		}
+		v.Details.Cover = s.fileView(f).Cover
+	}
+	return c.JSON(http.StatusOK, v)
 }
 
 // listSeriesFiles pages the books of a series in reading order

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
@@ -260,6 +261,32 @@ type seriesJSON struct {
 	FileCount int64   `json:"file_count"`
 	CreatedAt string  `json:"created_at"`
 	UpdatedAt string  `json:"updated_at"`
+	// GET /series/{id} only.
+	Details *seriesDetailsJSON `json:"details,omitempty"`
+}
+
+// seriesDetailsJSON: each field from the first book in reading order that
+// has it; the cover is that of the first book with one.
+type seriesDetailsJSON struct {
+	Summary   *string   `json:"summary"`
+	Genres    []string  `json:"genres"`
+	Tags      []string  `json:"tags"`
+	AgeRating *string   `json:"age_rating"`
+	Language  *string   `json:"language"`
+	Writers   []string  `json:"writers"`
+	Cover     coverJSON `json:"cover"`
+	CoverFile *int64    `json:"cover_file_id"`
+}
+
+// splitList splits a ComicInfo list ("Action, Drama") into its items.
+func splitList(s sql.NullString) []string {
+	out := []string{}
+	for _, p := range strings.Split(s.String, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func seriesView(s store.Series) seriesJSON {

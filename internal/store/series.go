@@ -255,3 +255,42 @@ func seriesInOrderQuery(libraryID sql.NullInt64, after *protocol.SortCursor, lim
 	}
 	return q + ` ORDER BY sort_key, id LIMIT ?`, append(args, limit)
 }
+
+// SeriesDetails are the ComicInfo fields of a series, each taken from the
+// first present book in reading order that has it, and the book whose
+// cover stands for the series.
+type SeriesDetails struct {
+	Summary     sql.NullString `db:"summary"`
+	Genre       sql.NullString `db:"genre"`
+	Tags        sql.NullString `db:"tags"`
+	AgeRating   sql.NullString `db:"age_rating"`
+	LanguageISO sql.NullString `db:"language_iso"`
+	Writer      sql.NullString `db:"writer"`
+	// CoverFileID is the first present book in reading order with a ready
+	// cover.
+	CoverFileID sql.NullInt64 `db:"cover_file_id"`
+}
+
+// seriesField is the first present book's value of a file_metadata column,
+// in reading order (ix_library_files_series_sort).
+func seriesField(col string) string {
+	return `(SELECT m.` + col + ` FROM library_files f JOIN file_metadata m ON m.file_id = f.id
+		WHERE f.series_id = ?1 AND f.is_missing = 0 AND m.` + col + ` IS NOT NULL AND m.` + col + ` <> ''
+		ORDER BY f.sort_key, f.id LIMIT 1) AS ` + col
+}
+
+// GetSeriesDetails reads the details of series id, computed when asked:
+// a series has a handful of books to look at, and the answer follows
+// every rescan without a column to keep current.
+func (s *Store) GetSeriesDetails(ctx context.Context, id int64) (SeriesDetails, error) {
+	var d SeriesDetails
+	err := s.r.GetContext(ctx, &d, `SELECT `+seriesField("summary")+`, `+seriesField("genre")+`, `+seriesField("tags")+`,
+		`+seriesField("age_rating")+`, `+seriesField("language_iso")+`, `+seriesField("writer")+`,
+		(SELECT f.id FROM library_files f WHERE f.series_id = ?1 AND f.is_missing = 0
+		   AND EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready')
+		 ORDER BY f.sort_key, f.id LIMIT 1) AS cover_file_id`, id)
+	if err != nil {
+		return d, fmt.Errorf("series %d details: %w", id, err)
+	}
+	return d, nil
+}
