@@ -171,14 +171,12 @@ func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 // workers do not wait on the database.
 func (r *run) pass(ctx context.Context, p store.HashPass) error {
 	var last int64
-	var committing chan error // the previous batch's commit, if any
+	var commits behind
 	settle := func() error {
-		if committing == nil {
-			return nil
+		waited, err := commits.wait()
+		if waited {
+			r.rep.Progress(r.processed, max(r.total, r.processed))
 		}
-		err := <-committing
-		committing = nil
-		r.rep.Progress(r.processed, max(r.total, r.processed))
 		return err
 	}
 	for {
@@ -195,8 +193,7 @@ func (r *run) pass(ctx context.Context, p store.HashPass) error {
 			return err
 		}
 		r.processed += int64(len(done))
-		committing = make(chan error, 1)
-		go func(done []outcome) { committing <- r.commit(ctx, p, done) }(done)
+		commits.start(func() error { return r.commit(ctx, p, done) })
 		if herr != nil {
 			// The counts are read only once the last commit is done.
 			return errors.Join(herr, settle())
@@ -285,6 +282,27 @@ func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) erro
 	r.counts.SkippedChanged += int64(len(results)) - stored
 	r.counts.Bytes += bytes
 	return nil
+}
+
+// behind runs one write at a time behind the work that produced it, so
+// that readers and hashers never wait on the database.
+type behind struct{ done chan error }
+
+// start runs fn; the caller waits for the previous one first.
+func (b *behind) start(fn func() error) {
+	b.done = make(chan error, 1)
+	go func() { b.done <- fn() }()
+}
+
+// wait waits for the write under way, if any (waited is false when there
+// was none), and returns its error.
+func (b *behind) wait() (waited bool, err error) {
+	if b.done == nil {
+		return false, nil
+	}
+	err = <-b.done
+	b.done = nil
+	return true, err
 }
 
 // capBytes returns the longest prefix of batch (at least one file) whose

@@ -14,21 +14,14 @@ import (
 // partials computes the partial digests that decide which due files are
 // duplicate candidates (store.PartialTargets) for every same-size file
 // that lacks one. They are reads of 4 to 128 KiB, so hash.io_depth of them
-// are in flight at once, as for small files. A file that cannot be read, or no longer matches its row,
-// keeps an unknown partial digest: its twins are then read whole, which is
-// slower but never misses a group.
+// are in flight at once, as for small files. A file that cannot be read,
+// or no longer matches its row, keeps an unknown partial digest: its twins
+// are then read whole, which is slower but never misses a group.
 func (r *run) partials(ctx context.Context) error {
 	defer func() { r.counts.Partials = r.partialsStored.Load() }() // every return has settled the commits
 	var last int64
-	var committing chan error // the previous batch's commit, if any
-	settle := func() error {
-		if committing == nil {
-			return nil
-		}
-		err := <-committing
-		committing = nil
-		return err
-	}
+	var commits behind
+	settle := func() error { _, err := commits.wait(); return err }
 	for {
 		targets, err := r.e.st.PartialTargets(ctx, r.job.LibraryID, r.alg, last, r.e.cfg.BatchSize)
 		if err != nil || len(targets) == 0 {
@@ -39,14 +32,13 @@ func (r *run) partials(ctx context.Context) error {
 			return err
 		}
 		// The digests are committed while the next batch is read.
-		committing = make(chan error, 1)
-		go func() {
+		commits.start(func() error {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.cfg.FlushTimeout)
 			defer cancel()
 			stored, err := r.e.st.RecordPartialHashes(wctx, results)
 			r.partialsStored.Add(stored)
-			committing <- err
-		}()
+			return err
+		})
 		if err := ctx.Err(); err != nil {
 			return errors.Join(err, settle())
 		}
