@@ -23,6 +23,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/api"
 	"github.com/bindery-nas/bindery/internal/cli"
 	"github.com/bindery-nas/bindery/internal/events"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/scheduler"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/web"
@@ -86,7 +87,7 @@ func NewMain() *Main {
 		"address of the admin API (env BINDERY_LISTEN); use 0.0.0.0:8080 to serve other hosts")
 	fs.StringVar(&c.StateDir, "state-dir", cli.Env("BINDERY_STATE_DIR", "/state"),
 		"state folder: database, cover cache, generated admin token (env BINDERY_STATE_DIR)")
-	fs.StringSliceVar(&c.LibraryRoots, "library-root", splitList(cli.Env("BINDERY_LIBRARY_ROOT", "/libraries")),
+	fs.StringSliceVar(&c.LibraryRoots, "library-root", pathsafe.SplitRoots(cli.Env("BINDERY_LIBRARY_ROOT", "/libraries")),
 		"folder library paths must lie under; repeatable or comma-separated (env BINDERY_LIBRARY_ROOT)")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", cli.Env("BINDERY_ADMIN_TOKEN_FILE", ""),
 		"file holding the admin bearer token (env BINDERY_ADMIN_TOKEN_FILE); without it BINDERY_ADMIN_TOKEN is used, "+
@@ -95,16 +96,6 @@ func NewMain() *Main {
 		"how long in-flight requests may finish on SIGTERM (env BINDERY_SHUTDOWN_GRACE)")
 	m.flags = fs
 	return m
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // Flags is the flag set, for cobra's help and parsing.
@@ -129,8 +120,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if c.DB == "" {
 		c.DB = filepath.Join(c.StateDir, "bindery.db")
 	}
-	if len(c.LibraryRoots) == 0 {
-		c.LibraryRoots = []string{"/libraries"}
+	if _, err := pathsafe.OpenRoots(c.LibraryRoots); err != nil {
+		return cli.Exit(cli.ExitUsage, fmt.Errorf("serve: %w", err))
 	}
 	if err := os.MkdirAll(c.StateDir, 0o750); err != nil {
 		return cli.Exit(cli.ExitFailure, fmt.Errorf("serve: state dir: %w", err))

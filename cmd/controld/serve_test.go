@@ -16,6 +16,9 @@ import (
 
 func newTestMain(t *testing.T, args ...string) *Main {
 	t.Helper()
+	if _, ok := os.LookupEnv("BINDERY_LIBRARY_ROOT"); !ok {
+		t.Setenv("BINDERY_LIBRARY_ROOT", t.TempDir())
+	}
 	m := NewMain()
 	m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if err := m.ParseFlags(append([]string{"--listen", "127.0.0.1:0"}, args...)); err != nil {
@@ -28,6 +31,11 @@ func TestServe(t *testing.T) {
 	t.Setenv("BINDERY_ADMIN_TOKEN", "")
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
+	for _, r := range []string{"a", "b", "c"} {
+		if err := os.Mkdir(filepath.Join(dir, r), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	m := newTestMain(t, "--state-dir", state, "--library-root", dir+"/a,"+dir+"/b", "--library-root", dir+"/c")
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -137,6 +145,21 @@ func TestServeRefusesBadDatabase(t *testing.T) {
 		m.Close()
 		if cli.CodeOf(err) != cli.ExitDatabase {
 			t.Fatalf("corrupt: %v (exit %d)", err, cli.CodeOf(err))
+		}
+	})
+	t.Run("missing library root", func(t *testing.T) {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "file")
+		if err := os.WriteFile(file, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, roots := range []string{dir + "/absent", dir + "," + dir + "/absent", "relative/path", ",", file} {
+			m := newTestMain(t, "--state-dir", dir, "--library-root", roots)
+			err := m.Run(context.Background())
+			m.Close()
+			if cli.CodeOf(err) != cli.ExitUsage || !strings.Contains(err.Error(), "library root") {
+				t.Fatalf("roots %q: %v (exit %d), want a library root usage error", roots, err, cli.CodeOf(err))
+			}
 		}
 	})
 	t.Run("short token", func(t *testing.T) {

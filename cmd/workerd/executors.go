@@ -10,6 +10,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/engine/enginetest"
 	"github.com/bindery-nas/bindery/internal/hashing"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/scan"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/thumbs"
@@ -28,10 +29,14 @@ func buildExecutors(cfg runConfig, st *store.Store) (engine.Executors, error) {
 	if cfg.TestExecutor != "" {
 		return testExecutors(cfg)
 	}
-	covers := thumbs.Config{StateDir: cfg.StateDir, LibraryRoot: cfg.LibraryRoot}
+	roots, err := pathsafe.OpenRoots(pathsafe.SplitRoots(cfg.LibraryRoot))
+	if err != nil {
+		return engine.Executors{}, err
+	}
+	covers := thumbs.Config{StateDir: cfg.StateDir, LibraryRoots: roots}
 	return engine.Executors{
-		Scan:       scan.New(st, scan.Config{LibraryRoot: cfg.LibraryRoot, StateDir: cfg.StateDir}),
-		Hash:       hashing.New(st, hashing.Config{LibraryRoot: cfg.LibraryRoot}),
+		Scan:       scan.New(st, scan.Config{LibraryRoots: roots, StateDir: cfg.StateDir}),
+		Hash:       hashing.New(st, hashing.Config{LibraryRoots: roots}),
 		Thumbnail:  thumbs.NewRenderer(st, covers),
 		Cleanup:    thumbs.NewCleaner(st, covers),
 		Checkpoint: walmaint.New(st, walmaint.Config{}),

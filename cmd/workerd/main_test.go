@@ -94,6 +94,16 @@ func TestRefusesDatabases(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, out)
 		}
 	})
+	t.Run("missing library root", func(t *testing.T) {
+		t.Setenv("BINDERY_TEST_EXECUTOR", "")
+		dir := t.TempDir()
+		for _, roots := range []string{dir + "/absent", dir + "," + dir + "/absent", "relative", ","} {
+			code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", dir, "--library-root", roots)
+			if code != cli.ExitUsage || !strings.Contains(out, "library root") {
+				t.Fatalf("roots %q: exit %d: %s", roots, code, out)
+			}
+		}
+	})
 	t.Run("bad test executor", func(t *testing.T) {
 		t.Setenv("BINDERY_TEST_EXECUTOR", "bogus")
 		if code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", t.TempDir()); code != cli.ExitUsage {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 )
 
@@ -114,19 +113,17 @@ func (s *Server) libraryPath(p string) (string, error) {
 	if err != nil {
 		return "", badRequest(CodePathNotFound, "path cannot be resolved").with("field", "path")
 	}
-	for _, r := range s.roots {
-		if ok, err := pathsafe.Within(r, real); err == nil && ok {
-			fi, err := os.Stat(real)
-			if err != nil {
-				return "", badRequest(CodePathNotFound, "path does not exist").with("field", "path")
-			}
-			if !fi.IsDir() {
-				return "", badRequest(CodePathNotDirectory, "path is not a directory").with("field", "path")
-			}
-			return real, nil
-		}
+	if ok, err := s.realRoots.Contains(real); err != nil || !ok {
+		return "", outside()
 	}
-	return "", outside()
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", badRequest(CodePathNotFound, "path does not exist").with("field", "path")
+	}
+	if !fi.IsDir() {
+		return "", badRequest(CodePathNotDirectory, "path is not a directory").with("field", "path")
+	}
+	return real, nil
 }
 
 func (s *Server) listLibraries(c echo.Context) error {

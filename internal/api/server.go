@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/bindery-nas/bindery/internal/events"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 )
 
@@ -37,7 +39,7 @@ type Config struct {
 	// Token is the admin bearer token. Required, at least 16 characters.
 	Token string
 	// LibraryRoots are the folders a library path must lie under, after
-	// symlinks are resolved; default ["/libraries"].
+	// symlinks are resolved. Required; each must be an existing folder.
 	LibraryRoots []string
 	// StateDir holds the cover cache (<state>/covers). Required for
 	// GET /files/{id}/cover.
@@ -66,14 +68,15 @@ type Config struct {
 
 // Server is the admin API.
 type Server struct {
-	cfg    Config
-	st     *store.Store
-	echo   *echo.Echo
-	log    *slog.Logger
-	roots  []string
-	reg    *prometheus.Registry
-	m      *httpMetrics
-	signer coverSigner
+	cfg       Config
+	st        *store.Store
+	echo      *echo.Echo
+	log       *slog.Logger
+	roots     []string // lexical: as configured and as resolved
+	realRoots pathsafe.Roots
+	reg       *prometheus.Registry
+	m         *httpMetrics
+	signer    coverSigner
 }
 
 // New builds the server and its routes.
@@ -83,9 +86,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := checkToken(cfg.Token); err != nil {
 		return nil, err
-	}
-	if len(cfg.LibraryRoots) == 0 {
-		cfg.LibraryRoots = []string{"/libraries"}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -100,13 +100,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SSEKeepAlive == 0 {
 		cfg.SSEKeepAlive = 15 * time.Second
 	}
-	roots := make([]string, 0, len(cfg.LibraryRoots))
+	realRoots, err := pathsafe.OpenRoots(cfg.LibraryRoots)
+	if err != nil {
+		return nil, errorf("api: %v", err)
+	}
+	// A path is first checked lexically, against the roots as configured
+	// or as resolved, so that nothing outside them is ever looked up.
+	roots := slices.Clone(realRoots)
 	for _, r := range cfg.LibraryRoots {
-		abs, err := filepath.Abs(r)
-		if err != nil {
-			return nil, errorf("api: library root %q: %v", r, err)
+		if r = filepath.Clean(r); !slices.Contains(roots, r) {
+			roots = append(roots, r)
 		}
-		roots = append(roots, abs)
 	}
 	if len(cfg.CoverKey) == 0 {
 		cfg.CoverKey = make([]byte, CoverKeyBytes)
@@ -114,7 +118,7 @@ func New(cfg Config) (*Server, error) {
 	} else if len(cfg.CoverKey) < 16 {
 		return nil, errorf("api: cover key of %d bytes, want at least 16", len(cfg.CoverKey))
 	}
-	s := &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger, roots: roots, reg: cfg.Registry,
+	s := &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger, roots: roots, realRoots: realRoots, reg: cfg.Registry,
 		signer: coverSigner{key: cfg.CoverKey, now: time.Now}}
 	s.m = newHTTPMetrics(cfg.Registry, cfg.Store)
 	s.echo = s.router()

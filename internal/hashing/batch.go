@@ -137,13 +137,13 @@ func fileError(err error) error {
 
 // resolveLibrary opens a library folder, which must exist and lie under
 // the configured library root.
-func resolveLibrary(libraryRoot, libPath string) (*libRoot, error) {
-	ok, err := pathsafe.Within(libraryRoot, libPath)
+func resolveLibrary(roots pathsafe.Roots, libPath string) (*libRoot, error) {
+	ok, err := roots.Contains(libPath)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.ErrLibraryMissing, "library %s: %v", libPath, err)
 	}
 	if !ok {
-		return nil, protocol.Errorf(protocol.ErrPathViolation, "library %s is not under %s", libPath, libraryRoot)
+		return nil, protocol.Errorf(protocol.ErrPathViolation, "library %s is not under %s", libPath, roots)
 	}
 	root, err := openLibRoot(libPath)
 	if err != nil {

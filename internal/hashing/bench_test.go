@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -323,7 +324,7 @@ func benchExecutor(b *testing.B, dir string, files []string, alg protocol.HashAl
 			stmt = "BEGIN;"
 		}
 	}
-	e.exec = New(e.worker, Config{LibraryRoot: filepath.Dir(dir)})
+	e.exec = New(e.worker, Config{LibraryRoots: pathsafe.Roots{filepath.Dir(dir)}})
 	e.job = store.Job{ID: 1, Kind: string(protocol.JobKindHash), LibraryID: sql.NullInt64{Int64: 1, Valid: true}}
 	return e
 }

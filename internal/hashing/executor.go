@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -19,9 +20,10 @@ const IOBucket = "hash_io_global"
 
 // Config configures the hash job executor. Zero values take the defaults.
 type Config struct {
-	// LibraryRoot is the folder every library path must lie under (protocol
-	// §8); default "/libraries".
-	LibraryRoot string
+	// LibraryRoots are the folders every library path must lie under
+	// (protocol §8); nil confines nothing. workerd passes the roots it
+	// validated at startup.
+	LibraryRoots pathsafe.Roots
 	// BatchSize is the most files fetched, hashed and committed per
 	// transaction; default 4096. Each commit rewrites index pages spread
 	// over the whole table (the digests are random), so fewer, larger
@@ -48,9 +50,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.LibraryRoot == "" {
-		c.LibraryRoot = "/libraries"
-	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 4096
 	}
@@ -225,7 +224,7 @@ func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
 		return nil, err
 	}
 	for _, l := range libs {
-		root, err := resolveLibrary(e.cfg.LibraryRoot, l.Path)
+		root, err := resolveLibrary(e.cfg.LibraryRoots, l.Path)
 		if err != nil && job.LibraryID.Valid && l.ID == job.LibraryID.Int64 {
 			r.close()
 			return nil, err

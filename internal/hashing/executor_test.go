@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -54,7 +55,7 @@ func setup(t *testing.T) *env {
 		VALUES (1, 'comics', ?, 'x', 'x')`, e.lib); err != nil {
 		t.Fatal(err)
 	}
-	e.exec = New(e.worker, Config{LibraryRoot: e.root, BatchSize: 4, RetryBase: time.Minute})
+	e.exec = New(e.worker, Config{LibraryRoots: pathsafe.Roots{e.root}, BatchSize: 4, RetryBase: time.Minute})
 	e.job = store.Job{ID: 1, Kind: string(protocol.JobKindHash), LibraryID: sql.NullInt64{Int64: 1, Valid: true}}
 	return e
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -92,7 +93,7 @@ func TestReadAhead(t *testing.T) {
 			id := e.addFile(t, rel, content(i%4)) // below bufSize: read whole
 			cands = append(cands, store.HashCandidate{ID: id, LibraryID: 1, RelativePath: rel, SizeBytes: int64(len(content(i % 4)))})
 		}
-		root, err := resolveLibrary(e.root, e.lib)
+		root, err := resolveLibrary(pathsafe.Roots{e.root}, e.lib)
 		if err != nil {
 			t.Fatal(err)
 		}

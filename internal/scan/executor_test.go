@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -54,12 +55,12 @@ func TestExecutorErrors(t *testing.T) {
 	})
 	t.Run("library outside the root", func(t *testing.T) {
 		e := setup(t)
-		exec := New(e.worker, Config{LibraryRoot: t.TempDir()})
+		exec := New(e.worker, Config{LibraryRoots: pathsafe.Roots{t.TempDir()}})
 		_, err := exec.Execute(context.Background(), e.job("{}"), nil)
 		if protocol.CodeOf(err, "") != protocol.ErrPathViolation {
 			t.Fatalf("err %v", err)
 		}
-		inside := New(e.worker, Config{LibraryRoot: filepath.Dir(e.root)})
+		inside := New(e.worker, Config{LibraryRoots: pathsafe.Roots{filepath.Dir(e.root)}})
 		if _, err := inside.Execute(context.Background(), e.job("{}"), nil); err != nil {
 			t.Fatalf("library inside the root: %v", err)
 		}

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 
 	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -39,11 +40,11 @@ import (
 // Config configures the executor. Zero values take the documented
 // defaults.
 type Config struct {
-	// LibraryRoot is workerd's --library-root: every library path must
-	// resolve (realpath) inside it, else the scan fails with
-	// path_violation. Default "": no confinement (tests, single-user
-	// setups).
-	LibraryRoot string
+	// LibraryRoots are workerd's --library-root folders: every library
+	// path must resolve (realpath) inside one of them, else the scan fails
+	// with path_violation. Nil confines nothing; workerd passes the roots
+	// it validated at startup.
+	LibraryRoots pathsafe.Roots
 	// BatchSize is the number of rows written per transaction and read per
 	// page. Default 500.
 	BatchSize int
@@ -212,14 +213,8 @@ func (e *Executor) resolveLibrary(ctx context.Context, id int64) (string, error)
 	if info, err := os.Stat(real); err != nil || !info.IsDir() {
 		return "", protocol.Errorf(protocol.ErrLibraryMissing, "library folder %s is not a readable folder", p)
 	}
-	if e.cfg.LibraryRoot != "" {
-		root, err := filepath.EvalSymlinks(e.cfg.LibraryRoot)
-		if err != nil {
-			return "", protocol.Errorf(protocol.ErrLibraryMissing, "library root %s: %v", e.cfg.LibraryRoot, err)
-		}
-		if root, err = filepath.Abs(root); err != nil || !within(root, real) {
-			return "", protocol.Errorf(protocol.ErrPathViolation, "library folder %s is not inside the library root %s", p, root)
-		}
+	if ok, err := e.cfg.LibraryRoots.Contains(real); err != nil || !ok {
+		return "", protocol.Errorf(protocol.ErrPathViolation, "library folder %s is not inside the library roots %s", p, e.cfg.LibraryRoots)
 	}
 	return real, nil
 }

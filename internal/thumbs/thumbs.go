@@ -35,10 +35,10 @@ type Config struct {
 	// StateDir is workerd's state folder; covers live in StateDir/covers.
 	// Required.
 	StateDir string
-	// LibraryRoot, when set, is the folder every library must lie in
-	// (e.g. /libraries); a library outside it is a path_violation. Default
-	// "": each library's own path is the only root checked.
-	LibraryRoot string
+	// LibraryRoots are the folders every library must lie in (workerd's
+	// --library-root); a library outside them is a path_violation. Nil:
+	// each library's own path is the only root checked.
+	LibraryRoots pathsafe.Roots
 	// VipsConcurrency is libvips' worker threads per render; default 1
 	// (the engine runs renders in parallel instead).
 	VipsConcurrency int
@@ -231,14 +231,14 @@ func (r *Renderer) readPage(ctx context.Context, src store.CoverSource, limit, b
 
 // resolveSource checks the library root and the file by realpath.
 func (r *Renderer) resolveSource(src store.CoverSource) (string, error) {
-	if r.cfg.LibraryRoot != "" {
-		ok, err := pathsafe.Within(r.cfg.LibraryRoot, src.LibraryPath)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", protocol.Wrap(protocol.ErrPathViolation, err)
-		}
-		if err == nil && !ok {
-			return "", protocol.Errorf(protocol.ErrPathViolation, "library %s is not under %s", src.LibraryPath, r.cfg.LibraryRoot)
-		}
+	ok, err := r.cfg.LibraryRoots.Contains(src.LibraryPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", protocol.Wrap(protocol.ErrSourceMissing, err)
+	case err != nil:
+		return "", protocol.Wrap(protocol.ErrPathViolation, err)
+	case !ok:
+		return "", protocol.Errorf(protocol.ErrPathViolation, "library %s is not under %s", src.LibraryPath, r.cfg.LibraryRoots)
 	}
 	path, err := pathsafe.Resolve(src.LibraryPath, filepath.FromSlash(src.RelativePath))
 	switch {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -206,7 +207,7 @@ func TestFaultStateDiskFullWithDatabase(t *testing.T) {
 	res, err := e.ctrl.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('lib', ?, 'x', 'x')`, e.lib)
 	must(t, err)
 	e.libID, _ = res.LastInsertId()
-	e.r = NewRenderer(e.work, Config{StateDir: e.state, LibraryRoot: base})
+	e.r = NewRenderer(e.work, Config{StateDir: e.state, LibraryRoots: pathsafe.Roots{base}})
 	file := e.put(t, "Full/book.cbz", coverBook(t))
 	row := e.admit(t, file, protocol.ImageWebP)
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -44,7 +45,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.libID, _ = res.LastInsertId()
-	e.r = NewRenderer(e.work, Config{StateDir: e.state, LibraryRoot: base})
+	e.r = NewRenderer(e.work, Config{StateDir: e.state, LibraryRoots: pathsafe.Roots{base}})
 	return e
 }
 
@@ -257,7 +258,7 @@ func TestRender(t *testing.T) {
 			})
 		}
 		t.Run("library outside the library root", func(t *testing.T) {
-			r := NewRenderer(e.work, Config{StateDir: e.state, LibraryRoot: e.outside})
+			r := NewRenderer(e.work, Config{StateDir: e.state, LibraryRoots: pathsafe.Roots{e.outside}})
 			id := e.put(t, "ok.jpg", jpg)
 			_, err := r.RenderRow(ctx, e.admit(t, id, protocol.ImageWebP))
 			if protocol.CodeOf(err, "") != protocol.ErrPathViolation {

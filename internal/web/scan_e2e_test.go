@@ -54,7 +54,9 @@ func buildWorkerd(t *testing.T) string {
 func (e *env) startWorkerd(t, owner *testing.T) {
 	t.Helper()
 	bin := buildWorkerd(t)
-	cmd := exec.Command(bin, "run", "--db", e.DB, "--state-dir", e.State, "--library-root", e.Root,
+	// A list of roots, the library's last: both daemons read it alike.
+	roots := owner.TempDir() + "," + e.Root
+	cmd := exec.Command(bin, "run", "--db", e.DB, "--state-dir", e.State, "--library-root", roots,
 		"--worker-id", "web-test-worker", "--lease", "5s", "--thumbnail-concurrency", "2", "--shutdown-grace", "1s")
 	env := []string{}
 	for _, kv := range os.Environ() {
