@@ -30,6 +30,7 @@ func TestEventStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
+	recordStatus("GET", "/api/v1/events", res.StatusCode)
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("events: %d %v", res.StatusCode, res.Header)
 	}

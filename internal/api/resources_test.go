@@ -273,9 +273,7 @@ func TestCover(t *testing.T) {
 		rq, _ := http.NewRequest("GET", *fj.Cover.URL, nil)
 		rq.Header.Set("Authorization", "Bearer "+testToken)
 		rq.Header.Set("If-None-Match", etag)
-		rec := newRecorder()
-		e.srv.Handler().ServeHTTP(rec, rq)
-		return rec.Code
+		return serve(e.srv, rq).Code
 	}
 	if code := req(r.Hdr.Get("ETag")); code != 304 {
 		t.Fatalf("If-None-Match: %d", code)

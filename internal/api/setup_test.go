@@ -104,8 +104,15 @@ func (e *env) callAuth(method, target, body, auth string) resp {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return serve(e.srv, req)
+}
+
+// serve runs one request through srv and records its status for the
+// documented-status check (TestMain).
+func serve(srv *api.Server, req *http.Request) resp {
 	rec := httptest.NewRecorder()
-	e.srv.Handler().ServeHTTP(rec, req)
+	srv.Handler().ServeHTTP(rec, req)
+	recordStatus(req.Method, req.URL.Path, rec.Code)
 	return resp{Code: rec.Code, Body: rec.Body.Bytes(), Hdr: rec.Header()}
 }
 
@@ -207,5 +214,3 @@ func (e *env) exec(q string, args ...any) {
 		e.t.Fatalf("%s: %v", q, err)
 	}
 }
-
-func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
