@@ -31,6 +31,7 @@ func goMigrations() []*goose.Migration {
 		goose.NewGoMigration(1, &goose.GoFunc{RunTx: quarantineLegacy}, nil),
 		goose.NewGoMigration(3, &goose.GoFunc{RunTx: importLegacy}, nil),
 		goose.NewGoMigration(9, &goose.GoFunc{RunTx: addSortKeys}, nil),
+		goose.NewGoMigration(11, &goose.GoFunc{RunTx: canonicalTimes}, nil),
 	}
 }
 

@@ -134,7 +134,7 @@ func TestSeriesDetails(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := e.worker.Exec(e.ctx, `INSERT INTO file_metadata (file_id, source, summary, genre, age_rating, updated_at)
-			SELECT ?1, 'comicinfo', json_extract(?2, '$.s'), json_extract(?2, '$.g'), json_extract(?2, '$.a'), 'x'`, id, meta); err != nil {
+			SELECT ?1, 'comicinfo', json_extract(?2, '$.s'), json_extract(?2, '$.g'), json_extract(?2, '$.a'), ?3`, id, meta, e.now()); err != nil {
 			t.Fatal(err)
 		}
 		return id

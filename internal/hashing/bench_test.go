@@ -305,7 +305,7 @@ func benchExecutor(b *testing.B, dir string, files []string, alg protocol.HashAl
 	if err := e.control.PutSettings(ctx, map[string]string{"hash.algorithm": string(alg)}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.control.Exec(ctx, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'bench', ?, 'x', 'x')`, dir); err != nil {
+	if _, err := e.control.Exec(ctx, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'bench', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, dir); err != nil {
 		b.Fatal(err)
 	}
 	// One transaction for all rows (BEGIN/COMMIT on the one writer conn).
@@ -316,7 +316,7 @@ func benchExecutor(b *testing.B, dir string, files []string, alg protocol.HashAl
 			b.Fatal(err)
 		}
 		rel, _ := filepath.Rel(dir, p)
-		stmt += fmt.Sprintf("INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, '%s', %d, %d, 'x', 'x');", rel, fi.Size(), fi.ModTime().UnixNano())
+		stmt += fmt.Sprintf("INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, '%s', %d, %d, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000');", rel, fi.Size(), fi.ModTime().UnixNano())
 		if i%5000 == 4999 || i == len(files)-1 {
 			if _, err := e.control.Exec(ctx, stmt+"COMMIT;"); err != nil {
 				b.Fatal(err)

@@ -49,7 +49,7 @@ func (e *env) addOther(t *testing.T, rel string, data []byte) int64 {
 		t.Fatal(err)
 	}
 	if _, err := e.control.Exec(e.ctx, `INSERT OR IGNORE INTO libraries (id, name, path, created_at, updated_at)
-		VALUES (2, 'other', ?, 'x', 'x')`, dir); err != nil {
+		VALUES (2, 'other', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o644); err != nil {
@@ -60,7 +60,7 @@ func (e *env) addOther(t *testing.T, rel string, data []byte) int64 {
 		t.Fatal(err)
 	}
 	res, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-		created_at, updated_at) VALUES (2, ?, ?, ?, 'x', 'x')`, rel, fi.Size(), fi.ModTime().UnixNano())
+		created_at, updated_at) VALUES (2, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, rel, fi.Size(), fi.ModTime().UnixNano())
 	if err != nil {
 		t.Fatal(err)
 	}

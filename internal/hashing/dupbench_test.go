@@ -263,7 +263,7 @@ func addRows(b *testing.B, e *env, dir string, files []string) {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		if _, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-			created_at, updated_at) VALUES (1, ?, ?, ?, 'x', 'x')`, rel, fi.Size(), fi.ModTime().UnixNano()); err != nil {
+			created_at, updated_at) VALUES (1, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, rel, fi.Size(), fi.ModTime().UnixNano()); err != nil {
 			b.Fatal(err)
 		}
 	}

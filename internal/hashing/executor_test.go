@@ -52,7 +52,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	if _, err := e.control.Exec(e.ctx, `INSERT INTO libraries (id, name, path, created_at, updated_at)
-		VALUES (1, 'comics', ?, 'x', 'x')`, e.lib); err != nil {
+		VALUES (1, 'comics', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib); err != nil {
 		t.Fatal(err)
 	}
 	e.exec = New(e.worker, Config{LibraryRoots: pathsafe.Roots{e.root}, BatchSize: 4, RetryBase: time.Minute})
@@ -84,7 +84,7 @@ func (e *env) register(t *testing.T, rel string) int64 {
 		}
 	}
 	res, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-		created_at, updated_at) VALUES (1, ?, ?, ?, 'x', 'x')`, rel, size, mtime)
+		created_at, updated_at) VALUES (1, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, rel, size, mtime)
 	if err != nil {
 		t.Fatal(err)
 	}

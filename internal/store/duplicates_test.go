@@ -52,7 +52,7 @@ func setupDup(t testing.TB, summary bool) *dupEnv {
 	}
 	for _, id := range []int{1, 2} {
 		if _, err := control.Exec(e.ctx, `INSERT INTO libraries (id, name, path, created_at, updated_at)
-			VALUES (?, ?, ?, 'x', 'x')`, id, fmt.Sprint("lib", id), fmt.Sprint("/libraries/", id)); err != nil {
+			VALUES (?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, id, fmt.Sprint("lib", id), fmt.Sprint("/libraries/", id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +75,7 @@ func (e *dupEnv) insert(t testing.TB, rows []fileRow) {
 		}
 		if _, err := e.control.Exec(e.ctx, `INSERT INTO library_files (id, library_id, relative_path, size_bytes,
 			mtime_ns, hash_algorithm, content_hash, is_missing, needs_hash, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, 'x', 'x')`, r.id, r.lib, fmt.Sprint("f/", r.id), r.size,
+			VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, r.id, r.lib, fmt.Sprint("f/", r.id), r.size,
 			alg, r.sum, r.missing, r.needHash); err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func TestDuplicateSummaryTracksChanges(t *testing.T) {
 		{"rescan changed", `UPDATE library_files SET needs_hash = 1, size_bytes = size_bytes + 1 WHERE id % 5 = 0`},
 		{"rehash", `UPDATE library_files SET needs_hash = 0, content_hash = (SELECT content_hash FROM library_files WHERE id = 3) WHERE id % 10 = 0`},
 		{"algorithm change", `UPDATE library_files SET hash_algorithm = 'sha256' WHERE id % 3 = 0 AND hash_algorithm = 'blake3'`},
-		{"no-op update", `UPDATE library_files SET updated_at = 'y', size_bytes = size_bytes`},
+		{"no-op update", `UPDATE library_files SET updated_at = '2026-01-02 00:00:00.000', size_bytes = size_bytes`},
 		{"clear hash", `UPDATE library_files SET content_hash = NULL, hash_algorithm = NULL WHERE id % 11 = 0`},
 		{"delete", `DELETE FROM library_files WHERE id % 13 = 0`},
 		{"delete library", `DELETE FROM libraries WHERE id = 2`},
@@ -360,7 +360,7 @@ func BenchmarkDuplicateGroups(b *testing.B) {
 				INSERT INTO library_files (id, library_id, relative_path, size_bytes, mtime_ns, needs_hash,
 					hash_algorithm, content_hash, created_at, updated_at)
 				SELECT i, 1, 'd/' || i, CASE WHEN i <= %[2]d THEN ((i - 1) / 3 %% 5000) * 1000 ELSE i END, i, 0,
-					'blake3', CAST(printf('%%032d', CASE WHEN i <= %[2]d THEN (i - 1) / 3 ELSE i END) AS BLOB), 'x', 'x'
+					'blake3', CAST(printf('%%032d', CASE WHEN i <= %[2]d THEN (i - 1) / 3 ELSE i END) AS BLOB), '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000'
 				FROM n`, rows, 3*groups)
 			if _, err := e.control.Exec(e.ctx, gen); err != nil {
 				b.Fatal(err)

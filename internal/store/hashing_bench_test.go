@@ -24,10 +24,10 @@ func BenchmarkRecordHashes(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		mustExecRaw(b, db, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'l', '/l', 'x', 'x')`)
+		mustExecRaw(b, db, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'l', '/l', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
 		mustExecRaw(b, db, `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < ?)
 			INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at)
-			SELECT 1, 'f' || i, 1000, 1, 'x', 'x' FROM c`, n)
+			SELECT 1, 'f' || i, 1000, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000' FROM c`, n)
 		db.Close()
 		w := storetest.MustOpen(b, path, store.RoleWorker, nil)
 		results := make([]store.HashResult, n)

@@ -18,27 +18,27 @@ var enumCases = []struct {
 	table, column, legal string
 	insert               string // %s is replaced by the value under test
 }{
-	{"jobs", "kind", "scan", `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (%s, 'completed', 'x', 'x')`},
-	{"jobs", "status", "completed", `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', %s, 'x', 'x')`},
-	{"jobs", "priority", "high", `INSERT INTO jobs (kind, status, priority, created_at, updated_at) VALUES ('delete', 'completed', %s, 'x', 'x')`},
-	{"scan_sessions", "status", "running", `INSERT INTO scan_sessions (library_id, status, started_at) VALUES (1, %s, 'x')`},
-	{"library_files", "hash_algorithm", "blake3", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, hash_algorithm, created_at, updated_at) VALUES (1, hex(randomblob(8)), 1, 1, %s, 'x', 'x')`},
-	{"library_files", "format", "zip", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format, created_at, updated_at) VALUES (1, hex(randomblob(8)), 1, 1, %s, 'x', 'x')`},
-	{"thumbnails", "status", "ready", `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at) VALUES (abs(random()), 1, 'library:1', %s, 'c', 'x', 'x')`},
-	{"thumbnails", "media_type", "image", `INSERT INTO thumbnails (file_id, library_id, group_key, status, media_type, output_relpath, created_at, updated_at) VALUES (1, 1, 'library:1', 'ready', %s, 'c', 'x', 'x')`},
-	{"thumbnails", "format", "jpeg", `INSERT INTO thumbnails (file_id, library_id, group_key, status, format, output_relpath, created_at, updated_at) VALUES (1, 1, 'library:1', 'ready', %s, 'c', 'x', 'x')`},
-	{"thumbnail_cleanup_jobs", "status", "pending", `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at) VALUES ('library:1', %s, 'x', 'x', 'x')`},
-	{"wal_maintenance_jobs", "requested_mode", "truncate", `INSERT INTO wal_maintenance_jobs (requested_mode, execute_after, created_at, updated_at) VALUES (%s, 'x', 'x', 'x')`},
-	{"wal_maintenance_jobs", "status", "retryable", `INSERT INTO wal_maintenance_jobs (status, execute_after, created_at, updated_at) VALUES (%s, 'x', 'x', 'x')`},
-	{"scan_requests", "kind", "hash", `INSERT INTO scan_requests (kind, library_id, priority, created_at, updated_at) VALUES (%s, 1, 'high', 'x', 'x')`},
-	{"scan_requests", "priority", "normal", `INSERT INTO scan_requests (kind, library_id, priority, created_at, updated_at) VALUES ('scan', 1, %s, 'x', 'x')`},
-	{"file_metadata", "source", "folder", `INSERT INTO file_metadata (file_id, source, updated_at) VALUES ((SELECT max(id) FROM library_files), %s, 'x')`},
+	{"jobs", "kind", "scan", `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (%s, 'completed', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"jobs", "status", "completed", `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"jobs", "priority", "high", `INSERT INTO jobs (kind, status, priority, created_at, updated_at) VALUES ('delete', 'completed', %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"scan_sessions", "status", "running", `INSERT INTO scan_sessions (library_id, status, started_at) VALUES (1, %s, '2026-01-01 00:00:00.000')`},
+	{"library_files", "hash_algorithm", "blake3", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, hash_algorithm, created_at, updated_at) VALUES (1, hex(randomblob(8)), 1, 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"library_files", "format", "zip", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format, created_at, updated_at) VALUES (1, hex(randomblob(8)), 1, 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"thumbnails", "status", "ready", `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at) VALUES (abs(random()), 1, 'library:1', %s, 'c', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"thumbnails", "media_type", "image", `INSERT INTO thumbnails (file_id, library_id, group_key, status, media_type, output_relpath, created_at, updated_at) VALUES (1, 1, 'library:1', 'ready', %s, 'c', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"thumbnails", "format", "jpeg", `INSERT INTO thumbnails (file_id, library_id, group_key, status, format, output_relpath, created_at, updated_at) VALUES (1, 1, 'library:1', 'ready', %s, 'c', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"thumbnail_cleanup_jobs", "status", "pending", `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at) VALUES ('library:1', %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"wal_maintenance_jobs", "requested_mode", "truncate", `INSERT INTO wal_maintenance_jobs (requested_mode, execute_after, created_at, updated_at) VALUES (%s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"wal_maintenance_jobs", "status", "retryable", `INSERT INTO wal_maintenance_jobs (status, execute_after, created_at, updated_at) VALUES (%s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"scan_requests", "kind", "hash", `INSERT INTO scan_requests (kind, library_id, priority, created_at, updated_at) VALUES (%s, 1, 'high', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"scan_requests", "priority", "normal", `INSERT INTO scan_requests (kind, library_id, priority, created_at, updated_at) VALUES ('scan', 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"file_metadata", "source", "folder", `INSERT INTO file_metadata (file_id, source, updated_at) VALUES ((SELECT max(id) FROM library_files), %s, '2026-01-01 00:00:00.000')`},
 }
 
 func setup(t *testing.T) *store.Store {
 	t.Helper()
 	control, _, _ := storetest.MustOpenDB(t)
-	mustExec(t, control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/libraries/l', 'x', 'x')`)
+	mustExec(t, control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/libraries/l', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
 	return control
 }
 
@@ -74,15 +74,15 @@ func TestEnumChecks(t *testing.T) {
 func TestNotNullColumns(t *testing.T) {
 	s := setup(t)
 	for _, q := range []string{
-		`INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (NULL, 'completed', 'x', 'x')`,
-		`INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('scan', NULL, 'x', 'x')`,
-		`INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', 'completed', NULL, 'x')`,
-		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, NULL, 1, 1, 'x', 'x')`,
-		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, 'a', NULL, 1, 'x', 'x')`,
-		`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at) VALUES (1, 1, NULL, 'c', 'x', 'x')`,
-		`INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (NULL, 'x', 'x')`,
-		`INSERT INTO io_rate_limits (bucket_key, next_available_at_ms, updated_at) VALUES ('b', NULL, 'x')`,
-		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, content_hash, created_at, updated_at) VALUES (1, 'short', 1, 1, x'00', 'x', 'x')`,
+		`INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (NULL, 'completed', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		`INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('scan', NULL, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		`INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', 'completed', NULL, '2026-01-01 00:00:00.000')`,
+		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, NULL, 1, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, 'a', NULL, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at) VALUES (1, 1, NULL, 'c', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		`INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (NULL, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		`INSERT INTO io_rate_limits (bucket_key, next_available_at_ms, updated_at) VALUES ('b', NULL, '2026-01-01 00:00:00.000')`,
+		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, content_hash, created_at, updated_at) VALUES (1, 'short', 1, 1, x'00', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
 	} {
 		if _, err := s.Exec(context.Background(), q); !store.IsConstraint(err) {
 			t.Errorf("%s: want constraint error, got %v", q, err)
@@ -95,7 +95,7 @@ func TestNotNullColumns(t *testing.T) {
 func TestSingleActiveIndex(t *testing.T) {
 	control, _, path := storetest.MustOpenDB(t)
 	other := storetest.MustOpen(t, path, store.RoleControl, nil)
-	mustExec(t, control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/l', 'x', 'x')`)
+	mustExec(t, control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/l', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -109,7 +109,7 @@ func TestSingleActiveIndex(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, err := s.Exec(context.Background(),
-				`INSERT INTO jobs (kind, status, library_id, created_at, updated_at) VALUES (?, 'pending', 1, 'x', 'x')`, kind)
+				`INSERT INTO jobs (kind, status, library_id, created_at, updated_at) VALUES (?, 'pending', 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, kind)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -127,10 +127,10 @@ func TestSingleActiveIndex(t *testing.T) {
 		t.Fatalf("wins=%d unique failures=%d", wins, uniqueFails)
 	}
 	// Other kinds and terminal rows are not limited.
-	mustExec(t, control, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', 'pending', 'x', 'x')`)
-	mustExec(t, control, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('scan', 'completed', 'x', 'x')`)
+	mustExec(t, control, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', 'pending', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
+	mustExec(t, control, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('scan', 'completed', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
 	mustExec(t, control, `UPDATE jobs SET status = 'completed' WHERE status = 'pending' AND kind IN ('scan','hash')`)
-	mustExec(t, control, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('hash', 'running', 'x', 'x')`)
+	mustExec(t, control, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('hash', 'running', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
 }
 
 // TestPragmasOnEveryConnection holds several reader connections at once and

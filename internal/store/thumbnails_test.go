@@ -32,7 +32,7 @@ func setupCovers(t *testing.T) *coverDB {
 func (db *coverDB) addLibrary(t *testing.T, path string) int64 {
 	t.Helper()
 	res, err := db.ctrl.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('lib', ?, 'x', 'x')`, path)
+		VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func (db *coverDB) addLibrary(t *testing.T, path string) int64 {
 func (db *coverDB) addFile(t *testing.T, lib int64, rel string) int64 {
 	t.Helper()
 	res, err := db.ctrl.Exec(context.Background(), `INSERT INTO library_files (library_id, relative_path, size_bytes,
-		mtime_ns, format, needs_cover, created_at, updated_at) VALUES (?, ?, 1, 1, 'zip', 1, 'x', 'x')`, lib, rel)
+		mtime_ns, format, needs_cover, created_at, updated_at) VALUES (?, ?, 1, 1, 'zip', 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, lib, rel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestAdmitThumbnail(t *testing.T) {
 		// a failed one, then regenerate: only the newest ready survives.
 		db.exec(t, `UPDATE thumbnails SET status = 'ready' WHERE file_id = ? AND status = 'pending'`, f1)
 		db.exec(t, `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at)
-			VALUES (?, ?, 'library:1', 'failed', ?, 'x', 'x')`, f1, db.lib, store.CoverRelPath(f1, 256, protocol.ImageWebP))
+			VALUES (?, ?, 'library:1', 'failed', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, f1, db.lib, store.CoverRelPath(f1, 256, protocol.ImageWebP))
 		newest := db.count(t, `SELECT max(id) FROM thumbnails WHERE file_id = ? AND status = 'ready'`, f1)
 		regen, created, err := db.ctrl.RegenerateThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
 		if err != nil || !created {
@@ -295,7 +295,7 @@ func TestCoverSourceAndVersion(t *testing.T) {
 	ctx := context.Background()
 	db := setupCovers(t)
 	f := db.addFile(t, db.lib, "sub/a.cbz")
-	db.exec(t, `INSERT INTO file_metadata (file_id, source, front_cover_page, updated_at) VALUES (?, 'comicinfo', 2, 'x')`, f)
+	db.exec(t, `INSERT INTO file_metadata (file_id, source, front_cover_page, updated_at) VALUES (?, 'comicinfo', 2, '2026-01-01 00:00:00.000')`, f)
 	src, err := db.work.CoverSource(ctx, f)
 	if err != nil {
 		t.Fatal(err)

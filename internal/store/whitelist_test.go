@@ -16,24 +16,24 @@ func storetestOpenWorker(t *testing.T, f *fixture) *store.Store {
 func TestWorkerAuthorizer(t *testing.T) {
 	f := setupLease(t)
 	id := f.addJob(t, "scan", "normal", 0)
-	f.exec(t, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/l', 'x', 'x')`)
+	f.exec(t, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/l', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
 	denied := []string{
 		`UPDATE jobs SET kind = 'hash' WHERE id = 1`,
 		`UPDATE jobs SET payload = '{"force":true}' WHERE id = 1`,
 		`UPDATE jobs SET priority = 'high' WHERE id = 1`,
 		`UPDATE jobs SET attempt = 9 WHERE id = 1`,
 		`UPDATE jobs SET cancel_requested = 0 WHERE id = 1`,
-		`INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', 'x', 'x')`,
+		`INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
 		`DELETE FROM jobs`,
-		`INSERT INTO settings (key, value, updated_at) VALUES ('jobs.max_attempts', '99', 'x')`,
+		`INSERT INTO settings (key, value, updated_at) VALUES ('jobs.max_attempts', '99', '2026-01-01 00:00:00.000')`,
 		`UPDATE settings SET value = '1'`,
 		`UPDATE libraries SET path = '/etc'`,
 		`DELETE FROM libraries`,
-		`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at) VALUES (1, 1, 'g', 'x', 'x', 'x')`,
+		`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at) VALUES (1, 1, 'g', 'x', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
 		`UPDATE thumbnails SET output_relpath = '../../etc/passwd'`,
 		`UPDATE thumbnail_cleanup_jobs SET group_key = 'other'`,
 		`UPDATE wal_maintenance_jobs SET requested_mode = 'truncate'`,
-		`INSERT INTO scan_requests (kind, priority, created_at, updated_at) VALUES ('scan', 'high', 'x', 'x')`,
+		`INSERT INTO scan_requests (kind, priority, created_at, updated_at) VALUES ('scan', 'high', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
 		`CREATE TABLE evil (x)`,
 		`DROP INDEX ix_jobs_single_active_scan_hash`,
 	}
@@ -48,8 +48,8 @@ func TestWorkerAuthorizer(t *testing.T) {
 	}
 	allowed := []string{
 		`UPDATE jobs SET processed_items = 1 WHERE id = 1`,
-		`INSERT INTO workers (worker_id, host, pid, version, started_at, last_seen_at) VALUES ('w', 'h', 1, 'v', 'x', 'x')`,
-		`INSERT INTO io_rate_limits (bucket_key, next_available_at_ms, updated_at) VALUES ('b', 0, 'x')`,
+		`INSERT INTO workers (worker_id, host, pid, version, started_at, last_seen_at) VALUES ('w', 'h', 1, 'v', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		`INSERT INTO io_rate_limits (bucket_key, next_available_at_ms, updated_at) VALUES ('b', 0, '2026-01-01 00:00:00.000')`,
 		`DELETE FROM thumbnails WHERE status = 'ready'`,
 	}
 	for _, q := range allowed {

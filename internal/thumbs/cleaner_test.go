@@ -67,7 +67,7 @@ func TestClean(t *testing.T) {
 		// A row whose path leaves the cache, and a cover that is a symlink
 		// to a library file: neither target may be touched.
 		_, err := e.ctrl.Exec(ctx, `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath,
-			created_at, updated_at) VALUES (777, ?, ?, 'failed', '../library/b1.jpg', 'x', 'x')`,
+			created_at, updated_at) VALUES (777, ?, ?, 'failed', '../library/b1.jpg', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
 			e.libID, store.ThumbnailGroupKey(e.libID))
 		must(t, err)
 		must(t, os.Remove(covers[2]))

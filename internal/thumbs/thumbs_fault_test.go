@@ -204,7 +204,7 @@ func TestFaultStateDiskFullWithDatabase(t *testing.T) {
 	must(t, store.Migrate(context.Background(), e.db))
 	e.ctrl = storetest.MustOpen(t, e.db, store.RoleControl, nil)
 	e.work = storetest.MustOpen(t, e.db, store.RoleWorker, nil)
-	res, err := e.ctrl.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('lib', ?, 'x', 'x')`, e.lib)
+	res, err := e.ctrl.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib)
 	must(t, err)
 	e.libID, _ = res.LastInsertId()
 	e.r = NewRenderer(e.work, Config{StateDir: e.state, LibraryRoots: pathsafe.Roots{base}})

@@ -40,7 +40,7 @@ func setup(t *testing.T) *env {
 	}
 	e.ctrl, e.work, _ = storetest.MustOpenDB(t)
 	res, err := e.ctrl.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('lib', ?, 'x', 'x')`, e.lib)
+		VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func (e *env) put(t *testing.T, rel string, data []byte) int64 {
 func (e *env) register(t *testing.T, rel string) int64 {
 	t.Helper()
 	res, err := e.ctrl.Exec(context.Background(), `INSERT INTO library_files (library_id, relative_path, size_bytes,
-		mtime_ns, created_at, updated_at) VALUES (?, ?, 1, 1, 'x', 'x')`, e.libID, rel)
+		mtime_ns, created_at, updated_at) VALUES (?, ?, 1, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.libID, rel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestRender(t *testing.T) {
 		}
 		t.Run("front cover page", func(t *testing.T) {
 			if _, err := e.ctrl.Exec(ctx, `INSERT INTO file_metadata (file_id, source, front_cover_page, updated_at)
-				VALUES (?, 'comicinfo', 1, 'x')`, id); err != nil {
+				VALUES (?, 'comicinfo', 1, '2026-01-01 00:00:00.000')`, id); err != nil {
 				t.Fatal(err)
 			}
 			res, err := e.r.RenderRow(ctx, e.admit(t, id, protocol.ImageWebP))
