@@ -12,6 +12,7 @@ command -v b3sum >/dev/null || need+=(b3sum)
 for tool in jdupes rdfind fdupes; do command -v $tool >/dev/null || need+=($tool); done
 command -v bsdtar >/dev/null || need+=(libarchive-tools)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
+command -v python3 >/dev/null || need+=(python3) # third-party writer in tests (Python sqlite3)
 command -v gcc >/dev/null || need+=(gcc)
 for extra in "$@"; do
   case "$extra" in
