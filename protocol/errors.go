@@ -24,6 +24,8 @@ const (
 	ErrPathViolation    = "path_violation"
 	ErrNoPages          = "no_pages"
 	ErrLibraryMissing   = "library_missing"
+	ErrRenderCrashed    = "render_crashed"  // the worker died rendering it, MaxRecoveries times
+	ErrCleanupCrashed   = "cleanup_crashed" // the worker died cleaning up, MaxRecoveries times
 
 	// WAL maintenance.
 	ErrCheckpointBusy   = "checkpoint_busy"

@@ -35,7 +35,7 @@ var Whitelist = map[string]map[WritePath][]string{
 		PathHeartbeat: {"worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathSucceed:   {"status", "width", "height", "bytes_size", "error_code", "error_message", "error_count", "retry_after", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathFail:      {"status", "error_code", "error_message", "error_count", "retry_after", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
-		PathRecover:   {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
+		PathRecover:   {"status", "recovered_count", "error_code", "error_message", "finished_at", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathRelease:   {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathCleanup:   {"*delete"},
 	},
@@ -43,7 +43,7 @@ var Whitelist = map[string]map[WritePath][]string{
 		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "finished_at", "updated_at"},
 		PathHeartbeat: {"worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathFinish:    {"status", "deleted_files", "deleted_rows", "error_code", "error_message", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
-		PathRecover:   {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
+		PathRecover:   {"status", "recovered_count", "error_code", "error_message", "finished_at", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathRelease:   {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 	},
 	"wal_maintenance_jobs": {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/engine"
@@ -22,7 +25,9 @@ import (
 //
 // BINDERY_TEST_EXECUTOR is for tests only: "noop" plugs executors that
 // succeed at once into every lane, "noop:<duration>" makes each execution
-// take that long (honouring cancellation). Each execution appends
+// take that long (honouring cancellation), "crash-on-file:<id>" renders
+// covers at once but kills the process (SIGKILL, as a libvips crash or the
+// OOM killer would) when it is handed a cover of file <id>. Each execution appends
 // "<kind> <id>" to <state-dir>/test-executions.log, so multi-process tests
 // can prove every row ran exactly once.
 func buildExecutors(cfg runConfig, st *store.Store) (engine.Executors, error) {
@@ -45,10 +50,19 @@ func buildExecutors(cfg runConfig, st *store.Store) (engine.Executors, error) {
 
 func testExecutors(cfg runConfig) (engine.Executors, error) {
 	name, arg, _ := strings.Cut(cfg.TestExecutor, ":")
-	if name != "noop" {
-		return engine.Executors{}, fmt.Errorf("BINDERY_TEST_EXECUTOR=%q: want noop or noop:<duration>", cfg.TestExecutor)
-	}
 	n := &enginetest.Noop{}
+	var crashFile int64
+	switch name {
+	case "noop":
+	case "crash-on-file":
+		id, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil {
+			return engine.Executors{}, fmt.Errorf("BINDERY_TEST_EXECUTOR=%q: want crash-on-file:<file id>", cfg.TestExecutor)
+		}
+		crashFile, arg = id, ""
+	default:
+		return engine.Executors{}, fmt.Errorf("BINDERY_TEST_EXECUTOR=%q: want noop, noop:<duration> or crash-on-file:<id>", cfg.TestExecutor)
+	}
 	if arg != "" {
 		d, err := time.ParseDuration(arg)
 		if err != nil {
@@ -65,5 +79,23 @@ func testExecutors(cfg runConfig) (engine.Executors, error) {
 		return engine.Executors{}, err
 	}
 	n.Log = log
-	return n.Executors(), nil
+	ex := n.Executors()
+	if crashFile != 0 {
+		ex.Thumbnail = crashOnFile{ThumbnailExecutor: n, fileID: crashFile}
+	}
+	return ex, nil
+}
+
+// crashOnFile kills workerd when it is given the cover of one file.
+type crashOnFile struct {
+	engine.ThumbnailExecutor
+	fileID int64
+}
+
+func (c crashOnFile) Render(ctx context.Context, t store.Thumbnail) (engine.ThumbnailResult, error) {
+	if t.FileID == c.fileID {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+	return c.ThumbnailExecutor.Render(ctx, t)
 }

@@ -23,6 +23,9 @@ type modelRow struct {
 	owner  string
 	lease  time.Time
 	cancel bool
+	// recovered counts a thumbnail's stale-lease recoveries; the
+	// MaxRecoveries-th fails it (render_crashed).
+	recovered int
 }
 
 // leaseModel drives random interleavings of claim, heartbeat, finish,
@@ -58,6 +61,11 @@ func (m *leaseModel) recoverModel(table string) int64 {
 			n++
 			r.owner = ""
 			r.status = map[string]string{"jobs": "retryable", "thumbnails": "pending"}[table]
+			if table == "thumbnails" {
+				if r.recovered++; r.recovered >= store.MaxRecoveries {
+					r.status = "failed"
+				}
+			}
 		}
 	}
 	return n
@@ -150,11 +158,28 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 				rt.Fatal(err)
 			}
 			m.recoverModel("thumbnails")
-			var want int64
+			// Fresh rows oldest first; a suspect only into a worker with
+			// nothing running; nothing beside a running suspect.
+			var fresh, suspect int64
+			var mine, mineSuspect bool
 			for k, r := range m.rows {
-				if r.table == "thumbnails" && r.status == "pending" && (want == 0 || -k < want) {
-					want = -k
+				switch {
+				case r.table != "thumbnails":
+				case r.status == "running" && r.owner == m.names[i]:
+					mine, mineSuspect = true, mineSuspect || r.recovered > 0
+				case r.status != "pending":
+				case r.recovered == 0 && (fresh == 0 || -k < fresh):
+					fresh = -k
+				case r.recovered > 0 && (suspect == 0 || -k < suspect):
+					suspect = -k
 				}
+			}
+			want := fresh
+			if want == 0 && !mine {
+				want = suspect
+			}
+			if mineSuspect {
+				want = 0
 			}
 			got := int64(0)
 			if th != nil {
@@ -381,7 +406,7 @@ func TestLeaseStateMachine(t *testing.T) {
 	}
 	raw := rawDB(t, path)
 	rapid.Check(t, func(rt *rapid.T) {
-		for _, q := range []string{`DELETE FROM jobs`, `DELETE FROM thumbnails`} {
+		for _, q := range []string{`DELETE FROM jobs`, `UPDATE thumbnails SET status = 'failed'`, `DELETE FROM thumbnails`} {
 			if _, err := control.Exec(context.Background(), q); err != nil {
 				rt.Fatal(err)
 			}

@@ -52,6 +52,7 @@ func TestThumbnailLease(t *testing.T) {
 		if n, err := f.control.RequeueFailedThumbnails(f.ctx); err != nil || n != 0 {
 			t.Fatalf("requeue with active row %d, %v", n, err)
 		}
+		f.exec(t, `UPDATE thumbnails SET status = 'failed' WHERE id = ?`, other) // only settled rows may go
 		f.exec(t, `DELETE FROM thumbnails WHERE id = ?`, other)
 		if n, err := f.control.RequeueFailedThumbnails(f.ctx); err != nil || n != 1 {
 			t.Fatalf("requeue %d, %v", n, err)

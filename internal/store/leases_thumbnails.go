@@ -15,20 +15,31 @@ import (
 const thumbProbe = `SELECT EXISTS (SELECT 1 FROM thumbnails WHERE status = 'pending')
 	OR EXISTS (SELECT 1 FROM thumbnails WHERE ` + staleWhere + `)`
 
-const thumbClaim = `UPDATE thumbnails SET status = 'running', worker_id = ?, worker_heartbeat_at = ?,
-	lease_expires_at = ?, started_at = ?, updated_at = ?
-	WHERE id = (SELECT id FROM thumbnails WHERE status = 'pending' ORDER BY created_at, id LIMIT 1)
+// thumbClaim takes the oldest pending row that never lost a worker; failing
+// that, a suspect (recovered_count > 0), but only into a process that runs
+// no other cover, and nothing more while a suspect runs. A cover that kills
+// workerd so dies alone: the renders beside it are not recovered with it,
+// and it reaches MaxRecoveries by itself.
+const thumbClaim = `UPDATE thumbnails SET status = 'running', worker_id = ?1, worker_heartbeat_at = ?2,
+	lease_expires_at = ?3, started_at = ?2, updated_at = ?2
+	WHERE id = coalesce(
+		(SELECT id FROM thumbnails WHERE status = 'pending' AND recovered_count = 0 ORDER BY created_at, id LIMIT 1),
+		(SELECT id FROM thumbnails WHERE status = 'pending' AND recovered_count > 0
+			AND NOT EXISTS (SELECT 1 FROM thumbnails r WHERE r.status = 'running' AND r.worker_id = ?1)
+			ORDER BY created_at, id LIMIT 1))
+	AND NOT EXISTS (SELECT 1 FROM thumbnails r WHERE r.status = 'running' AND r.worker_id = ?1 AND r.recovered_count > 0)
 	AND status = 'pending' RETURNING *`
 
-// ClaimThumbnail recovers stale thumbnail rows (running → pending) and
-// claims the oldest pending row, in one BEGIN IMMEDIATE transaction. It
-// returns nil, nil when nothing is eligible.
+// ClaimThumbnail recovers stale thumbnail rows (running → pending, or
+// failed at MaxRecoveries) and claims a pending row (thumbClaim), in one
+// BEGIN IMMEDIATE transaction. It returns nil, nil when nothing is
+// eligible.
 func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.Duration) (*Thumbnail, error) {
 	var t *Thumbnail
 	err := s.claim(ctx, thumbProbe, func(now string) []any { return []any{now} }, recoverStaleThumbnails,
 		func(tx *sqlx.Tx, now, expires string) error {
 			var row Thumbnail
-			err := tx.GetContext(ctx, &row, thumbClaim, workerID, now, expires, now, now)
+			err := tx.GetContext(ctx, &row, thumbClaim, workerID, now, expires)
 			if err == nil {
 				t = &row
 			}

@@ -74,22 +74,37 @@ func recoverStaleJobs(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, e
 	return res.RowsAffected()
 }
 
-// recoverStaleThumbnails: running → pending, lease fields cleared.
+// MaxRecoveries is how often a thumbnail or cleanup row may lose its worker
+// (a stale lease, not a graceful release) before it fails for good: a row
+// whose work kills workerd would otherwise be claimed after every restart.
+const MaxRecoveries = 3
+
+// recoverStaleThumbnails: running → pending, lease fields cleared; the
+// third recovery fails the row with render_crashed instead. retry_after
+// stays NULL, so the failed-cover retry does not bring it back; a
+// regenerate request does.
 func recoverStaleThumbnails(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, error) {
-	return recoverStaleToPending(ctx, tx, "thumbnails", now)
+	return recoverStaleCounted(ctx, tx, "thumbnails", protocol.ErrRenderCrashed, now)
 }
 
-// recoverStaleCleanup: running → pending, lease fields cleared.
+// recoverStaleCleanup: as recoverStaleThumbnails, with cleanup_crashed.
 func recoverStaleCleanup(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, error) {
-	return recoverStaleToPending(ctx, tx, "thumbnail_cleanup_jobs", now)
+	return recoverStaleCounted(ctx, tx, "thumbnail_cleanup_jobs", protocol.ErrCleanupCrashed, now)
 }
 
-// recoverStaleToPending puts the stale rows of a lease table with no retry
-// bookkeeping back to pending, their lease fields cleared.
-func recoverStaleToPending(ctx context.Context, tx *sqlx.Tx, table string, now time.Time) (int64, error) {
+// recoverStaleCounted puts the stale rows of a lease table without retry
+// bookkeeping back to pending, lease fields cleared and recovered_count
+// raised; a row at MaxRecoveries fails with code.
+func recoverStaleCounted(ctx context.Context, tx *sqlx.Tx, table, code string, now time.Time) (int64, error) {
 	ts := protocol.FormatTime(now)
-	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET status = 'pending', worker_id = NULL,
-		worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = ? WHERE `+staleWhere, ts, ts)
+	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET recovered_count = recovered_count + 1,
+		status = CASE WHEN recovered_count + 1 >= ?1 THEN 'failed' ELSE 'pending' END,
+		error_code = CASE WHEN recovered_count + 1 >= ?1 THEN ?2 ELSE error_code END,
+		error_message = CASE WHEN recovered_count + 1 >= ?1 THEN ?3 ELSE error_message END,
+		finished_at = CASE WHEN recovered_count + 1 >= ?1 THEN ?4 ELSE finished_at END,
+		worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = ?4
+		WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= ?4)`,
+		MaxRecoveries, code, fmt.Sprintf("the worker died %d times while holding this row", MaxRecoveries), ts)
 	if err != nil {
 		return 0, fmt.Errorf("recover %s: %w", table, err)
 	}

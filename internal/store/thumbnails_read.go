@@ -28,6 +28,17 @@ type ThumbnailMetrics struct {
 	// MaxCleanupLagSeconds: how long the oldest overdue cleanup row has
 	// been waiting past its execute_after; 0 when none is overdue.
 	MaxCleanupLagSeconds float64 `json:"max_cleanup_lag_seconds"`
+	// Crashed lists the newest covers that failed with render_crashed
+	// (workerd died rendering them MaxRecoveries times), at most 20.
+	Crashed []CrashedCover `json:"crashed"`
+}
+
+// CrashedCover is a cover whose render kept killing workerd.
+type CrashedCover struct {
+	ThumbnailID  int64  `json:"thumbnail_id" db:"id"`
+	FileID       int64  `json:"file_id" db:"file_id"`
+	RelativePath string `json:"relative_path" db:"relative_path"`
+	FinishedAt   string `json:"finished_at" db:"finished_at"`
 }
 
 // GetThumbnail returns one thumbnail row or ErrNotFound.
@@ -60,6 +71,14 @@ func (s *Store) ThumbnailMetrics(ctx context.Context) (ThumbnailMetrics, error) 
 		if t, err := protocol.ParseTime(oldest.String); err == nil {
 			m.MaxCleanupLagSeconds = s.Now().Sub(t).Seconds()
 		}
+	}
+	m.Crashed = []CrashedCover{}
+	err = s.r.SelectContext(ctx, &m.Crashed, `SELECT t.id, t.file_id, coalesce(f.relative_path, '') AS relative_path,
+			coalesce(t.finished_at, t.updated_at) AS finished_at
+		FROM thumbnails t LEFT JOIN library_files f ON f.id = t.file_id
+		WHERE t.status = 'failed' AND t.error_code = ? ORDER BY t.id DESC LIMIT 20`, protocol.ErrRenderCrashed)
+	if err != nil {
+		return m, fmt.Errorf("thumbnail metrics: %w", err)
 	}
 	return m, nil
 }

@@ -49,6 +49,7 @@ type Thumbnail struct {
 	ErrorCode         sql.NullString `db:"error_code"`
 	ErrorMessage      sql.NullString `db:"error_message"`
 	ErrorCount        int64          `db:"error_count"`
+	RecoveredCount    int64          `db:"recovered_count"` // stale leases recovered (MaxRecoveries)
 	RetryAfter        sql.NullString `db:"retry_after"`
 	CreatedAt         string         `db:"created_at"`
 	UpdatedAt         string         `db:"updated_at"`
@@ -64,6 +65,7 @@ type CleanupJob struct {
 	ExecuteAfter      string         `db:"execute_after"`
 	DeletedFiles      int64          `db:"deleted_files"`
 	DeletedRows       int64          `db:"deleted_rows"`
+	RecoveredCount    int64          `db:"recovered_count"` // stale leases recovered (MaxRecoveries)
 	WorkerID          sql.NullString `db:"worker_id"`
 	WorkerHeartbeatAt sql.NullString `db:"worker_heartbeat_at"`
 	LeaseExpiresAt    sql.NullString `db:"lease_expires_at"`

@@ -90,7 +90,11 @@ export async function render(root, ctx) {
       stat('Ready', m.ready), stat('Pending', m.pending), stat('Running', m.running), stat('Failed', m.failed),
       stat('Retry backlog', m.retry_backlog), stat('Cleanup pending', m.cleanup_pending),
       stat('Cleanup overdue', m.cleanup_overdue)),
-    m.max_cleanup_lag_seconds > 0 ? h('p', { class: 'hint' }, `Oldest overdue cleanup: ${Math.round(m.max_cleanup_lag_seconds)} s late`) : null);
+    m.max_cleanup_lag_seconds > 0 ? h('p', { class: 'hint' }, `Oldest overdue cleanup: ${Math.round(m.max_cleanup_lag_seconds)} s late`) : null,
+    m.crashed && m.crashed.length ? h('div', { class: 'crashed' },
+      h('p', { class: 'error' }, 'Covers that crashed workerd (render_crashed; use Regenerate on the file to try again):'),
+      h('ul', {}, m.crashed.map((c) => h('li', {},
+        h('span', { class: 'mono' }, c.relative_path || `file ${c.file_id}`), ' · ', fmtTime(c.finished_at))))) : null);
   };
 
   const loadWAL = async () => {
