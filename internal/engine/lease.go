@@ -25,11 +25,17 @@ type leased struct {
 
 // execute runs fn under the lease l: heartbeats every Lease/3, polls every
 // cancel-check interval, and cancels fn's context with errCancelRequested,
-// errYieldRequested, errLeaseLost or (through workCtx) errShutdown. It returns the cause of
-// that cancellation (nil when fn ended on its own) and fn's error. A lease
-// is taken as lost when a heartbeat finds the row no longer ours, or when
-// no heartbeat succeeded for a whole lease (the row may be recovered by
-// now, so the work must stop).
+// errYieldRequested, errLeaseLost or (through workCtx) errShutdown. It
+// returns the cause of that cancellation (nil when fn ended on its own) and
+// fn's error.
+//
+// A lease is taken as lost when a heartbeat finds the row no longer ours,
+// or when no heartbeat succeeded for a whole lease: the row may be
+// recovered by now, so the work must stop. A heartbeat runs beside this
+// loop, with a deadline at 90% of the lease it extends, so a write stalled
+// by a slow disk or another process's lock can neither delay that verdict
+// nor the polls; and the store never extends an expired lease, so a
+// heartbeat that lands late changes nothing.
 func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, err error) {
 	ctx, cancel := context.WithCancelCause(e.workCtx)
 	defer cancel(nil)
@@ -46,23 +52,23 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 		defer pt.Stop()
 		pollC = pt.C
 	}
-	lastBeat := time.Now()
-	check := func(stop, cerr error, wrote bool) {
+	lastBeat := time.Now() // the claim wrote the first lease
+	lost := time.NewTimer(e.cfg.Lease)
+	defer lost.Stop()
+	type beatResult struct {
+		start     time.Time
+		stop, err error
+	}
+	beats := make(chan beatResult, 1)
+	beating := false
+	check := func(stop, cerr error) {
 		switch {
 		case errors.Is(cerr, store.ErrNotOwner):
 			cancel(errLeaseLost)
 		case cerr != nil:
 			e.log.Warn("lease check failed", "row", l.what, "id", l.id, "err", cerr)
-			if time.Since(lastBeat) >= e.cfg.Lease {
-				cancel(errLeaseLost)
-			}
-		default:
-			if wrote {
-				lastBeat = time.Now()
-			}
-			if stop != nil {
-				cancel(stop)
-			}
+		case stop != nil:
+			cancel(stop)
 		}
 	}
 	for {
@@ -73,11 +79,29 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 			}
 			return cause, err
 		case <-beat.C:
-			c, berr := l.beat(e.bgCtx())
-			check(c, berr, true)
+			if beating {
+				continue // the last heartbeat is still stalled
+			}
+			beating = true
+			start, deadline := time.Now(), lastBeat.Add(e.cfg.Lease*9/10)
+			go func() {
+				bctx, bcancel := context.WithDeadline(e.bgCtx(), deadline)
+				defer bcancel()
+				stop, berr := l.beat(bctx)
+				beats <- beatResult{start: start, stop: stop, err: berr}
+			}()
+		case r := <-beats:
+			beating = false
+			if r.err == nil {
+				lastBeat = r.start
+				lost.Reset(time.Until(lastBeat.Add(e.cfg.Lease)))
+			}
+			check(r.stop, r.err)
+		case <-lost.C:
+			e.log.Warn("no heartbeat succeeded for a whole lease: work stopped", "row", l.what, "id", l.id)
+			cancel(errLeaseLost)
 		case <-pollC:
-			c, perr := l.poll(e.bgCtx())
-			check(c, perr, false)
+			check(l.poll(e.bgCtx()))
 		}
 	}
 }

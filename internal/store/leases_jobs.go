@@ -77,7 +77,10 @@ const jobSignals = `cancel_requested,
 	kind = 'hash' AND EXISTS (SELECT 1 FROM scan_requests WHERE kind = 'scan') AS scan_waiting`
 
 // HeartbeatJob extends the lease of a job this worker owns and records its
-// progress on the same write. It reports the job's signals.
+// progress on the same write. It reports the job's signals. An expired
+// lease is never extended (ErrNotOwner): the row is stale and belongs to
+// recovery, so a heartbeat that a stalled disk delayed past the lease
+// cannot bring it back to a worker that has already given it up.
 func (s *Store) HeartbeatJob(ctx context.Context, id int64, workerID string, lease time.Duration, p JobProgress) (sig JobSignals, err error) {
 	err = s.write(ctx, func(tx *sqlx.Tx) error {
 		now := s.Now()
@@ -90,8 +93,8 @@ func (s *Store) HeartbeatJob(ctx context.Context, id int64, workerID string, lea
 			total_items = CASE WHEN ? > 0 THEN ? ELSE total_items END,
 			progress = CASE WHEN ? >= 0 THEN ? ELSE progress END,
 			worker_heartbeat_at = ?, lease_expires_at = ?, updated_at = ?
-			WHERE id = ? AND worker_id = ? AND status = 'running' RETURNING `+jobSignals,
-			p.Processed, p.Total, p.Total, frac, frac, ts, exp, ts, id, workerID)
+			WHERE id = ? AND worker_id = ? AND status = 'running' AND lease_expires_at > ? RETURNING `+jobSignals,
+			p.Processed, p.Total, p.Total, frac, frac, ts, exp, ts, id, workerID, ts)
 	})
 	return sig, ownerErr("heartbeat job", id, err)
 }

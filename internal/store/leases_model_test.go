@@ -206,7 +206,12 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			} else {
 				err = w.HeartbeatThumbnail(m.ctx, -key, m.names[i], lease)
 			}
-			m.expectOwned(rt, r, i, err)
+			// An expired lease is stale: only recovery may touch the row.
+			live := *r
+			if !r.lease.After(m.now()) {
+				live.owner = ""
+			}
+			m.expectOwned(rt, &live, i, err)
 			if err == nil {
 				r.lease = m.now().Add(lease)
 				if cancel != r.cancel {

@@ -107,13 +107,14 @@ func (s *Store) ReleaseThumbnail(ctx context.Context, id int64, workerID string)
 
 // heartbeat is the owner-checked heartbeat of the tables whose heartbeat
 // path is worker_heartbeat_at + lease_expires_at + updated_at. table is
-// one of this file's constants, never caller input.
+// one of this file's constants, never caller input. As HeartbeatJob, it
+// never extends an expired lease.
 func (s *Store) heartbeat(ctx context.Context, table string, id int64, workerID string, lease time.Duration) error {
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		ts := protocol.FormatTime(now)
-		return ownedExec(ctx, tx, `UPDATE `+table+` SET worker_heartbeat_at = ?, lease_expires_at = ?, updated_at = ?
-			WHERE id = ? AND worker_id = ? AND status = 'running'`, ts, protocol.FormatTime(now.Add(lease)), ts, id, workerID)
+		return ownedExec(ctx, tx, `UPDATE `+table+` SET worker_heartbeat_at = ?1, lease_expires_at = ?2, updated_at = ?1
+			WHERE id = ?3 AND worker_id = ?4 AND status = 'running' AND lease_expires_at > ?1`, ts, protocol.FormatTime(now.Add(lease)), id, workerID)
 	})
 	return ownerErr("heartbeat "+table, id, err)
 }

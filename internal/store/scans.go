@@ -97,25 +97,29 @@ func (s *Store) UpdateScanCounts(ctx context.Context, id int64, c ScanCounts) er
 	return nil
 }
 
+// writeScanCounts writes the figures of a session that is still running;
+// ErrNotOwner when it was closed meanwhile (abandoned by a newer scan).
 func writeScanCounts(ctx context.Context, tx *sqlx.Tx, id int64, c ScanCounts) error {
-	_, err := tx.ExecContext(ctx, `UPDATE scan_sessions SET files_seen = ?, directories_seen = ?, bytes_seen = ?,
+	return ownedExec(ctx, tx, `UPDATE scan_sessions SET files_seen = ?, directories_seen = ?, bytes_seen = ?,
 			added = ?, changed = ?, unchanged = ?, missing = ?, restored = ?, moved = ?, series_created = ?, purged = ?,
 			error_count = ?
-		WHERE id = ?`, c.FilesSeen, c.DirectoriesSeen, c.BytesSeen, c.Added, c.Changed, c.Unchanged, c.Missing,
+		WHERE id = ? AND status = 'running'`, c.FilesSeen, c.DirectoriesSeen, c.BytesSeen, c.Added, c.Changed, c.Unchanged, c.Missing,
 		c.Restored, c.Moved, c.SeriesCreated, c.Purged, c.ErrorCount, id)
-	return err
 }
 
-// FinishScanSession closes a session with succeeded or failed (with an
-// error code) and its final figures.
+// FinishScanSession closes a running session with succeeded or failed
+// (with an error code) and its final figures; ErrNotOwner when the session
+// was closed already.
 func (s *Store) FinishScanSession(ctx context.Context, id int64, status protocol.ScanSessionStatus, c ScanCounts, code, msg string) error {
 	now := s.nowText()
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		// A session already closed (abandoned when a newer scan of the
+		// library started) keeps its ending: a leftover run cannot flip it.
 		if err := writeScanCounts(ctx, tx, id, c); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE scan_sessions SET status = ?, error_code = nullif(?, ''),
-				error_message = nullif(?, ''), finished_at = ? WHERE id = ?`, status, code, msg, now, id)
+				error_message = nullif(?, ''), finished_at = ? WHERE id = ? AND status = 'running'`, status, code, msg, now, id)
 		return err
 	})
 	if err != nil {

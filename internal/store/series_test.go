@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -184,5 +185,30 @@ func TestNaturalOrderPlans(t *testing.T) {
 		if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_series_sort") || strings.Contains(text, "TEMP B-TREE") {
 			t.Errorf("series files, cursor %v: %v %v", after != nil, plan, err)
 		}
+	}
+}
+
+// TestAbandonedSessionKeepsItsEnd: a run that outlived its session (a newer
+// scan of the library closed it as abandoned) can neither finish it nor
+// write its figures.
+func TestAbandonedSessionKeepsItsEnd(t *testing.T) {
+	d := setupDataPlane(t)
+	ctx := context.Background()
+	old, err := d.a.StartScanSession(ctx, noJob, d.lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.b.StartScanSession(ctx, noJob, d.lib); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.a.UpdateScanCounts(ctx, old.ID, store.ScanCounts{FilesSeen: 9}); !errors.Is(err, store.ErrNotOwner) {
+		t.Fatalf("update counts of a closed session: %v", err)
+	}
+	if err := d.a.FinishScanSession(ctx, old.ID, protocol.ScanSucceeded, store.ScanCounts{FilesSeen: 9}, "", ""); !errors.Is(err, store.ErrNotOwner) {
+		t.Fatalf("finish of a closed session: %v", err)
+	}
+	got, err := d.a.GetScan(ctx, old.ID)
+	if err != nil || got.Status != "failed" || got.ErrorMessage.String != store.AbandonedScanMessage || got.FilesSeen != 0 {
+		t.Fatalf("session %+v %v, want it failed as abandoned with no figures", got, err)
 	}
 }
