@@ -29,8 +29,23 @@ var enumColumns = map[string][]string{
 
 // quarantineLegacy (version 1) moves tables of a pre-goose database aside as
 // legacy_<name> and drops their indexes, so that version 2 can create the
-// checked schema under the real names. On a fresh database it does nothing.
+// checked schema under the real names; it first proves, with trialImport,
+// that the whole import will succeed. On a fresh database it does nothing.
 func quarantineLegacy(ctx context.Context, tx *sql.Tx) error {
+	legacy := false
+	for _, t := range legacyTables {
+		legacy = legacy || tableExists(ctx, tx, t)
+	}
+	if !legacy {
+		return nil
+	}
+	if err := trialImport(ctx, tx); err != nil {
+		return err
+	}
+	return quarantine(ctx, tx)
+}
+
+func quarantine(ctx context.Context, tx *sql.Tx) error {
 	for _, t := range legacyTables {
 		if !tableExists(ctx, tx, t) {
 			continue
@@ -57,6 +72,9 @@ func quarantineLegacy(ctx context.Context, tx *sql.Tx) error {
 // legacy tables are dropped. Version 4 builds the unique index afterwards.
 func importLegacy(ctx context.Context, tx *sql.Tx) error {
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
+	if err := createRepairLog(ctx, tx); err != nil {
+		return err
+	}
 	for _, t := range legacyTables {
 		lt := "legacy_" + t
 		if !tableExists(ctx, tx, lt) {
@@ -65,7 +83,15 @@ func importLegacy(ctx context.Context, tx *sql.Tx) error {
 		if err := normalizeEnums(ctx, tx, t, lt); err != nil {
 			return err
 		}
+		if err := repairLegacy(ctx, tx, t, lt, now); err != nil {
+			return err
+		}
 		if t == "jobs" {
+			// The mutex repair writes these; an old jobs table may lack them.
+			if err := addMissingColumns(ctx, tx, lt, "worker_id", "worker_heartbeat_at", "lease_expires_at",
+				"error_code", "error_message", "updated_at"); err != nil {
+				return err
+			}
 			if err := recoverLegacyMutex(ctx, tx, lt, now); err != nil {
 				return err
 			}
@@ -131,27 +157,30 @@ func recoverLegacyMutex(ctx context.Context, tx *sql.Tx, lt, now string) error {
 	return nil
 }
 
-// copyCommonColumns copies the columns both tables have; timestamps the
-// legacy table lacks or left NULL are filled with the migration time.
+// copyCommonColumns copies the columns both tables have; created_at and
+// updated_at left NULL, and NOT NULL times the legacy table lacks, are
+// filled with the migration time. Should a row still break a constraint,
+// findBadRow names it.
 func copyCommonColumns(ctx context.Context, tx *sql.Tx, t, lt, now string) error {
 	have, err := columns(ctx, tx, lt)
 	if err != nil {
 		return err
 	}
-	want, err := columnList(ctx, tx, t)
+	want, err := targetColumns(ctx, tx, t)
 	if err != nil {
 		return err
 	}
 	var cols, exprs []string
 	var args []any
-	for _, c := range want {
+	for _, tc := range want {
+		c := tc.name
 		switch {
 		case have[c] && (c == "created_at" || c == "updated_at"):
 			exprs = append(exprs, `coalesce("`+c+`", ?)`)
 			args = append(args, now)
 		case have[c]:
 			exprs = append(exprs, `"`+c+`"`)
-		case c == "created_at" || c == "updated_at":
+		case tc.notNull && !tc.dflt.Valid && isTimeColumn(c, "TEXT"):
 			exprs = append(exprs, "?")
 			args = append(args, now)
 		default:
@@ -162,7 +191,24 @@ func copyCommonColumns(ctx context.Context, tx *sql.Tx, t, lt, now string) error
 	q := fmt.Sprintf(`INSERT INTO "%s" (%s) SELECT %s FROM "%s"`, t,
 		strings.Join(cols, ", "), strings.Join(exprs, ", "), lt)
 	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("import legacy %s: %w", t, err)
+		return findBadRow(ctx, tx, t, lt, q, args, fmt.Errorf("import legacy %s: %w", t, err))
+	}
+	return nil
+}
+
+// addMissingColumns adds NULL text columns to a quarantined table (it is
+// dropped after the import).
+func addMissingColumns(ctx context.Context, tx *sql.Tx, lt string, cols ...string) error {
+	have, err := columns(ctx, tx, lt)
+	if err != nil {
+		return err
+	}
+	for _, c := range cols {
+		if !have[c] {
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE "`+lt+`" ADD COLUMN "`+c+`" TEXT`); err != nil {
+				return fmt.Errorf("legacy %s: %w", lt, err)
+			}
+		}
 	}
 	return nil
 }

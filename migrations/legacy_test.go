@@ -101,8 +101,8 @@ func TestLegacyRepair(t *testing.T) {
 		}
 	})
 	t.Run("index rebuilt and enforced", func(t *testing.T) {
-		_, err := db.Exec("INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('hash','pending','x','x')")
-		if err == nil {
+		_, err := db.Exec("INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('hash','pending','2024-01-05 00:00:00.000','2024-01-05 00:00:00.000')")
+		if err == nil || !strings.Contains(err.Error(), "UNIQUE") {
 			t.Fatal("second active scan/hash row accepted")
 		}
 		var def string

@@ -73,6 +73,11 @@ func Up(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrations: %w", err)
 	}
 	if _, err := p.Up(ctx); err != nil {
+		if current == 0 {
+			// A legacy import refused by its trial changed nothing but
+			// goose's version table: take that away too.
+			_, _ = db.ExecContext(ctx, `DROP TABLE IF EXISTS goose_db_version`)
+		}
 		return fmt.Errorf("migrate: %w", err)
 	}
 	var problems int
