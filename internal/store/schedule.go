@@ -78,12 +78,13 @@ func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([
 }
 
 // FollowUpFloor returns an id below which every job is finished: the
-// oldest pending or running job's, or one past the newest job. A
+// oldest pending, running or retryable job's (a retryable job runs again
+// and must still be followed up when it ends), or one past the newest job. A
 // follow-up pass that starts after reading it may skip, next time, the ids
 // below it, so that a long jobs table is not walked twice a second.
 func (s *Store) FollowUpFloor(ctx context.Context) (int64, error) {
 	var id int64
-	err := s.r.GetContext(ctx, &id, `SELECT ifnull((SELECT min(id) FROM jobs WHERE status IN ('pending','running')),
+	err := s.r.GetContext(ctx, &id, `SELECT ifnull((SELECT min(id) FROM jobs WHERE status IN ('pending','running','retryable')),
 		(SELECT ifnull(max(id), 0) + 1 FROM jobs))`)
 	if err != nil {
 		return 0, fmt.Errorf("follow-up floor: %w", err)

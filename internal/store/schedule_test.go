@@ -205,6 +205,14 @@ func TestFollowUpFloor(t *testing.T) {
 	if f := floor(); f != second.ID {
 		t.Fatalf("floor %d, want the open job %d", f, second.ID)
 	}
+	// A retryable job (its worker died) runs again: it keeps the floor, or
+	// the dispatcher would never follow it up once it ends.
+	if _, err := e.st.Exec(ctx, `UPDATE jobs SET status = 'retryable' WHERE id = ?`, second.ID); err != nil {
+		t.Fatal(err)
+	}
+	if f := floor(); f != second.ID {
+		t.Fatalf("retryable job: floor %d, want its id %d", f, second.ID)
+	}
 	e.finish(t, second.ID, protocol.JobFailed)
 	if f := floor(); f != second.ID+1 {
 		t.Fatalf("all finished: floor %d, want %d", f, second.ID+1)

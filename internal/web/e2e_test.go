@@ -17,6 +17,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
 	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // call sends one API request from Go (the "other client" of the tests).
@@ -302,6 +303,25 @@ func TestDashboard(t *testing.T) {
 		if got := eval[string](t, ctx, `document.getElementById('dup-search').textContent`); !strings.HasPrefix(got, "complete") {
 			t.Errorf("with nothing to hash the search says %q, want complete", got)
 		}
+	})
+
+	step("a cover that crashed workerd is listed", func(t *testing.T) {
+		// As recovery leaves it after the third dead worker (store.MaxRecoveries).
+		now := protocol.FormatTime(e.Store.Now())
+		for _, q := range []string{
+			`INSERT INTO library_files (id, library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at)
+				VALUES (900, 1, 'Poison/Poison 01.cbz', 1, 1, ?1, ?1)`,
+			`INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, error_code, error_message,
+				recovered_count, finished_at, created_at, updated_at)
+				VALUES (900, 1, 'library:1', 'failed', 'covers/132/900.webp', 'render_crashed', 'the worker died 3 times', 3, ?1, ?1, ?1)`,
+		} {
+			if _, err := e.Store.Exec(context.Background(), q, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, ctx, "open", page("browse"), page("overview"),
+			waitJS(`[...document.querySelectorAll('#thumb-metrics .crashed li')].some((li) => li.textContent.includes('Poison/Poison 01.cbz'))`),
+			e.shot("06b-crashed-cover"))
 	})
 
 	step("settings", func(t *testing.T) {
