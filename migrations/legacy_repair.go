@@ -156,7 +156,7 @@ func findBadRow(ctx context.Context, tx *sql.Tx, t, lt, insert string, args []an
 	}
 	for _, id := range rowids {
 		if _, err := tx.ExecContext(ctx, insert+` WHERE rowid = `+id, args...); err != nil {
-			return fmt.Errorf("legacy %s row %s (rowid) cannot be repaired: %v; the database was left as it was", t, id, err)
+			return fmt.Errorf("legacy %s row (rowid %s) cannot be repaired: %v; the database was left as it was", t, id, err)
 		}
 	}
 	return cause

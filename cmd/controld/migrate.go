@@ -24,11 +24,29 @@ Bindery is refused: controld never downgrades.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "database %s at schema version %d\n", dbPath, migrations.Latest())
-			return nil
+			return printRepairs(cmd, dbPath)
 		},
 	}
 	cmd.Flags().StringVar(&dbPath, "db", cli.Env("BINDERY_DB", "/state/bindery.db"), "SQLite database file (env BINDERY_DB)")
 	return cmd
+}
+
+// printRepairs lists what the data migrations repaired (legacy rows, times
+// in another spelling), so that an operator sees it once, after migrating.
+func printRepairs(cmd *cobra.Command, dbPath string) error {
+	st, err := store.Open(cmd.Context(), store.Config{Path: dbPath})
+	if err != nil {
+		return cli.Exit(cli.ExitDatabase, err)
+	}
+	defer st.Close()
+	repairs, err := st.MigrationRepairs(cmd.Context())
+	if err != nil {
+		return cli.Exit(cli.ExitDatabase, err)
+	}
+	for _, r := range repairs {
+		fmt.Fprintf(cmd.OutOrStdout(), "repaired by migration %d: %s.%s %s, %d rows\n", r.Version, r.Table, r.Column, r.Code, r.Rows)
+	}
+	return nil
 }
 
 func migrate(cmd *cobra.Command, dbPath string) error {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/bindery-nas/bindery/internal/cli"
+)
+
+// runMigrate runs "controld migrate --db path" and returns its output and
+// exit code.
+func runMigrate(t *testing.T, path string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := newMigrateCommand()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--db", path})
+	err := cmd.ExecuteContext(context.Background())
+	if err != nil {
+		out.WriteString(err.Error())
+	}
+	return out.String(), cli.CodeOf(err)
+}
+
+func legacyDB(t *testing.T, rows string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "legacy.db")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE jobs (id INTEGER PRIMARY KEY, kind TEXT, status TEXT, payload TEXT, created_at TEXT, updated_at TEXT);` + rows); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestMigrateLegacy: controld migrate prints what it repaired, and names
+// the row it could not repair, leaving that database as it was.
+func TestMigrateLegacy(t *testing.T) {
+	t.Run("repairs are printed", func(t *testing.T) {
+		out, code := runMigrate(t, legacyDB(t, `INSERT INTO jobs VALUES (1, 'SCAN', 'COMPLETED', NULL, '2024-01-01T00:00:00Z', NULL)`))
+		for _, want := range []string{"schema version", "jobs.payload migration_null_default, 1 rows",
+			"jobs.updated_at migration_null_time, 1 rows", "jobs.created_at migration_time_canonicalized, 1 rows"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Fatalf("exit %d, output lacks %q:\n%s", code, want, out)
+			}
+		}
+	})
+	t.Run("an unrepairable row is named", func(t *testing.T) {
+		path := legacyDB(t, `INSERT INTO jobs VALUES (7, 'bogus', 'completed', '{}', '2024-01-01 00:00:00.000', '2024-01-01 00:00:00.000')`)
+		out, code := runMigrate(t, path)
+		if code != cli.ExitDatabase || !strings.Contains(out, "legacy jobs row (rowid 7) cannot be repaired") {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var tables string
+		if err := db.QueryRow(`SELECT group_concat(name) FROM sqlite_master WHERE type = 'table' AND name <> 'sqlite_sequence'`).Scan(&tables); err != nil || tables != "jobs" {
+			t.Fatalf("tables after the refusal: %q %v", tables, err)
+		}
+	})
+}

@@ -1,0 +1,27 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// MigrationRepair counts the rows one data migration repaired in one
+// column, under one code (migration_repairs; docs/PROTOCOL.md §2, §5).
+type MigrationRepair struct {
+	Version int64  `db:"version" json:"version"`
+	Table   string `db:"table_name" json:"table"`
+	Column  string `db:"column_name" json:"column"`
+	Code    string `db:"code" json:"code"`
+	Rows    int64  `db:"rows" json:"rows"`
+}
+
+// MigrationRepairs lists what the migrations repaired, in the order they
+// did it.
+func (s *Store) MigrationRepairs(ctx context.Context) ([]MigrationRepair, error) {
+	out := []MigrationRepair{}
+	err := s.r.SelectContext(ctx, &out, `SELECT version, table_name, column_name, code, rows FROM migration_repairs ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("migration repairs: %w", err)
+	}
+	return out, nil
+}
