@@ -207,3 +207,17 @@ const (
 )
 
 var MetadataSources = []MetadataSource{MetaComicInfo, MetaFolder, MetaFilename}
+
+// Manga is ComicInfo's <Manga>: file_metadata.manga (NULL: unknown).
+type Manga string
+
+const (
+	MangaNo          Manga = "no"
+	MangaYes         Manga = "yes"
+	MangaRightToLeft Manga = "yes_rtl" // ComicInfo YesAndRightToLeft
+)
+
+var Mangas = []Manga{MangaNo, MangaYes, MangaRightToLeft}
+
+// RightToLeft reports whether pages are read right to left.
+func (m Manga) RightToLeft() bool { return m == MangaRightToLeft }

@@ -133,15 +133,16 @@ func TestSeriesDetails(t *testing.T) {
 			ids[0], natsort.BookKey(number, 0, false, rel), missing, id); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.worker.Exec(e.ctx, `INSERT INTO file_metadata (file_id, source, summary, genre, age_rating, updated_at)
-			SELECT ?1, 'comicinfo', json_extract(?2, '$.s'), json_extract(?2, '$.g'), json_extract(?2, '$.a'), ?3`, id, meta, e.now()); err != nil {
+		if _, err := e.worker.Exec(e.ctx, `INSERT INTO file_metadata (file_id, source, summary, genre, age_rating, manga, series_count, updated_at)
+			SELECT ?1, 'comicinfo', json_extract(?2, '$.s'), json_extract(?2, '$.g'), json_extract(?2, '$.a'),
+				json_extract(?2, '$.m'), json_extract(?2, '$.c'), ?3`, id, meta, e.now()); err != nil {
 			t.Fatal(err)
 		}
 		return id
 	}
-	book("Saga/Saga 00.cbz", "0", true, `{"s":"gone","g":"Gone"}`)
+	book("Saga/Saga 00.cbz", "0", true, `{"s":"gone","g":"Gone","m":"no","c":1}`)
 	book("Saga/Saga 01.cbz", "1", false, `{"g":"Action, Drama"}`)
-	second := book("Saga/Saga 02.cbz", "2", false, `{"s":"Two","g":"Horror","a":"Mature 17+"}`)
+	second := book("Saga/Saga 02.cbz", "2", false, `{"s":"Two","g":"Horror","a":"Mature 17+","m":"yes_rtl","c":54}`)
 	rel := fmt.Sprintf("covers/%03d/%d.webp", second%256, second)
 	e.exec(`INSERT INTO thumbnails (file_id, library_id, group_key, status, format, output_relpath, created_at, updated_at)
 		VALUES (?, ?, 'library:1', 'ready', 'webp', ?, ?, ?)`, second, lib, rel, e.now(), e.now())
@@ -154,7 +155,10 @@ func TestSeriesDetails(t *testing.T) {
 			Summary     *string
 			Genres      []string
 			AgeRating   *string `json:"age_rating"`
-			CoverFileID *int64  `json:"cover_file_id"`
+			Manga       *string
+			RightToLeft bool `json:"right_to_left"`
+			Count       *int64
+			CoverFileID *int64 `json:"cover_file_id"`
 			Cover       struct {
 				Status string
 				URL    *string
@@ -164,7 +168,8 @@ func TestSeriesDetails(t *testing.T) {
 	r.decode(t, &got)
 	d := got.Details
 	if d.Summary == nil || *d.Summary != "Two" || got.Summary == nil || *got.Summary != "Two" ||
-		strings.Join(d.Genres, "|") != "Action|Drama" || d.AgeRating == nil || *d.AgeRating != "Mature 17+" {
+		strings.Join(d.Genres, "|") != "Action|Drama" || d.AgeRating == nil || *d.AgeRating != "Mature 17+" ||
+		d.Manga == nil || *d.Manga != "yes_rtl" || !d.RightToLeft || d.Count == nil || *d.Count != 54 {
 		t.Fatalf("details %s", r.Body)
 	}
 	if d.CoverFileID == nil || *d.CoverFileID != second || d.Cover.Status != "ready" || d.Cover.URL == nil ||

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // listSeries pages series by name in natural order (?sort=name, the
@@ -54,6 +55,7 @@ func (s *Server) getSeries(c echo.Context) error {
 	v := seriesView(ser)
 	v.Details = &seriesDetailsJSON{Summary: nstr(d.Summary), Genres: splitList(d.Genre), Tags: splitList(d.Tags),
 		AgeRating: nstr(d.AgeRating), Language: nstr(d.LanguageISO), Writers: splitList(d.Writer),
+		Manga: nstr(d.Manga), RightToLeft: protocol.Manga(d.Manga.String).RightToLeft(), Count: nint(d.Count),
 		Cover: coverJSON{Status: "none"}, CoverFile: nint(d.CoverFileID)}
 	if v.Summary == nil {
 		v.Summary = v.Details.Summary

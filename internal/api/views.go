@@ -268,14 +268,19 @@ type seriesJSON struct {
 // seriesDetailsJSON: each field from the first book in reading order that
 // has it; the cover is that of the first book with one.
 type seriesDetailsJSON struct {
-	Summary   *string   `json:"summary"`
-	Genres    []string  `json:"genres"`
-	Tags      []string  `json:"tags"`
-	AgeRating *string   `json:"age_rating"`
-	Language  *string   `json:"language"`
-	Writers   []string  `json:"writers"`
-	Cover     coverJSON `json:"cover"`
-	CoverFile *int64    `json:"cover_file_id"`
+	Summary   *string  `json:"summary"`
+	Genres    []string `json:"genres"`
+	Tags      []string `json:"tags"`
+	AgeRating *string  `json:"age_rating"`
+	Language  *string  `json:"language"`
+	Writers   []string `json:"writers"`
+	// Manga is "no", "yes" or "yes_rtl" (ComicInfo <Manga>), null when
+	// unknown; RightToLeft is true for yes_rtl.
+	Manga       *string   `json:"manga"`
+	RightToLeft bool      `json:"right_to_left"`
+	Count       *int64    `json:"count"`
+	Cover       coverJSON `json:"cover"`
+	CoverFile   *int64    `json:"cover_file_id"`
 }
 
 // splitList splits a ComicInfo list ("Action, Drama") into its items.

@@ -269,7 +269,7 @@ func (h *harness) cleanRun(ctx context.Context) (map[string]fileRow, error) {
 // chaosRun starts controld and two workers on the library, requests the
 // scan and injects faults until the configured counts are reached, then
 // restarts everything cleanly and lets the work drain.
-func (h *harness) chaosRun(ctx context.Context) error {
+func (h *harness) chaosRun(ctx context.Context) (err error) {
 	start := time.Now()
 	defer func() { h.r.ChaosDuration = time.Since(start) }()
 	c, err := newCluster("chaos", filepath.Join(h.cfg.Dir, "chaos"), h.bin, h.root, h.cfg.Lease)
@@ -277,6 +277,11 @@ func (h *harness) chaosRun(ctx context.Context) error {
 		return err
 	}
 	h.c = c
+	defer func() {
+		if err != nil {
+			c.killAll() // a failed run (say, not drained) must not leave its daemons running
+		}
+	}()
 	if err := c.startControl(ctx); err != nil {
 		return err
 	}
@@ -303,7 +308,6 @@ func (h *harness) chaosRun(ctx context.Context) error {
 		return err
 	}
 	if err := h.faults(ctx); err != nil {
-		c.killAll()
 		return err
 	}
 	return h.finish(ctx)

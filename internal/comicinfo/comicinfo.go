@@ -47,6 +47,11 @@ type ComicInfo struct {
 	Genre, Tags, AgeRating           string
 	LanguageISO, Writer, Penciller   string
 	Summary, Web                     string
+	// Manga is <Manga> lowercased and without "and": "no", "yes",
+	// "yes_rtl" (YesAndRightToLeft), or "" for Unknown or anything else.
+	Manga string
+	// Count is <Count>, the number of issues of the series; 0 unknown.
+	Count int
 	// FrontCoverPage is the 0-based page index marked
 	// <Page Image="n" Type="FrontCover"/> in <Pages>, or -1 when none.
 	FrontCoverPage int
@@ -203,6 +208,10 @@ func (p *parser) field(name, v string) {
 		ci.Summary = v
 	case "web":
 		ci.Web = v
+	case "manga":
+		ci.Manga = map[string]string{"no": "no", "yes": "yes", "yesandrighttoleft": "yes_rtl"}[strings.ToLower(v)]
+	case "count":
+		ci.Count = positive(v, 1<<31-1)
 	}
 }
 

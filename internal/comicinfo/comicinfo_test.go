@@ -50,6 +50,22 @@ func TestParse(t *testing.T) {
 			t.Fatalf("year %d", ci.Year)
 		}
 	})
+	t.Run("manga and count", func(t *testing.T) {
+		for doc, want := range map[string][2]any{
+			"<Manga>YesAndRightToLeft</Manga><Count>12</Count>":                  {"yes_rtl", 12},
+			"<Manga>yes</Manga><Count>12.0</Count>":                              {"yes", 12},
+			"<Manga>No</Manga><Count>-1</Count>":                                 {"no", 0},
+			"<Manga>Unknown</Manga><Count>abc</Count>":                           {"", 0},
+			"<Manga>Maybe</Manga><Count>1000000000000000000000000000000</Count>": {"", 0},
+			"<Manga></Manga><Count></Count>":                                     {"", 0},
+			"<Count>1/2</Count>":                                                 {"", 0},
+		} {
+			ci := setup(t, "<ComicInfo>"+doc+"</ComicInfo>")
+			if ci.Manga != want[0] || ci.Count != want[1] {
+				t.Errorf("%s: manga %q count %d, want %v", doc, ci.Manga, ci.Count, want)
+			}
+		}
+	})
 	t.Run("front cover", func(t *testing.T) {
 		ci := setup(t, `<ComicInfo><Pages><Page Image="0" Type="Story"/><Page Image="3" Type="frontcover"/><Page Image="5" Type="FrontCover"/></Pages></ComicInfo>`)
 		if ci.FrontCoverPage != 3 {

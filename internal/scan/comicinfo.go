@@ -33,6 +33,8 @@ func parseComicInfo(data []byte) (store.FileMetadata, string, error) {
 		Penciller:   nullStr(ci.Penciller),
 		Summary:     nullStr(ci.Summary),
 		Web:         nullStr(ci.Web),
+		Manga:       nullStr(ci.Manga),
+		SeriesCount: nullInt(ci.Count),
 	}
 	if ci.FrontCoverPage >= 0 {
 		m.FrontCoverPage = sql.NullInt64{Int64: int64(ci.FrontCoverPage), Valid: true}

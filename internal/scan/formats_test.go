@@ -31,7 +31,7 @@ func book(t *testing.T, n int, root string) []fixtures.File {
 	)
 	if root != "" {
 		files = append(files, fixtures.File{Name: "ComicInfo.xml", Data: fixtures.ComicInfo{Series: root, Publisher: "Gen",
-			Number: "1", Year: 2020, FrontCover: 2}.XML()})
+			Number: "1", Year: 2020, FrontCover: 2, Manga: "YesAndRightToLeft", Count: 7}.XML()})
 	}
 	return files
 }
@@ -105,9 +105,9 @@ func TestFormats(t *testing.T) {
 		t.Fatalf("broken files marked for covers: %v", got)
 	}
 	t.Run("root ComicInfo and front cover", func(t *testing.T) {
-		got := e.one(`SELECT m.source || '|' || m.series || '|' || m.publisher || '|' || m.front_cover_page FROM file_metadata m
-			JOIN library_files f ON f.id = m.file_id WHERE f.relative_path = 'rar5.cbr'`)
-		if got != "comicinfo|Rar Five|Gen|2" {
+		got := e.one(`SELECT m.source || '|' || m.series || '|' || m.publisher || '|' || m.front_cover_page || '|' || m.manga || '|' || m.series_count
+			FROM file_metadata m JOIN library_files f ON f.id = m.file_id WHERE f.relative_path = 'rar5.cbr'`)
+		if got != "comicinfo|Rar Five|Gen|2|yes_rtl|7" {
 			t.Fatalf("metadata %s", got)
 		}
 	})

@@ -241,7 +241,7 @@ func (e *env) dump() string {
 	}
 	for _, r := range e.rows(`SELECT f.relative_path, m.source, m.series, m.number, m.volume, m.title, m.year, m.month,
 			m.publisher, m.genre, m.tags, m.age_rating, m.language_iso, m.writer, m.penciller, m.summary, m.web,
-			m.front_cover_page
+			m.front_cover_page, m.manga, m.series_count
 		FROM file_metadata m JOIN library_files f ON f.id = m.file_id ORDER BY f.relative_path`) {
 		b.WriteString("meta " + r + "\n")
 	}

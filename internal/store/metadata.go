@@ -29,11 +29,13 @@ type FileMetadata struct {
 	Summary        sql.NullString `db:"summary"`
 	Web            sql.NullString `db:"web"`
 	FrontCoverPage sql.NullInt64  `db:"front_cover_page"`
+	Manga          sql.NullString `db:"manga"`        // protocol.Manga
+	SeriesCount    sql.NullInt64  `db:"series_count"` // ComicInfo <Count>
 	UpdatedAt      string         `db:"updated_at"`
 }
 
 const metadataCols = `file_id, source, series, number, volume, title, year, month, publisher, genre, tags,
-	age_rating, language_iso, writer, penciller, summary, web, front_cover_page, updated_at`
+	age_rating, language_iso, writer, penciller, summary, web, front_cover_page, manga, series_count, updated_at`
 
 // Analysis is the outcome of analysing one file.
 type Analysis struct {
@@ -79,13 +81,14 @@ func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
 		defer file.Close()
 		meta, err := tx.PrepareNamedContext(ctx, `INSERT INTO file_metadata (`+metadataCols+`) VALUES
 			(:file_id, :source, :series, :number, :volume, :title, :year, :month, :publisher, :genre, :tags,
-			 :age_rating, :language_iso, :writer, :penciller, :summary, :web, :front_cover_page, :updated_at)
+			 :age_rating, :language_iso, :writer, :penciller, :summary, :web, :front_cover_page, :manga, :series_count, :updated_at)
 			ON CONFLICT (file_id) DO UPDATE SET source = excluded.source, series = excluded.series,
 			number = excluded.number, volume = excluded.volume, title = excluded.title, year = excluded.year,
 			month = excluded.month, publisher = excluded.publisher, genre = excluded.genre, tags = excluded.tags,
 			age_rating = excluded.age_rating, language_iso = excluded.language_iso, writer = excluded.writer,
 			penciller = excluded.penciller, summary = excluded.summary, web = excluded.web,
-			front_cover_page = excluded.front_cover_page, updated_at = excluded.updated_at`)
+			front_cover_page = excluded.front_cover_page, manga = excluded.manga, series_count = excluded.series_count,
+			updated_at = excluded.updated_at`)
 		if err != nil {
 			return err
 		}

@@ -266,6 +266,9 @@ type SeriesDetails struct {
 	AgeRating   sql.NullString `db:"age_rating"`
 	LanguageISO sql.NullString `db:"language_iso"`
 	Writer      sql.NullString `db:"writer"`
+	Manga       sql.NullString `db:"manga"` // protocol.Manga
+	// Count is ComicInfo <Count>, the number of issues of the series.
+	Count sql.NullInt64 `db:"series_count"`
 	// CoverFileID is the first present book in reading order with a ready
 	// cover.
 	CoverFileID sql.NullInt64 `db:"cover_file_id"`
@@ -286,6 +289,7 @@ func (s *Store) GetSeriesDetails(ctx context.Context, id int64) (SeriesDetails, 
 	var d SeriesDetails
 	err := s.r.GetContext(ctx, &d, `SELECT `+seriesField("summary")+`, `+seriesField("genre")+`, `+seriesField("tags")+`,
 		`+seriesField("age_rating")+`, `+seriesField("language_iso")+`, `+seriesField("writer")+`,
+		`+seriesField("manga")+`, `+seriesField("series_count")+`,
 		(SELECT f.id FROM library_files f WHERE f.series_id = ?1 AND f.is_missing = 0
 		   AND EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready')
 		 ORDER BY f.sort_key, f.id LIMIT 1) AS cover_file_id`, id)

@@ -33,6 +33,8 @@ var enumCases = []struct {
 	{"scan_requests", "kind", "hash", `INSERT INTO scan_requests (kind, library_id, priority, created_at, updated_at) VALUES (%s, 1, 'high', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
 	{"scan_requests", "priority", "normal", `INSERT INTO scan_requests (kind, library_id, priority, created_at, updated_at) VALUES ('scan', 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
 	{"file_metadata", "source", "folder", `INSERT INTO file_metadata (file_id, source, updated_at) VALUES ((SELECT max(id) FROM library_files), %s, '2026-01-01 00:00:00.000')`},
+	{"file_metadata", "manga", "yes_rtl", `INSERT INTO file_metadata (file_id, source, manga, updated_at) VALUES ((SELECT max(id) FROM library_files), 'comicinfo', %s, '2026-01-01 00:00:00.000')
+		ON CONFLICT (file_id) DO UPDATE SET manga = excluded.manga`},
 }
 
 func setup(t *testing.T) *store.Store {
