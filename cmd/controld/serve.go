@@ -92,7 +92,7 @@ func NewMain() *Main {
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", cli.Env("BINDERY_ADMIN_TOKEN_FILE", ""),
 		"file holding the admin bearer token (env BINDERY_ADMIN_TOKEN_FILE); without it BINDERY_ADMIN_TOKEN is used, "+
 			"else <state-dir>/admin.token, created with a random token on first start")
-	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", cli.EnvDuration("BINDERY_SHUTDOWN_GRACE", 10*time.Second),
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second,
 		"how long in-flight requests may finish on SIGTERM (env BINDERY_SHUTDOWN_GRACE)")
 	m.flags = fs
 	return m
@@ -106,7 +106,7 @@ func (m *Main) ParseFlags(args []string) error {
 	if err := m.flags.Parse(args); err != nil {
 		return cli.Exit(cli.ExitUsage, err)
 	}
-	return nil
+	return cli.ApplyEnv(m.flags, map[string]string{"shutdown-grace": "BINDERY_SHUTDOWN_GRACE"})
 }
 
 // Run migrates and opens the database, loads the token, starts the

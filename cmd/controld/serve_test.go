@@ -162,6 +162,14 @@ func TestServeRefusesBadDatabase(t *testing.T) {
 			}
 		}
 	})
+	t.Run("bad shutdown grace in the environment", func(t *testing.T) {
+		t.Setenv("BINDERY_SHUTDOWN_GRACE", "10")
+		m := NewMain()
+		err := m.ParseFlags([]string{"--state-dir", t.TempDir()})
+		if cli.CodeOf(err) != cli.ExitUsage || !strings.Contains(err.Error(), "BINDERY_SHUTDOWN_GRACE=") {
+			t.Fatalf("ParseFlags: %v", err)
+		}
+	})
 	t.Run("short token", func(t *testing.T) {
 		dir := t.TempDir()
 		t.Setenv("BINDERY_ADMIN_TOKEN", "short")

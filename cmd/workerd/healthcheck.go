@@ -28,6 +28,9 @@ stopped. Exit 2 when the database cannot be read. Meant for docker HEALTHCHECK
 and monitoring; set BINDERY_WORKER_ID for both "run" and "healthcheck".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.ApplyEnv(cmd.Flags(), map[string]string{"lease": "BINDERY_LEASE"}); err != nil {
+				return err
+			}
 			st, err := openWorkerStore(cmd.Context(), dbPath)
 			if err != nil {
 				return err
@@ -48,7 +51,7 @@ and monitoring; set BINDERY_WORKER_ID for both "run" and "healthcheck".`,
 	f := cmd.Flags()
 	f.StringVar(&dbPath, "db", cli.Env("BINDERY_DB", "/state/bindery.db"), "SQLite database file (env BINDERY_DB)")
 	f.StringVar(&workerID, "worker-id", cli.Env("BINDERY_WORKER_ID", ""), "worker to check; empty = any worker (env BINDERY_WORKER_ID)")
-	f.DurationVar(&lease, "lease", cli.EnvDuration("BINDERY_LEASE", protocol.DefaultLeaseDuration), "the workers' lease (env BINDERY_LEASE)")
+	f.DurationVar(&lease, "lease", protocol.DefaultLeaseDuration, "the workers' lease (env BINDERY_LEASE)")
 	return cmd
 }
 

@@ -104,6 +104,20 @@ func TestRefusesDatabases(t *testing.T) {
 			}
 		}
 	})
+	t.Run("bad environment values", func(t *testing.T) {
+		for env, v := range map[string]string{"BINDERY_LEASE": "30", "BINDERY_THUMBNAIL_CONCURRENCY": "many", "BINDERY_SHUTDOWN_GRACE": "soon"} {
+			t.Setenv(env, v)
+			code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", t.TempDir())
+			if code != cli.ExitUsage || !strings.Contains(out, env+"=") {
+				t.Fatalf("%s=%s: exit %d: %s", env, v, code, out)
+			}
+			t.Setenv(env, "")
+		}
+		t.Setenv("BINDERY_LEASE", "30")
+		if code, out := runMain(t, "healthcheck", "--db", storetest.MustMigrate(t)); code != cli.ExitUsage || !strings.Contains(out, "BINDERY_LEASE=") {
+			t.Fatalf("healthcheck: exit %d: %s", code, out)
+		}
+	})
 	t.Run("bad test executor", func(t *testing.T) {
 		t.Setenv("BINDERY_TEST_EXECUTOR", "bogus")
 		if code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", t.TempDir()); code != cli.ExitUsage {

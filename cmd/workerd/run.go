@@ -53,6 +53,10 @@ Exit codes: 0 clean shutdown, 1 failure, 2 database missing/corrupt,
 workerd), 64 usage.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cli.ApplyEnv(cmd.Flags(), map[string]string{"lease": "BINDERY_LEASE",
+				"thumbnail-concurrency": "BINDERY_THUMBNAIL_CONCURRENCY", "shutdown-grace": "BINDERY_SHUTDOWN_GRACE"}); err != nil {
+				return err
+			}
 			cfg.TestExecutor = os.Getenv("BINDERY_TEST_EXECUTOR")
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
@@ -64,9 +68,9 @@ workerd), 64 usage.`,
 	f.StringVar(&cfg.StateDir, "state-dir", cli.Env("BINDERY_STATE_DIR", "/state"), "state directory: cover cache and temp files (env BINDERY_STATE_DIR)")
 	f.StringVar(&cfg.LibraryRoot, "library-root", cli.Env("BINDERY_LIBRARY_ROOT", "/libraries"), "folders library paths must lie under, comma-separated; each must exist (env BINDERY_LIBRARY_ROOT)")
 	f.StringVar(&cfg.WorkerID, "worker-id", cli.Env("BINDERY_WORKER_ID", ""), "this worker's id in worker_id columns; unique per live process (env BINDERY_WORKER_ID, default host-pid-random)")
-	f.DurationVar(&cfg.Lease, "lease", cli.EnvDuration("BINDERY_LEASE", protocol.DefaultLeaseDuration), "lease of a claimed row; heartbeats every lease/3 (env BINDERY_LEASE)")
-	f.IntVar(&cfg.ThumbnailConcurrency, "thumbnail-concurrency", cli.EnvInt("BINDERY_THUMBNAIL_CONCURRENCY", runtime.NumCPU()), "parallel cover renders (env BINDERY_THUMBNAIL_CONCURRENCY, default number of CPUs)")
-	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cli.EnvDuration("BINDERY_SHUTDOWN_GRACE", 20*time.Second), "time running work may finish after SIGTERM before it is cancelled and released (env BINDERY_SHUTDOWN_GRACE)")
+	f.DurationVar(&cfg.Lease, "lease", protocol.DefaultLeaseDuration, "lease of a claimed row; heartbeats every lease/3 (env BINDERY_LEASE)")
+	f.IntVar(&cfg.ThumbnailConcurrency, "thumbnail-concurrency", runtime.NumCPU(), "parallel cover renders (env BINDERY_THUMBNAIL_CONCURRENCY, default number of CPUs)")
+	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 20*time.Second, "time running work may finish after SIGTERM before it is cancelled and released (env BINDERY_SHUTDOWN_GRACE)")
 	return cmd
 }
 

@@ -5,9 +5,11 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
-	"strconv"
-	"time"
+	"sort"
+
+	"github.com/spf13/pflag"
 )
 
 // Exit codes shared by controld and workerd.
@@ -56,18 +58,26 @@ func Env(name, def string) string {
 	return def
 }
 
-// EnvInt is Env for integers; an unparsable value yields def.
-func EnvInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
+// ApplyEnv gives each flag of fs that the command line did not set the
+// value of its environment variable (vars maps flag name → variable),
+// parsed as the flag parses its own value. A value that does not parse is
+// an error naming the variable: BINDERY_LEASE=30 is refused, not read as
+// the default. Run it after fs.Parse.
+func ApplyEnv(fs *pflag.FlagSet, vars map[string]string) error {
+	names := make([]string, 0, len(vars))
+	for flag := range vars {
+		names = append(names, flag)
 	}
-	return def
-}
-
-// EnvDuration is Env for durations ("30s"); an unparsable value yields def.
-func EnvDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return v
+	sort.Strings(names)
+	for _, flag := range names {
+		env := vars[flag]
+		v, ok := os.LookupEnv(env)
+		if !ok || v == "" || fs.Changed(flag) {
+			continue
+		}
+		if err := fs.Set(flag, v); err != nil {
+			return Exit(ExitUsage, fmt.Errorf("%s=%q: %w", env, v, err))
+		}
 	}
-	return def
+	return nil
 }
