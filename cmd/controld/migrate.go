@@ -27,7 +27,7 @@ Bindery is refused: controld never downgrades.`,
 			return printRepairs(cmd, dbPath)
 		},
 	}
-	cmd.Flags().StringVar(&dbPath, "db", cli.Env("BINDERY_DB", "/state/bindery.db"), "SQLite database file (env BINDERY_DB)")
+	cmd.Flags().StringVar(&dbPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file (env BINDERY_DB)")
 	return cmd
 }
 

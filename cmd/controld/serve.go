@@ -85,9 +85,9 @@ func NewMain() *Main {
 	fs.StringVar(&c.DB, "db", cli.Env("BINDERY_DB", ""), "SQLite database file (env BINDERY_DB; default <state-dir>/bindery.db)")
 	fs.StringVar(&c.Listen, "listen", cli.Env("BINDERY_LISTEN", "127.0.0.1:8080"),
 		"address of the admin API (env BINDERY_LISTEN); use 0.0.0.0:8080 to serve other hosts")
-	fs.StringVar(&c.StateDir, "state-dir", cli.Env("BINDERY_STATE_DIR", "/state"),
+	fs.StringVar(&c.StateDir, "state-dir", cli.Env("BINDERY_STATE_DIR", cli.DefaultStateDir),
 		"state folder: database, cover cache, generated admin token (env BINDERY_STATE_DIR)")
-	fs.StringSliceVar(&c.LibraryRoots, "library-root", pathsafe.SplitRoots(cli.Env("BINDERY_LIBRARY_ROOT", "/libraries")),
+	fs.StringSliceVar(&c.LibraryRoots, "library-root", pathsafe.SplitRoots(cli.Env("BINDERY_LIBRARY_ROOT", cli.DefaultLibraryRoot)),
 		"folder library paths must lie under; repeatable or comma-separated (env BINDERY_LIBRARY_ROOT)")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", cli.Env("BINDERY_ADMIN_TOKEN_FILE", ""),
 		"file holding the admin bearer token (env BINDERY_ADMIN_TOKEN_FILE); without it BINDERY_ADMIN_TOKEN is used, "+

@@ -64,9 +64,9 @@ workerd), 64 usage.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.DBPath, "db", cli.Env("BINDERY_DB", "/state/bindery.db"), "SQLite database file, shared with controld (env BINDERY_DB)")
-	f.StringVar(&cfg.StateDir, "state-dir", cli.Env("BINDERY_STATE_DIR", "/state"), "state directory: cover cache and temp files (env BINDERY_STATE_DIR)")
-	f.StringVar(&cfg.LibraryRoot, "library-root", cli.Env("BINDERY_LIBRARY_ROOT", "/libraries"), "folders library paths must lie under, comma-separated; each must exist (env BINDERY_LIBRARY_ROOT)")
+	f.StringVar(&cfg.DBPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file, shared with controld (env BINDERY_DB)")
+	f.StringVar(&cfg.StateDir, "state-dir", cli.Env("BINDERY_STATE_DIR", cli.DefaultStateDir), "state directory: cover cache and temp files (env BINDERY_STATE_DIR)")
+	f.StringVar(&cfg.LibraryRoot, "library-root", cli.Env("BINDERY_LIBRARY_ROOT", cli.DefaultLibraryRoot), "folders library paths must lie under, comma-separated; each must exist (env BINDERY_LIBRARY_ROOT)")
 	f.StringVar(&cfg.WorkerID, "worker-id", cli.Env("BINDERY_WORKER_ID", ""), "this worker's id in worker_id columns; unique per live process (env BINDERY_WORKER_ID, default host-pid-random)")
 	f.DurationVar(&cfg.Lease, "lease", protocol.DefaultLeaseDuration, "lease of a claimed row; heartbeats every lease/3 (env BINDERY_LEASE)")
 	f.IntVar(&cfg.ThumbnailConcurrency, "thumbnail-concurrency", runtime.NumCPU(), "parallel cover renders (env BINDERY_THUMBNAIL_CONCURRENCY, default number of CPUs)")

@@ -21,6 +21,14 @@ const (
 	ExitUsage    = 64
 )
 
+// Defaults of the settings both daemons share, as the container image lays
+// them out; the systemd install overrides them in its environment file.
+const (
+	DefaultStateDir    = "/state"
+	DefaultDB          = DefaultStateDir + "/bindery.db"
+	DefaultLibraryRoot = "/libraries"
+)
+
 // ExitError makes a command exit with Code after printing Err.
 type ExitError struct {
 	Code int
