@@ -28,6 +28,7 @@ fmt-check:
 
 vet: deps
 	$(GO) vet ./...
+	$(GO) vet -tags bindery_testexec ./cmd/workerd
 
 # The README's test command; .ci/run calls exactly this.
 test: deps test-deps fmt-check vet

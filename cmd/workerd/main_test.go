@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	workerdBin = filepath.Join(dir, "workerd")
-	out, err := exec.Command("go", "build", "-o", workerdBin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-tags", "bindery_testexec", "-o", workerdBin, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build workerd: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -122,6 +122,15 @@ func TestRefusesDatabases(t *testing.T) {
 		t.Setenv("BINDERY_TEST_EXECUTOR", "bogus")
 		if code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", t.TempDir()); code != cli.ExitUsage {
 			t.Fatalf("exit %d: %s", code, out)
+		}
+		if testExecutorsBuilt {
+			return
+		}
+		// A release build (this test binary is one) has no test executors.
+		t.Setenv("BINDERY_TEST_EXECUTOR", "noop")
+		if code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", t.TempDir()); code != cli.ExitUsage ||
+			!strings.Contains(out, "built without the test executors") {
+			t.Fatalf("release build took the test executor: exit %d: %s", code, out)
 		}
 	})
 }
