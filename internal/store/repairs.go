@@ -8,11 +8,11 @@ import (
 // MigrationRepair counts the rows one data migration repaired in one
 // column, under one code (migration_repairs; docs/PROTOCOL.md §2, §5).
 type MigrationRepair struct {
-	Version int64  `db:"version" json:"version"`
-	Table   string `db:"table_name" json:"table"`
-	Column  string `db:"column_name" json:"column"`
-	Code    string `db:"code" json:"code"`
-	Rows    int64  `db:"rows" json:"rows"`
+	Version int64  `db:"version"`
+	Table   string `db:"table_name"`
+	Column  string `db:"column_name"`
+	Code    string `db:"code"`
+	Rows    int64  `db:"rows"`
 }
 
 // MigrationRepairs lists what the migrations repaired, in the order they
