@@ -86,11 +86,11 @@ func repairLegacy(ctx context.Context, tx *sql.Tx, t, lt, now string) error {
 // shards) and another render, and keeps one active row per file and format:
 // the newest; the others fail with migration_duplicate_active.
 func repairLegacyThumbnails(ctx context.Context, tx *sql.Tx, lt string, have map[string]bool, now string) error {
-	if err := addMissingColumns(ctx, tx, lt, "error_code", "error_message", "finished_at"); err != nil {
+	// The duplicate repair writes these; the quarantined copy gets any it
+	// lacks (NULL, and nullable in the checked table).
+	if err := addMissingColumns(ctx, tx, lt, "error_code", "error_message", "finished_at",
+		"worker_id", "worker_heartbeat_at", "lease_expires_at"); err != nil {
 		return err
-	}
-	for _, c := range []string{"error_code", "error_message", "finished_at"} {
-		have[c] = true
 	}
 	if have["group_key"] && have["library_id"] {
 		if err := repair(ctx, tx, 3, "thumbnails", "group_key", "migration_null_group_key",
@@ -125,21 +125,12 @@ func repairLegacyThumbnails(ctx context.Context, tx *sql.Tx, lt string, have map
 	if have["format"] {
 		same += ` AND coalesce(b.format, 'webp') = coalesce("` + lt + `".format, 'webp')`
 	}
-	set := `status = 'failed'`
-	for _, c := range []struct{ col, val string }{{"error_code", "'migration_duplicate_active'"},
-		{"error_message", "'another pending or running cover of the same file and format was kept'"},
-		{"finished_at", "?"}, {"worker_id", "NULL"}, {"lease_expires_at", "NULL"}, {"worker_heartbeat_at", "NULL"}} {
-		if have[c.col] {
-			set += ", " + c.col + " = " + c.val
-		}
-	}
-	var args []any
-	if have["finished_at"] {
-		args = append(args, now)
-	}
 	return repair(ctx, tx, 3, "thumbnails", "status", "migration_duplicate_active",
-		`UPDATE "`+lt+`" SET `+set+` WHERE status IN ('pending', 'running') AND rowid < (SELECT max(b.rowid) FROM "`+lt+`" b
-			WHERE `+same+` AND b.status IN ('pending', 'running'))`, args...)
+		`UPDATE "`+lt+`" SET status = 'failed', error_code = 'migration_duplicate_active',
+			error_message = 'another pending or running cover of the same file and format was kept', finished_at = ?,
+			worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL
+		WHERE status IN ('pending', 'running') AND rowid < (SELECT max(b.rowid) FROM "`+lt+`" b
+			WHERE `+same+` AND b.status IN ('pending', 'running'))`, now)
 }
 
 // findBadRow is called when a table's rows could not be copied: it copies
