@@ -84,6 +84,7 @@ func binDir(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pruneBuildStages()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}

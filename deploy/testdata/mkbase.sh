@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# mkbase.sh [debian|golang|systemd]... — the base images the deploy tests need,
+# made on this machine because no container registry is reachable.
+#
+#   debian:bookworm-slim   a `debootstrap --variant=minbase bookworm` rootfs.
+#   golang:1.26-bookworm   that rootfs plus the host's Go toolchain
+#                          (/usr/local/go), gcc, pkg-config and libvips-dev,
+#                          with its module cache and build cache warmed by one
+#                          build of this tree (see below).
+#   bindery-test/systemd:bookworm
+#                          a minbase rootfs with systemd as PID 1 and the
+#                          daemons' runtime libraries, for the systemd test.
+#
+# The names are exactly those deploy/Dockerfile's FROM lines give, so the
+# shipped Dockerfile builds unchanged. Two stand-ins differ from Docker Hub's:
+#  - The golang image carries a warm module cache and build cache. Without
+#    them every test build compiles go-sqlite3 and the libvips binding from
+#    scratch (minutes on two cores) and downloads every module through a
+#    proxy whose TLS a container may not trust. The Dockerfile still runs
+#    `go mod download` and `go build`; they just find their work done.
+#  - Every image trusts the host's locally added CAs
+#    (/usr/local/share/ca-certificates), so a proxying network works inside.
+# Images are labelled org.bindery.testbase=<fingerprint> and skipped when one
+# with the current fingerprint exists (the script, the Go version, go.sum).
+#
+# Needs root (debootstrap), docker and network access to deb.debian.org.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+release=bookworm
+mirror=${BINDERY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+goroot=${BINDERY_GOROOT:-$(go env GOROOT)}
+gover=$(sed -n 's/^go\([0-9]*\.[0-9]*\).*/\1/p' "$goroot/VERSION" | head -1)
+label=org.bindery.testbase
+fingerprint=$(cat "$0" "$goroot/VERSION" "$repo/go.sum" | sha256sum | cut -c1-16)
+work=$(mktemp -d /tmp/bindery-mkbase.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+log() { echo "mkbase: $*" >&2; }
+
+# Packages go in with apt inside a container (debootstrap --include cannot
+# configure a set as large as libvips-dev's).
+apt='export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq --no-install-recommends'
+apt_clean='rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb'
+
+
+# fresh IMAGE: 0 when IMAGE exists with this script's fingerprint.
+fresh() {
+  [ "$(docker image inspect -f "{{index .Config.Labels \"$label\"}}" "$1" 2>/dev/null)" = "$fingerprint" ]
+}
+
+# rootfs DIR [PACKAGES]: a minbase rootfs in DIR trusting the host's CAs.
+rootfs() {
+  local dir=$1 include=${2:-}
+  log "debootstrap $release into $dir${include:+ (+$include)}"
+  debootstrap --variant=minbase ${include:+--include="$include"} "$release" "$dir" "$mirror" \
+    >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log" >&2; return 1; }
+  if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+    mkdir -p "$dir/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$dir/usr/local/share/ca-certificates/"
+    if [ -x "$dir/usr/sbin/update-ca-certificates" ]; then
+      chroot "$dir" update-ca-certificates >/dev/null 2>&1 || true
+    fi
+  fi
+  rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/archives/*.deb
+}
+
+# import DIR IMAGE [CHANGES...]: DIR as IMAGE, labelled.
+import() {
+  local dir=$1 image=$2
+  shift 2
+  local changes=(--change "LABEL $label=$fingerprint")
+  for c in "$@"; do changes+=(--change "$c"); done
+  tar -C "$dir" -c . | docker import "${changes[@]}" - "$image" >/dev/null
+  log "imported $image"
+}
+
+debian_image() {
+  local image="debian:$release-slim"
+  fresh "$image" && return 0
+  rootfs "$work/debian"
+  import "$work/debian" "$image" 'CMD ["bash"]'
+  rm -rf "$work/debian"
+}
+
+golang_image() {
+  local image="golang:$gover-$release" dir="$work/golang"
+  fresh "$image" && return 0
+  rootfs "$dir" ca-certificates
+  cp -a "$goroot" "$dir/usr/local/go"
+  mkdir -p "$dir/go/bin" "$dir/go/src"
+  local envs=('ENV PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+    'ENV GOPATH=/go' 'ENV GOTOOLCHAIN=local' 'WORKDIR /go' 'CMD ["bash"]')
+  import "$dir" "$image-cold" "${envs[@]}"
+  rm -rf "$dir"
+
+  # Warm the caches with the Dockerfile's own commands, modules served from
+  # the host's module cache (made complete first) instead of the network.
+  (cd "$repo" && go mod download)
+  local modcache
+  modcache=$(go env GOMODCACHE)
+  local ldflags
+  ldflags='-s -w -X github.com/bindery-nas/bindery/internal/version.Version=warmup'
+  log "warming the module and build caches of $image (one full build)"
+  docker rm -f bindery-mkbase-warm >/dev/null 2>&1 || true
+  docker run --name bindery-mkbase-warm --label "$label=warm" \
+    -v "$repo:/repo:ro" -v "$modcache/cache/download:/goproxy:ro" \
+    -e GOPROXY=file:///goproxy -e GOSUMDB=off -e CGO_ENABLED=1 \
+    "$image-cold" bash -ec "
+      $apt gcc libc6-dev pkg-config libvips-dev git make
+      mkdir -p /src && cd /src
+      cp /repo/go.mod /repo/go.sum . && go mod download
+      cp -r /repo/cmd /repo/internal /repo/protocol /repo/migrations .
+      go build -trimpath -buildvcs=false -ldflags '$ldflags' -o /tmp/out/ ./cmd/controld ./cmd/workerd
+      cd / && rm -rf /src /tmp/out && $apt_clean" >&2
+  docker commit --change "LABEL $label=$fingerprint" "${envs[@]/#/--change=}" \
+    bindery-mkbase-warm "$image" >/dev/null
+  docker rm -f bindery-mkbase-warm >/dev/null
+  docker rmi "$image-cold" >/dev/null
+  log "committed $image"
+}
+
+systemd_image() {
+  local image="bindery-test/systemd:$release"
+  fresh "$image" && return 0
+  rootfs "$work/systemd" ca-certificates
+  import "$work/systemd" "$image-cold"
+  rm -rf "$work/systemd"
+  docker rm -f bindery-mkbase-systemd >/dev/null 2>&1 || true
+  # No getty or udev fighting the host inside a container.
+  docker run --name bindery-mkbase-systemd --label "$label=warm" "$image-cold" bash -ec "
+    $apt systemd systemd-sysv dbus libvips42 sqlite3 curl procps
+    systemctl mask getty@tty1.service serial-getty@console.service \
+      systemd-udevd.service systemd-udev-trigger.service systemd-logind.service >/dev/null
+    $apt_clean" >&2
+  docker commit --change "LABEL $label=$fingerprint" --change 'CMD ["/sbin/init"]' \
+    --change 'STOPSIGNAL SIGRTMIN+3' bindery-mkbase-systemd "$image" >/dev/null
+  docker rm -f bindery-mkbase-systemd >/dev/null
+  docker rmi "$image-cold" >/dev/null
+  log "committed $image"
+}
+
+[ "$(id -u)" -eq 0 ] || { log "needs root (debootstrap)"; exit 1; }
+command -v debootstrap >/dev/null || { log "needs debootstrap (scripts/deps.sh docker)"; exit 1; }
+[ $# -gt 0 ] || set -- debian golang systemd
+for what in "$@"; do
+  case $what in
+    debian) debian_image ;;
+    golang) golang_image ;;
+    systemd) systemd_image ;;
+    *) log "unknown image '$what' (debian, golang, systemd)"; exit 64 ;;
+  esac
+done
