@@ -32,7 +32,7 @@ func composeLibrary(t *testing.T, root, name string, files int) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "copy of "+filepath.Base(src)), data, 0o640); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "copy of "+filepath.Base(src)), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return len(m.Files) + 1
@@ -300,6 +300,11 @@ func waitGroups(t *testing.T, c apiClient, groups, files int) {
 func waitCovers(t *testing.T, c apiClient, want int) {
 	t.Helper()
 	var m struct{ Ready, Pending, Running, Failed int }
+	defer func() {
+		if t.Failed() {
+			t.Logf("covers: %+v, want %d ready", m, want)
+		}
+	}()
 	waitFor(t, "every cover", 3*time.Minute, func() bool {
 		c.do(t, "GET", "/thumbnails/metrics", "", &m)
 		return m.Pending == 0 && m.Running == 0 && m.Ready+m.Failed >= want

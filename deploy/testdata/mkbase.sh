@@ -21,7 +21,9 @@
 #  - Every image trusts the host's locally added CAs
 #    (/usr/local/share/ca-certificates), so a proxying network works inside.
 # Images are labelled org.bindery.testbase=<fingerprint> and skipped when one
-# with the current fingerprint exists (the script, the Go version, go.sum).
+# with the current fingerprint exists: a digest of the shell functions that
+# make the image, and for golang of the Go version and go.sum, so editing
+# one image's recipe rebuilds that image only.
 #
 # Needs root (debootstrap), docker and network access to deb.debian.org.
 set -euo pipefail
@@ -33,7 +35,7 @@ mirror=${BINDERY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 goroot=${BINDERY_GOROOT:-$(go env GOROOT)}
 gover=$(sed -n 's/^go\([0-9]*\.[0-9]*\).*/\1/p' "$goroot/VERSION" | head -1)
 label=org.bindery.testbase
-fingerprint=$(cat "$0" "$goroot/VERSION" "$repo/go.sum" | sha256sum | cut -c1-16)
+fingerprint=
 work=$(mktemp -d /tmp/bindery-mkbase.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -106,9 +108,10 @@ golang_image() {
   docker rm -f bindery-mkbase-warm >/dev/null 2>&1 || true
   docker run --name bindery-mkbase-warm --label "$label=warm" \
     -v "$repo:/repo:ro" -v "$modcache/cache/download:/goproxy:ro" \
-    -e GOPROXY=file:///goproxy -e GOSUMDB=off -e CGO_ENABLED=1 \
     "$image-cold" bash -ec "
       $apt gcc libc6-dev pkg-config libvips-dev git make
+      # Exported here, not with docker run -e: commit would keep those.
+      export GOPROXY=file:///goproxy GOSUMDB=off CGO_ENABLED=1
       mkdir -p /src && cd /src
       cp /repo/go.mod /repo/go.sum . && go mod download
       cp -r /repo/cmd /repo/internal /repo/protocol /repo/migrations .
@@ -135,7 +138,7 @@ systemd_image() {
       systemd-udevd.service systemd-udev-trigger.service systemd-logind.service >/dev/null
     $apt_clean" >&2
   docker commit --change "LABEL $label=$fingerprint" --change 'CMD ["/sbin/init"]' \
-    --change 'STOPSIGNAL SIGRTMIN+3' bindery-mkbase-systemd "$image" >/dev/null
+    bindery-mkbase-systemd "$image" >/dev/null
   docker rm -f bindery-mkbase-systemd >/dev/null
   docker rmi "$image-cold" >/dev/null
   log "committed $image"
@@ -144,7 +147,18 @@ systemd_image() {
 [ "$(id -u)" -eq 0 ] || { log "needs root (debootstrap)"; exit 1; }
 command -v debootstrap >/dev/null || { log "needs debootstrap (scripts/deps.sh docker)"; exit 1; }
 [ $# -gt 0 ] || set -- debian golang systemd
+# fingerprint_of FUNCTION [FILE...]: the digest naming one image's recipe.
+fingerprint_of() {
+  local fn=$1
+  shift
+  { declare -f "$fn" rootfs import; echo "$apt $apt_clean $release"; cat "$@"; } | sha256sum | cut -c1-16
+}
+
 for what in "$@"; do
+  case $what in
+    golang) fingerprint=$(fingerprint_of golang_image "$goroot/VERSION" "$repo/go.sum") ;;
+    *) fingerprint=$(fingerprint_of "${what}_image" 2>/dev/null) ;;
+  esac
   case $what in
     debian) debian_image ;;
     golang) golang_image ;;

@@ -1,0 +1,211 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
+)
+
+// upgradeFrom is the release the upgrade starts from: the last commit of
+// the first wave (schema 8), so the upgrade runs every migration since,
+// the Go ones (sort keys, canonical times) included.
+const upgradeFrom = "e970756e26a57edd4b582576f494c86d5f1f96ab"
+
+// TestComposeUpgradeAndBackup follows docs/OPERATIONS.md §4 and §5 with
+// real images: the old release indexes a library, this tree replaces it
+// with `up -d --build` on the same state volume (migrations run once; data,
+// covers and the token are kept), an online backup is taken through
+// `docker-compose exec` while workerd renders covers, and the backup,
+// restored into a fresh volume, passes PRAGMA integrity_check and serves.
+func TestComposeUpgradeAndBackup(t *testing.T) {
+	needDocker(t, "debian", "golang")
+	t.Parallel()
+	repo := testutil.RepoRoot(t)
+	if err := exec.Command("git", "-C", repo, "cat-file", "-e", upgradeFrom+"^{commit}").Run(); err != nil {
+		t.Skipf("commit %s is not in this clone (a shallow clone?): no release to upgrade from", upgradeFrom[:7])
+	}
+	tmp := t.TempDir()
+	old := filepath.Join(tmp, "old")
+	if out, err := exec.Command("bash", "-c", `mkdir -p "$2" && git -C "$1" archive "$3" | tar -x -C "$2"`,
+		"archive", repo, old, upgradeFrom).CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", upgradeFrom[:7], err, out)
+	}
+	root := filepath.Join(tmp, "libraries")
+	want := composeLibrary(t, root, "comics", 60)
+	composeLibrary(t, root, "bulk", 600)
+	chownTree(t, root, 1000, 1000)
+	groups, inGroups := duplicateGroups(treeSums(t, filepath.Join(root, "comics")))
+	port := strings.Split(freeAddr(t), ":")[1]
+	env := map[string]string{
+		"BINDERY_LIBRARY_PATH": root,
+		"BINDERY_HTTP_BIND":    "127.0.0.1",
+		"BINDERY_HTTP_PORT":    port,
+	}
+
+	// The old release, built from its own Dockerfile and compose file.
+	p := newCompose(t, filepath.Join(old, "deploy", "docker-compose.yml"), env)
+	p.env["BINDERY_IMAGE"] = p.name + ":old"
+	p.env["BINDERY_VERSION"] = "old"
+	p.must(t, "up", "-d", "--build")
+	p.waitHealthy(t, "controld", "workerd")
+	c := apiClient{base: "http://127.0.0.1:" + port, token: p.token(t)}
+	comics := createLibrary(t, c, "comics")
+	scan(t, c, comics)
+	waitGroups(t, c, groups, inGroups)
+	waitCovers(t, c, want)
+	cover := fetchCover(t, c, comics)
+	fromSchema := schemaVersion(t, p)
+
+	// The upgrade: this tree's compose file, same project, same volume.
+	p.file = deployPath(t, "docker-compose.yml")
+	p.env["BINDERY_IMAGE"] = p.name + ":test"
+	p.env["BINDERY_VERSION"] = "new"
+	p.must(t, "up", "-d", "--build")
+	p.waitHealthy(t, "controld", "workerd")
+	if out, _ := p.exec(t, "controld", "controld version"); !strings.Contains(out, "controld new") {
+		t.Fatalf("controld after the upgrade: %s", out)
+	}
+	if tok := p.token(t); tok != c.token {
+		t.Errorf("the admin token changed across the upgrade")
+	}
+	toSchema := schemaVersion(t, p)
+	if toSchema <= fromSchema {
+		t.Fatalf("schema %d after the upgrade from %d", toSchema, fromSchema)
+	}
+	applied := migrationsApplied(t, p)
+	p.must(t, "restart", "controld")
+	p.waitHealthy(t, "controld")
+	if again := migrationsApplied(t, p); again != applied {
+		t.Errorf("migrations ran again on restart:\n%s\nthen\n%s", applied, again)
+	}
+	expectFiles(t, c, comics, want)
+	waitGroups(t, c, groups, inGroups)
+	waitCovers(t, c, want)
+	if again := fetchCover(t, c, comics); again != cover {
+		t.Errorf("cover URL changed across the upgrade: %s, then %s", cover, again)
+	}
+
+	backup := backupWhileWriting(t, p, c, filepath.Join(tmp, "backup"))
+	restoreIntoFreshVolume(t, backup, p.env["BINDERY_IMAGE"], env, want)
+}
+
+// schemaVersion is the highest migration applied to the state volume's
+// database, read with the image's own sqlite3.
+func schemaVersion(t *testing.T, p *composeProject) int {
+	t.Helper()
+	out := sqlite(t, p, "SELECT max(version_id) FROM goose_db_version")
+	var v int
+	for _, r := range out {
+		if r < '0' || r > '9' {
+			break
+		}
+		v = v*10 + int(r-'0')
+	}
+	return v
+}
+
+// migrationsApplied lists the goose rows: a migration that ran twice shows
+// twice.
+func migrationsApplied(t *testing.T, p *composeProject) string {
+	t.Helper()
+	return sqlite(t, p, "SELECT version_id, count(*) FROM goose_db_version WHERE is_applied GROUP BY version_id ORDER BY version_id")
+}
+
+func sqlite(t *testing.T, p *composeProject, query string) string {
+	t.Helper()
+	out, code := p.exec(t, "controld", `sqlite3 -readonly /state/bindery.db "`+query+`"`)
+	if code != 0 {
+		t.Fatalf("sqlite3 %q: exit %d: %s", query, code, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+var integrityOK = regexp.MustCompile(`(?m)^ok$`)
+
+// backupWhileWriting scans the bulk library so that workerd writes cover
+// rows, and meanwhile takes the backup exactly as docs/OPERATIONS.md §5
+// says (`exec controld sqlite3 … .backup`, then `docker cp`). It returns
+// the backup's path on the host, already checked with PRAGMA
+// integrity_check.
+func backupWhileWriting(t *testing.T, p *composeProject, c apiClient, dir string) string {
+	t.Helper()
+	bulk := createLibrary(t, c, "bulk")
+	var job jobView
+	c.mustDoJSON(t, "POST", "/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d}`, bulk), 201, &job)
+	var m struct{ Pending, Ready int }
+	waitFor(t, "workerd rendering the bulk library's covers", 2*time.Minute, func() bool {
+		c.do(t, "GET", "/thumbnails/metrics", "", &m)
+		return m.Pending > 50
+	})
+	readyBefore := m.Ready
+	p.must(t, "exec", "-T", "controld", "sqlite3", "/state/bindery.db", ".timeout 10000", ".backup /state/bindery-backup.db")
+	c.do(t, "GET", "/thumbnails/metrics", "", &m)
+	if m.Ready <= readyBefore {
+		t.Logf("no cover was rendered while the backup ran (%d ready before, %d after)", readyBefore, m.Ready)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "bindery-backup.db")
+	if out, err := exec.Command("docker", "cp", p.container(t, "controld")+":/state/bindery-backup.db", path).CombinedOutput(); err != nil {
+		t.Fatalf("docker cp: %v\n%s", err, out)
+	}
+	out, err := exec.Command("sqlite3", path, "PRAGMA integrity_check").CombinedOutput()
+	if err != nil || !integrityOK.Match(out) {
+		t.Fatalf("backup integrity_check: %v: %s", err, out)
+	}
+	return path
+}
+
+// restoreIntoFreshVolume restores the backup into a new project's empty
+// state volume as docs/OPERATIONS.md §5 says (owned by the service user,
+// mode 0640, `docker cp -a` into the created container), starts it and
+// checks the restored index.
+func restoreIntoFreshVolume(t *testing.T, backup, image string, env map[string]string, want int) {
+	t.Helper()
+	if err := os.Chown(backup, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(backup, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	port := strings.Split(freeAddr(t), ":")[1]
+	r := newNamedCompose(t, "-restored", deployPath(t, "docker-compose.yml"), env)
+	r.env["BINDERY_HTTP_PORT"] = port
+	r.env["BINDERY_IMAGE"] = image
+	r.must(t, "up", "--no-start")
+	if out, err := exec.Command("docker", "cp", "-a", backup, r.container(t, "controld")+":/state/bindery.db").CombinedOutput(); err != nil {
+		t.Fatalf("docker cp -a: %v\n%s", err, out)
+	}
+	r.must(t, "up", "-d")
+	r.waitHealthy(t, "controld", "workerd")
+	if out := sqlite(t, r, "PRAGMA integrity_check"); !integrityOK.MatchString(out) {
+		t.Errorf("restored database: integrity_check %s", out)
+	}
+	c := apiClient{base: "http://127.0.0.1:" + port, token: r.token(t)}
+	var libs struct {
+		Items []struct {
+			ID   int64
+			Name string
+		}
+	}
+	c.mustDoJSON(t, "GET", "/libraries", "", 200, &libs)
+	if len(libs.Items) != 2 {
+		t.Fatalf("restored libraries: %+v", libs.Items)
+	}
+	expectFiles(t, c, libs.Items[0].ID, want)
+	// The work in flight when the backup was taken (the bulk scan, its
+	// covers) resumes once the backup's leases are recovered.
+	var m struct{ Pending, Running int }
+	waitFor(t, "the restored backup's pending covers", 3*time.Minute, func() bool {
+		c.do(t, "GET", "/thumbnails/metrics", "", &m)
+		return m.Pending == 0 && m.Running == 0
+	})
+}
