@@ -327,6 +327,13 @@ func fetchCover(t *testing.T, c apiClient, libraryID int64) string {
 		t.Fatalf("list files: %d", code)
 	}
 	url := files.Items[0].Cover.URL
+	getCover(t, c, url)
+	return url
+}
+
+// getCover fetches a cover URL with the admin token; it must be an image.
+func getCover(t *testing.T, c apiClient, url string) {
+	t.Helper()
 	req, _ := http.NewRequest("GET", c.base+url, nil)
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := http.DefaultClient.Do(req)
@@ -337,7 +344,6 @@ func fetchCover(t *testing.T, c apiClient, libraryID int64) string {
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
 		t.Fatalf("cover %s: %d %s", url, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	return url
 }
 
 // stopWithinGrace stops the project as `docker-compose stop` does (SIGTERM,

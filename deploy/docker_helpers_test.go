@@ -309,3 +309,14 @@ func chownTree(t *testing.T, root string, uid, gid int) {
 		t.Fatal(err)
 	}
 }
+
+// stopwatch logs how long each phase of a long test took, for the run time
+// budget of make test.
+func stopwatch(t *testing.T) func(phase string) {
+	last := time.Now()
+	return func(phase string) {
+		t.Helper()
+		t.Logf("%-40s %5.1fs", phase, time.Since(last).Seconds())
+		last = time.Now()
+	}
+}
