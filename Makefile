@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/bindery-nas/bindery/internal/version.Version=$(VERSION)
 BIN := bin
 VAR := var
 
-.PHONY: all deps test-deps build test vet fmt-check lint run install docker bench bench-smoke chaos fuzz clean
+.PHONY: all deps test-deps docker-base docker-base-background build test vet fmt-check lint run install docker bench bench-smoke chaos fuzz clean
 
 all: build
 
@@ -16,7 +16,22 @@ deps:
 	@./scripts/deps.sh
 
 test-deps:
-	@./scripts/deps.sh chromium systemd compose
+	@./scripts/deps.sh chromium systemd compose docker
+
+# The base images the container tests build on (no registry is needed):
+# debian:bookworm-slim, golang:1.26-bookworm and a systemd host, made with
+# debootstrap and docker import, cached per machine. Needs root and Docker.
+docker-base:
+	./deploy/testdata/mkbase.sh
+
+# make test starts docker-base in the background, so the images are built
+# while vet and the other packages run; the deploy tests wait for it (the
+# script holds a lock) and build whatever it failed to.
+docker-base-background:
+	@if [ "$$(id -u)" = 0 ] && docker info >/dev/null 2>&1; then \
+	  mkdir -p $(VAR) && echo "docker-base: building in the background, log in $(VAR)/mkbase.log"; \
+	  nohup ./deploy/testdata/mkbase.sh >$(VAR)/mkbase.log 2>&1 & \
+	fi
 
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/controld ./cmd/controld
@@ -31,8 +46,8 @@ vet: deps
 	$(GO) vet -tags bindery_testexec ./cmd/workerd
 
 # The README's test command; .ci/run calls exactly this.
-test: deps test-deps fmt-check vet
-	$(GO) test -race -timeout 15m ./...
+test: deps test-deps fmt-check docker-base-background vet
+	$(GO) test -race -timeout 18m ./...
 	$(MAKE) bench-smoke
 
 # The performance report: every workload beside the tool users compare it

@@ -19,6 +19,8 @@ for extra in "$@"; do
     chromium) command -v chromium >/dev/null || need+=(chromium) ;;
     systemd) command -v systemd-analyze >/dev/null || need+=(systemd) ;;
     compose) command -v docker-compose >/dev/null || need+=(docker-compose) ;;
+    # The container tests build their base images (deploy/testdata/mkbase.sh).
+    docker) command -v debootstrap >/dev/null || need+=(debootstrap) ;;
   esac
 done
 

@@ -147,6 +147,10 @@ systemd_image() {
 [ "$(id -u)" -eq 0 ] || { log "needs root (debootstrap)"; exit 1; }
 command -v debootstrap >/dev/null || { log "needs debootstrap (scripts/deps.sh docker)"; exit 1; }
 [ $# -gt 0 ] || set -- debian golang systemd
+# One build at a time: make test starts one in the background and the deploy
+# tests ask for the images they need while it runs.
+exec 9>/tmp/bindery-mkbase.lock
+flock 9
 # fingerprint_of FUNCTION [FILE...]: the digest naming one image's recipe.
 fingerprint_of() {
   local fn=$1
