@@ -73,6 +73,19 @@ func TestOperationsGuide(t *testing.T) {
 			}
 		}
 	})
+	t.Run("every setting", func(t *testing.T) {
+		var missing []string
+		for _, d := range settings.Definitions() {
+			row := "| `" + d.Key + "` | `" + d.Default + "` | " + d.Description + " |"
+			if !strings.Contains(doc, row) {
+				missing = append(missing, row)
+			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("OPERATIONS.md §7 \"Every setting\" lacks (or has another default or meaning for) these rows:\n%s",
+				strings.Join(missing, "\n"))
+		}
+	})
 	t.Run("sections", func(t *testing.T) {
 		for _, h := range []string{"Install with Docker Compose", "Install with systemd", "Upgrade",
 			"Backup and restore", "cover cache", "Tuning", "Logs, health and metrics", "Error codes", "NFS/SMB"} {

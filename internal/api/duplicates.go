@@ -72,7 +72,7 @@ func (s *Server) hashStatus(ctx context.Context) (hashStatusView, error) {
 	if err != nil {
 		return hashStatusView{}, err
 	}
-	alg := protocol.HashAlgorithm(vals.String("hash.algorithm"))
+	alg := protocol.HashAlgorithm(vals.Enum(settings.HashAlgorithm))
 	h, err := s.st.HashStatus(ctx, alg)
 	if err != nil {
 		return hashStatusView{}, err

@@ -160,9 +160,9 @@ func (s *Server) regenerateCover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	format := protocol.ImageFormat(vals.String("scan.cover.format"))
+	format := protocol.ImageFormat(vals.Enum(settings.ScanCoverFormat))
 	t, created, err := s.st.RegenerateThumbnail(ctx, id, format,
-		vals.Int("thumbnail.queue.capacity"), vals.Int("cover.cache.shard_count"))
+		vals.Int(settings.ThumbnailQueueCapacity), vals.Int(settings.CoverCacheShardCount))
 	return s.admitted(c, t, created, err)
 }
 

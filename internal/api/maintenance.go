@@ -48,7 +48,7 @@ func (s *Server) createCheckpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	minInterval := time.Duration(vals.Int("wal.checkpoint.min_interval_seconds")) * time.Second
+	minInterval := time.Duration(vals.Int(settings.WALCheckpointMinIntervalSec)) * time.Second
 	w, created, err := s.st.EnqueueCheckpoint(ctx, mode, reason, b.Force != nil && *b.Force, minInterval)
 	if errors.Is(err, store.ErrQueueFull) {
 		return apiErr(http.StatusTooManyRequests, CodeCheckpointTooSoon,

@@ -24,7 +24,7 @@ type settingJSON struct {
 }
 
 func settingView(d settings.Definition, v settings.Values) settingJSON {
-	out := settingJSON{Key: d.Key, Value: v.String(d.Key), Default: d.Default, Description: d.Description,
+	out := settingJSON{Key: d.Key, Value: v.Text(d), Default: d.Default, Description: d.Description,
 		Kind: d.Kind, Enum: d.Enum}
 	if d.Kind == "int" {
 		out.Min, out.Max = &d.Min, &d.Max

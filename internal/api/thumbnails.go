@@ -30,14 +30,14 @@ func (s *Server) createThumbnail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	format := protocol.ImageFormat(vals.String("scan.cover.format"))
+	format := protocol.ImageFormat(vals.Enum(settings.ScanCoverFormat))
 	if b.Format != nil {
 		if format, err = protocol.ParseImageFormat(*b.Format); err != nil {
 			return fieldf("format", "want webp or jpeg, got %q", *b.Format)
 		}
 	}
 	t, created, err := s.st.AdmitThumbnail(ctx, *b.FileID, format,
-		vals.Int("thumbnail.queue.capacity"), vals.Int("cover.cache.shard_count"))
+		vals.Int(settings.ThumbnailQueueCapacity), vals.Int(settings.CoverCacheShardCount))
 	return s.admitted(c, t, created, err)
 }
 

@@ -176,10 +176,10 @@ func (e *Engine) loadSettings(ctx context.Context) {
 		return
 	}
 	if e.cfg.CancelCheck <= 0 {
-		e.cancelCheck.Store(v.Int("scan.cancel_check.interval_ms") * int64(time.Millisecond))
+		e.cancelCheck.Store(v.Int(settings.ScanCancelCheckIntervalMS) * int64(time.Millisecond))
 	}
 	if e.cfg.WALMaxRetries <= 0 {
-		e.walMaxRetries.Store(v.Int("wal.checkpoint.max_retries"))
+		e.walMaxRetries.Store(v.Int(settings.WALCheckpointMaxRetries))
 	}
 }
 

@@ -207,13 +207,13 @@ func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash: %w", err)
 	}
-	alg, err := protocol.ParseHashAlgorithm(vals.String("hash.algorithm"))
+	alg, err := protocol.ParseHashAlgorithm(vals.Enum(settings.HashAlgorithm))
 	if err != nil {
 		return nil, fmt.Errorf("hash: %w", err)
 	}
-	r := &run{e: e, job: job, alg: alg, workers: max(vals.Workers(), 1), ioDepth: max(int(vals.Int("hash.io_depth")), 1), roots: map[int64]*libRoot{}}
+	r := &run{e: e, job: job, alg: alg, workers: max(vals.Workers(), 1), ioDepth: max(int(vals.Int(settings.HashIODepth)), 1), roots: map[int64]*libRoot{}}
 	r.bufs = newBufList(r.ioDepth + 2*r.workers)
-	if mb := vals.Int("io.hash_rate_limit_mb_s"); mb > 0 {
+	if mb := vals.Int(settings.IOHashRateLimitMBs); mb > 0 {
 		r.budget = &budget{st: e.st, bucket: IOBucket, rate: mb * 1_000_000}
 	}
 	// Every library is opened, not only the job's: the same-size twins of

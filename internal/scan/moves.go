@@ -7,6 +7,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -23,7 +24,7 @@ import (
 // cover was ever admitted for it. A candidate is recognised by its state
 // (present, never analysed), not by memory, so a killed scan resumes it.
 func (r *run) detectMoves(ctx context.Context) error {
-	alg := protocol.HashAlgorithm(r.vals.String("hash.algorithm"))
+	alg := protocol.HashAlgorithm(r.vals.Enum(settings.HashAlgorithm))
 	var after int64
 	for {
 		cands, err := r.st.MoveCandidates(ctx, r.libID, after, r.cfg.BatchSize)

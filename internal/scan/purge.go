@@ -3,6 +3,8 @@ package scan
 import (
 	"context"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/settings"
 )
 
 // purge is phase 4: the rows of files missing for longer than
@@ -11,7 +13,7 @@ import (
 // back before then is restored by discovery with its id, series, metadata
 // and hash; after, it is a new file. 0 keeps missing rows forever.
 func (r *run) purge(ctx context.Context) error {
-	days := r.vals.Int("scan.missing.purge_after_days")
+	days := r.vals.Int(settings.ScanMissingPurgeAfterDays)
 	if days <= 0 {
 		return nil
 	}

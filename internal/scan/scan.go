@@ -103,7 +103,7 @@ func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	r := &run{ctx: ctx, st: e.st, cfg: e.cfg, vals: vals, rep: rep, libID: job.LibraryID.Int64, force: p.Force,
-		coverMode: vals.String("scan.cover.mode") == "scan"}
+		coverMode: vals.Enum(settings.ScanCoverMode) == "scan"}
 	if r.root, err = e.resolveLibrary(ctx, r.libID); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (r *run) phases(ctx context.Context) error {
 	if err := d.do(ctx); err != nil {
 		return err
 	}
-	if r.vals.String("scan.hash.mode") == "full" {
+	if r.vals.Enum(settings.ScanHashMode) == "full" {
 		if err := r.detectMoves(ctx); err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func (r *run) phases(ctx context.Context) error {
 	if err := r.linkSeries(ctx, ids); err != nil {
 		return err
 	}
-	if r.coverMode && r.vals.Bool("scan.cover.regenerate_missing") {
+	if r.coverMode && r.vals.Flag(settings.ScanCoverRegenerateMissing) {
 		return r.markMissingCovers(ctx)
 	}
 	return nil

@@ -59,8 +59,8 @@ func (s *Scheduler) admitCovers(ctx context.Context, v settings.Values) (int64, 
 	if err != nil {
 		return 0, err
 	}
-	format := protocol.ImageFormat(v.String("scan.cover.format"))
-	capacity, shards := v.Int("thumbnail.queue.capacity"), v.Int("cover.cache.shard_count")
+	format := protocol.ImageFormat(v.Enum(settings.ScanCoverFormat))
+	capacity, shards := v.Int(settings.ThumbnailQueueCapacity), v.Int(settings.CoverCacheShardCount)
 	var total int64
 	for _, lib := range libs {
 		for range maxAdmitBatches {
@@ -98,7 +98,7 @@ func (s *Scheduler) followUpJobs(ctx context.Context) (done int64, err error) {
 	}()
 	hashAfterScan := func() (bool, error) {
 		v, err := settings.Load(ctx, s.st)
-		return err == nil && v.String("scan.hash.mode") == "full", err
+		return err == nil && v.Enum(settings.ScanHashMode) == "full", err
 	}
 	for {
 		jobs, err := s.st.JobsToFollowUp(ctx, after, 100)
@@ -156,7 +156,7 @@ func (s *Scheduler) retries(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	requeued, failed, jobErr := s.st.RequeueRetryableJobs(ctx, int(v.Int("jobs.max_attempts")))
+	requeued, failed, jobErr := s.st.RequeueRetryableJobs(ctx, int(v.Int(settings.JobsMaxAttempts)))
 	thumbs, thumbErr := s.st.RequeueFailedThumbnails(ctx)
 	if failed > 0 {
 		s.cfg.Logger.Warn("jobs gave up after their last attempt", "count", failed)
@@ -172,7 +172,7 @@ func (s *Scheduler) retention(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	now := s.st.Now()
-	jobsAge := time.Duration(v.Int("jobs.retention_hours")) * time.Hour
+	jobsAge := time.Duration(v.Int(settings.JobsRetentionHours)) * time.Hour
 	p := store.RetentionPolicy{
 		JobsBefore:        now.Add(-jobsAge),
 		FailedBefore:      now.Add(-max(jobsAge, s.cfg.MaintenanceRetention)),
@@ -215,9 +215,9 @@ func (s *Scheduler) walCheckpoints(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	if fi, err := os.Stat(s.st.Path() + "-wal"); err == nil {
-		threshold := v.Int("wal.checkpoint.truncate_threshold_mb") << 20
+		threshold := v.Int(settings.WALCheckpointTruncateMB) << 20
 		if fi.Size() > threshold {
-			minGap := time.Duration(v.Int("wal.checkpoint.min_interval_seconds")) * time.Second
+			minGap := time.Duration(v.Int(settings.WALCheckpointMinIntervalSec)) * time.Second
 			reason := fmt.Sprintf("wal is %d MiB, over %d MiB", fi.Size()>>20, threshold>>20)
 			created, err := s.enqueue(ctx, protocol.CheckpointTruncate, reason, minGap)
 			if err != nil {
@@ -226,7 +226,7 @@ func (s *Scheduler) walCheckpoints(ctx context.Context) (int64, error) {
 			n += created
 		}
 	}
-	if every := time.Duration(v.Int("wal.checkpoint.interval_minutes")) * time.Minute; every > 0 {
+	if every := time.Duration(v.Int(settings.WALCheckpointIntervalMin)) * time.Minute; every > 0 {
 		created, err := s.enqueue(ctx, protocol.CheckpointPassive, "schedule", every)
 		if err != nil {
 			return n, err
@@ -259,11 +259,11 @@ func (s *Scheduler) missingCleanups(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := s.cleanups.ScheduleMissingCleanups(ctx, time.Duration(v.Int("cleanup.missing_after_hours"))*time.Hour)
+	n, err := s.cleanups.ScheduleMissingCleanups(ctx, time.Duration(v.Int(settings.CleanupMissingAfterHours))*time.Hour)
 	if err != nil {
 		return n, err
 	}
-	shards := v.Int("cover.cache.shard_count")
+	shards := v.Int(settings.CoverCacheShardCount)
 	stale, err := s.st.HasStaleLayoutCovers(ctx, shards)
 	if err != nil || !stale {
 		return n, err

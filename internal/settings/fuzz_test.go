@@ -46,8 +46,8 @@ func FuzzValidate(f *testing.F) {
 		}
 		checkDomain(t, d, norm)
 		vals, err := Load(t.Context(), mapSource{d.Key: v})
-		if err != nil || vals.String(d.Key) != norm {
-			t.Fatalf("%s: Load read %q as %q, %v; want %q", d.Key, v, vals.String(d.Key), err, norm)
+		if err != nil || vals.Text(d) != norm {
+			t.Fatalf("%s: Load read %q as %q, %v; want %q", d.Key, v, vals.Text(d), err, norm)
 		}
 	})
 }

@@ -67,55 +67,90 @@ func (d Definition) Validate(v string) (string, error) {
 	return "", fmt.Errorf("%s: unknown kind %q", d.Key, d.Kind)
 }
 
-func intDef(key string, def, lo, hi int64, desc string) Definition {
-	return Definition{Key: key, Default: strconv.FormatInt(def, 10), Description: desc, Kind: "int", Min: lo, Max: hi}
+// IntKey, EnumKey, FlagKey and ListKey each name one setting of their kind.
+// The only values are the exported variables below: a misspelt key does not
+// compile, and an int setting cannot be read as an enum.
+type (
+	IntKey  struct{ key string }
+	EnumKey struct{ key string }
+	FlagKey struct{ key string }
+	ListKey struct{ key string }
+)
+
+func (k IntKey) String() string  { return k.key }
+func (k EnumKey) String() string { return k.key }
+func (k FlagKey) String() string { return k.key }
+func (k ListKey) String() string { return k.key }
+
+// definitions is filled, in declaration order, by the define calls below.
+var definitions []Definition
+
+func define(d Definition) string {
+	definitions = append(definitions, d)
+	return d.Key
 }
 
-func enumDef(key, def, desc string, values ...string) Definition {
-	return Definition{Key: key, Default: def, Description: desc, Kind: "enum", Enum: values}
+func defineInt(key string, def, lo, hi int64, desc string) IntKey {
+	return IntKey{define(Definition{Key: key, Default: strconv.FormatInt(def, 10), Description: desc, Kind: "int", Min: lo, Max: hi})}
+}
+
+func defineEnum(key, def, desc string, values ...string) EnumKey {
+	return EnumKey{define(Definition{Key: key, Default: def, Description: desc, Kind: "enum", Enum: values})}
+}
+
+// defineFlag is an enum of "0" and "1".
+func defineFlag(key string, def bool, desc string) FlagKey {
+	d := "0"
+	if def {
+		d = "1"
+	}
+	return FlagKey{define(Definition{Key: key, Default: d, Description: desc, Kind: "enum", Enum: []string{"0", "1"}})}
 }
 
 // DefaultExtensions are the file types a scan picks up.
 const DefaultExtensions = ".cbz,.zip,.cbr,.rar,.cb7,.7z,.jpg,.jpeg,.png,.webp,.gif,.avif"
 
-var definitions = []Definition{
-	intDef("scan.max_workers", 0, 0, 64, "Parallel archive analyses and small-file hashes; 0 = number of CPUs."),
-	enumDef("scan.hash.mode", "full", "full: hash files (duplicates, move detection); off: never hash.", "full", "off"),
-	enumDef("hash.algorithm", "blake3", "Content hash algorithm; changing it rehashes lazily.", "blake3", "sha256"),
-	intDef("hash.io_depth", 16, 1, 256, "Small files a hash job reads at once, ahead of the hash workers; lower it for a single spinning disk."),
-	intDef("scan.cancel_check.interval_ms", 500, 50, 60000, "How often a running job checks for a cancel request, in ms."),
-	enumDef("scan.cover.mode", "scan", "scan: render covers for new/changed files; off: never automatically.", "scan", "off"),
-	enumDef("scan.cover.regenerate_missing", "0", "1: a scan also renders covers for unchanged files that have none.", "0", "1"),
-	intDef("scan.cover.width", 320, 16, 4096, "Cover width in pixels (aspect ratio kept)."),
-	intDef("scan.cover.target_kb", 48, 1, 4096, "Byte budget of one cover, in KiB."),
-	intDef("scan.cover.quality_start", 85, 1, 100, "First encoder quality tried."),
-	intDef("scan.cover.quality_min", 40, 1, 100, "Lowest encoder quality tried before giving up on the budget."),
-	intDef("scan.cover.quality_step", 10, 1, 99, "Quality decrement between attempts."),
-	enumDef("scan.cover.format", "webp", "Cover image format.", "webp", "jpeg"),
-	intDef("cover.cache.shard_count", 256, 1, 65536, "Cover cache folders (file_id mod shard_count); changing it rebuilds the cache."),
-	intDef("thumbnail.queue.capacity", 10000, 1, 10000000, "Most pending+running thumbnail rows; admission beyond is refused."),
-	intDef("thumbnail.max_source_mb", 64, 1, 4096, "Largest page read to render a cover, in MiB."),
-	intDef("jobs.max_attempts", 5, 1, 100, "Attempts of a scan/hash job before it fails for good."),
-	intDef("jobs.retention_hours", 24, 1, 87600, "How long finished jobs are kept (failed ones 7 days at least)."),
-	intDef("wal.checkpoint.interval_minutes", 10, 0, 10080, "Period of the passive WAL checkpoint; 0 = never."),
-	intDef("wal.checkpoint.truncate_threshold_mb", 256, 1, 1048576, "WAL size that triggers a truncate checkpoint, in MiB."),
-	intDef("wal.checkpoint.min_interval_seconds", 30, 0, 86400, "Least time between two requested checkpoints (force overrides)."),
-	intDef("wal.checkpoint.max_retries", 5, 0, 1000, "Busy retries of a checkpoint before it fails."),
-	{Key: "scan.extensions", Default: DefaultExtensions, Kind: "list",
-		Description: "Comma-separated file extensions a scan indexes."},
-	intDef("io.hash_rate_limit_mb_s", 0, 0, 100000, "Global hashing read budget shared by all workers, MB/s; 0 = unlimited."),
-	intDef("io.thumbnail_rate_limit_mb_s", 0, 0, 100000, "Global cover source read budget, MB/s; 0 = unlimited."),
-	intDef("cleanup.missing_after_hours", 168, 1, 87600, "Covers of files missing this long are cleaned up."),
-	intDef("scan.missing.purge_after_days", 30, 0, 3650, "A scan deletes the rows of files missing this many days, once their covers are cleaned up; 0 keeps them."),
-}
+// The settings. GET /api/v1/settings lists them with these descriptions.
+var (
+	ScanMaxWorkers              = defineInt("scan.max_workers", 0, 0, 64, "Parallel archive analyses and small-file hashes; 0 = number of CPUs.")
+	ScanHashMode                = defineEnum("scan.hash.mode", "full", "full: hash files (duplicates, move detection); off: never hash.", "full", "off")
+	HashAlgorithm               = defineEnum("hash.algorithm", "blake3", "Content hash algorithm; changing it rehashes lazily.", "blake3", "sha256")
+	HashIODepth                 = defineInt("hash.io_depth", 16, 1, 256, "Small files a hash job reads at once, ahead of the hash workers; lower it for a single spinning disk.")
+	ScanCancelCheckIntervalMS   = defineInt("scan.cancel_check.interval_ms", 500, 50, 60000, "How often a running job checks for a cancel request, in ms.")
+	ScanCoverMode               = defineEnum("scan.cover.mode", "scan", "scan: render covers for new/changed files; off: never automatically.", "scan", "off")
+	ScanCoverRegenerateMissing  = defineFlag("scan.cover.regenerate_missing", false, "1: a scan also renders covers for unchanged files that have none.")
+	ScanCoverWidth              = defineInt("scan.cover.width", 320, 16, 4096, "Cover width in pixels (aspect ratio kept).")
+	ScanCoverTargetKB           = defineInt("scan.cover.target_kb", 48, 1, 4096, "Byte budget of one cover, in KiB.")
+	ScanCoverQualityStart       = defineInt("scan.cover.quality_start", 85, 1, 100, "First encoder quality tried.")
+	ScanCoverQualityMin         = defineInt("scan.cover.quality_min", 40, 1, 100, "Lowest encoder quality tried before giving up on the budget.")
+	ScanCoverQualityStep        = defineInt("scan.cover.quality_step", 10, 1, 99, "Quality decrement between attempts.")
+	ScanCoverFormat             = defineEnum("scan.cover.format", "webp", "Cover image format.", "webp", "jpeg")
+	CoverCacheShardCount        = defineInt("cover.cache.shard_count", 256, 1, 65536, "Cover cache folders (file_id mod shard_count); changing it rebuilds the cache.")
+	ThumbnailQueueCapacity      = defineInt("thumbnail.queue.capacity", 10000, 1, 10000000, "Most pending+running thumbnail rows; admission beyond is refused.")
+	ThumbnailMaxSourceMB        = defineInt("thumbnail.max_source_mb", 64, 1, 4096, "Largest page read to render a cover, in MiB.")
+	JobsMaxAttempts             = defineInt("jobs.max_attempts", 5, 1, 100, "Attempts of a scan/hash job before it fails for good.")
+	JobsRetentionHours          = defineInt("jobs.retention_hours", 24, 1, 87600, "How long finished jobs are kept (failed ones 7 days at least).")
+	WALCheckpointIntervalMin    = defineInt("wal.checkpoint.interval_minutes", 10, 0, 10080, "Period of the passive WAL checkpoint; 0 = never.")
+	WALCheckpointTruncateMB     = defineInt("wal.checkpoint.truncate_threshold_mb", 256, 1, 1048576, "WAL size that triggers a truncate checkpoint, in MiB.")
+	WALCheckpointMinIntervalSec = defineInt("wal.checkpoint.min_interval_seconds", 30, 0, 86400, "Least time between two requested checkpoints (force overrides).")
+	WALCheckpointMaxRetries     = defineInt("wal.checkpoint.max_retries", 5, 0, 1000, "Busy retries of a checkpoint before it fails.")
+	ScanExtensions              = ListKey{define(Definition{Key: "scan.extensions", Default: DefaultExtensions, Kind: "list",
+		Description: "Comma-separated file extensions a scan indexes."})}
+	IOHashRateLimitMBs        = defineInt("io.hash_rate_limit_mb_s", 0, 0, 100000, "Global hashing read budget shared by all workers, MB/s; 0 = unlimited.")
+	IOThumbnailRateLimitMBs   = defineInt("io.thumbnail_rate_limit_mb_s", 0, 0, 100000, "Global cover source read budget, MB/s; 0 = unlimited.")
+	CleanupMissingAfterHours  = defineInt("cleanup.missing_after_hours", 168, 1, 87600, "Covers of files missing this long are cleaned up.")
+	ScanMissingPurgeAfterDays = defineInt("scan.missing.purge_after_days", 30, 0, 3650, "A scan deletes the rows of files missing this many days, once their covers are cleaned up; 0 keeps them.")
+)
 
-var byKey = func() map[string]Definition {
-	m := make(map[string]Definition, len(definitions))
+// byKey is built in init, after every define call has run.
+var byKey map[string]Definition
+
+func init() {
+	byKey = make(map[string]Definition, len(definitions))
 	for _, d := range definitions {
-		m[d.Key] = d
+		byKey[d.Key] = d
 	}
-	return m
-}()
+}
 
 // Definitions returns every setting in key order.
 func Definitions() []Definition {
@@ -201,21 +236,33 @@ func Defaults() Values {
 	return v
 }
 
-// Int reads an int setting; unknown keys read as 0.
-func (v Values) Int(key string) int64 {
-	n, _ := strconv.ParseInt(v[key], 10, 64)
+// get reads key; a snapshot lacking it (one built by hand) is a bug.
+func (v Values) get(key string) string {
+	s, ok := v[key]
+	if !ok {
+		panic("settings: " + key + " is not in this snapshot (use Load or Defaults)")
+	}
+	return s
+}
+
+// Int reads an int setting.
+func (v Values) Int(k IntKey) int64 {
+	n, _ := strconv.ParseInt(v.get(k.key), 10, 64)
 	return n
 }
 
-// String reads a setting as text.
-func (v Values) String(key string) string { return v[key] }
+// Enum reads an enum setting.
+func (v Values) Enum(k EnumKey) string { return v.get(k.key) }
 
-// Bool reads a 0/1 setting.
-func (v Values) Bool(key string) bool { return v[key] == "1" }
+// Flag reads a 0/1 setting.
+func (v Values) Flag(k FlagKey) bool { return v.get(k.key) == "1" }
+
+// Text reads any setting as its stored text, for listing them all.
+func (v Values) Text(d Definition) string { return v.get(d.Key) }
 
 // Workers reads scan.max_workers with 0 meaning the number of CPUs.
 func (v Values) Workers() int {
-	if n := v.Int("scan.max_workers"); n > 0 {
+	if n := v.Int(ScanMaxWorkers); n > 0 {
 		return int(n)
 	}
 	return runtime.NumCPU()
@@ -224,7 +271,7 @@ func (v Values) Workers() int {
 // Extensions reads scan.extensions as a set of lowercase ".ext" strings.
 func (v Values) Extensions() map[string]bool {
 	out := map[string]bool{}
-	for _, e := range strings.Split(v["scan.extensions"], ",") {
+	for _, e := range strings.Split(v.get(ScanExtensions.key), ",") {
 		if e != "" {
 			out[e] = true
 		}

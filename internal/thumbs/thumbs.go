@@ -145,8 +145,8 @@ func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, er
 	if err != nil {
 		return Result{}, protocol.Wrap(protocol.ErrIOError, err)
 	}
-	page, err := r.readPage(ctx, src, vals.Int("thumbnail.max_source_mb")<<20,
-		vals.Int("io.thumbnail_rate_limit_mb_s")*1_000_000)
+	page, err := r.readPage(ctx, src, vals.Int(settings.ThumbnailMaxSourceMB)<<20,
+		vals.Int(settings.IOThumbnailRateLimitMBs)*1_000_000)
 	if err != nil {
 		return Result{}, err
 	}
@@ -177,12 +177,12 @@ func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, er
 // optionsFrom reads scan.cover.* for format.
 func optionsFrom(v settings.Values, format protocol.ImageFormat) Options {
 	return Options{
-		Width:        int(v.Int("scan.cover.width")),
+		Width:        int(v.Int(settings.ScanCoverWidth)),
 		Format:       format,
-		TargetBytes:  int(v.Int("scan.cover.target_kb")) << 10,
-		QualityStart: int(v.Int("scan.cover.quality_start")),
-		QualityStep:  int(v.Int("scan.cover.quality_step")),
-		QualityMin:   int(v.Int("scan.cover.quality_min")),
+		TargetBytes:  int(v.Int(settings.ScanCoverTargetKB)) << 10,
+		QualityStart: int(v.Int(settings.ScanCoverQualityStart)),
+		QualityStep:  int(v.Int(settings.ScanCoverQualityStep)),
+		QualityMin:   int(v.Int(settings.ScanCoverQualityMin)),
 	}
 }
 

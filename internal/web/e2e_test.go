@@ -353,9 +353,9 @@ func TestDashboard(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if vals.Int("jobs.retention_hours") != 48 || vals.Int("scan.cover.width") != 320 || vals.String("scan.cover.format") != "jpeg" {
+		if vals.Int(settings.JobsRetentionHours) != 48 || vals.Int(settings.ScanCoverWidth) != 320 || vals.Enum(settings.ScanCoverFormat) != "jpeg" {
 			t.Errorf("database after a refused save: retention %d width %d format %s (want 48, 320, jpeg: all or nothing)",
-				vals.Int("jobs.retention_hours"), vals.Int("scan.cover.width"), vals.String("scan.cover.format"))
+				vals.Int(settings.JobsRetentionHours), vals.Int(settings.ScanCoverWidth), vals.Enum(settings.ScanCoverFormat))
 		}
 	})
 
