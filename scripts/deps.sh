@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Installs the system packages Bindery builds and tests with, when missing.
 # As root it uses apt-get; otherwise it names what to install and fails.
+#
+#   deps.sh [EXTRA...]          the build's packages plus each EXTRA's
+#   deps.sh --only EXTRA...     each EXTRA's packages only
 set -euo pipefail
 
 need=()
+only=false
+if [ "${1:-}" = --only ]; then
+  only=true
+  shift
+fi
+$only || {
 pkg-config --exists vips 2>/dev/null || need+=(libvips-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v vipsthumbnail >/dev/null || need+=(libvips-tools)
@@ -14,6 +23,7 @@ command -v bsdtar >/dev/null || need+=(libarchive-tools)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v python3 >/dev/null || need+=(python3) # third-party writer in tests (Python sqlite3)
 command -v gcc >/dev/null || need+=(gcc)
+}
 for extra in "$@"; do
   case "$extra" in
     chromium) command -v chromium >/dev/null || need+=(chromium) ;;
