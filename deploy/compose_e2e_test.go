@@ -174,14 +174,24 @@ func createLibrary(t *testing.T, c apiClient, name string) int64 {
 	return createLibraryAt(t, c, name, "/libraries/"+name)
 }
 
-// scan requests a scan of the library and waits until it completed.
+// scan requests a scan of the library and waits until it succeeded. The
+// request may be queued (202) behind another library's active hash job.
 func scan(t *testing.T, c apiClient, libraryID int64) {
 	t.Helper()
-	var job jobView
-	if code := c.do(t, "POST", "/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d}`, libraryID), &job); code != 201 {
+	body := fmt.Sprintf(`{"kind":"scan","library_id":%d}`, libraryID)
+	if code := c.do(t, "POST", "/jobs", body, nil); code != 201 && code != 202 {
 		t.Fatalf("request scan: %d", code)
 	}
-	waitJob(t, c, job.ID)
+	var lib struct {
+		LastScan *struct{ Status string } `json:"last_scan"`
+	}
+	waitFor(t, fmt.Sprintf("library %d scanned", libraryID), 3*time.Minute, func() bool {
+		c.do(t, "GET", fmt.Sprintf("/libraries/%d", libraryID), "", &lib)
+		if lib.LastScan != nil && lib.LastScan.Status == "failed" {
+			t.Fatalf("scan of library %d failed", libraryID)
+		}
+		return lib.LastScan != nil && lib.LastScan.Status == "succeeded"
+	})
 }
 
 func waitJob(t *testing.T, c apiClient, id int64) {

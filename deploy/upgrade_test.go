@@ -59,13 +59,9 @@ func TestComposeUpgradeAndBackup(t *testing.T) {
 	// proves it runs.
 	lap := stopwatch(t)
 	// The old release, built from its own Dockerfile and compose file.
-	p := newCompose(t, filepath.Join(old, "deploy", "docker-compose.yml"), env)
-	p.env["BINDERY_IMAGE"] = p.name + ":old"
-	p.env["BINDERY_VERSION"] = "old"
-	p.must(t, "up", "-d", "--build")
-	lap("old release built and started")
-	p.waitHealthy(t, "controld")
-	lap("old release healthy")
+	oldFile := filepath.Join(old, "deploy", "docker-compose.yml")
+	p := newCompose(t, oldFile, env)
+	p.release(t, lap, oldFile, "old")
 	c := apiClient{base: "http://127.0.0.1:" + port, token: p.token(t)}
 	comics := createLibrary(t, c, "comics")
 	scan(t, c, comics)
@@ -76,13 +72,7 @@ func TestComposeUpgradeAndBackup(t *testing.T) {
 	lap("old release indexed the library")
 
 	// The upgrade: this tree's compose file, same project, same volume.
-	p.file = deployPath(t, "docker-compose.yml")
-	p.env["BINDERY_IMAGE"] = p.name + ":test"
-	p.env["BINDERY_VERSION"] = "new"
-	p.must(t, "up", "-d", "--build")
-	lap("this tree built and started")
-	p.waitHealthy(t, "controld")
-	lap("this tree healthy")
+	p.release(t, lap, deployPath(t, "docker-compose.yml"), "new")
 	if out, _ := p.exec(t, "controld", "controld version"); !strings.Contains(out, "controld new") {
 		t.Fatalf("controld after the upgrade: %s", out)
 	}
@@ -111,6 +101,20 @@ func TestComposeUpgradeAndBackup(t *testing.T) {
 	lap("backup taken")
 	defer lap("backup restored and checked")
 	restoreIntoFreshVolume(t, backup, p.env["BINDERY_IMAGE"], env, want)
+}
+
+// release runs the release whose compose file is file, built as the image
+// PROJECT:tag stamped with version tag, with `up -d --build` on the
+// project's volume, and waits for controld's health.
+func (p *composeProject) release(t *testing.T, lap func(string), file, tag string) {
+	t.Helper()
+	p.file = file
+	p.env["BINDERY_IMAGE"] = p.name + ":" + tag
+	p.env["BINDERY_VERSION"] = tag
+	p.must(t, "up", "-d", "--build")
+	lap(tag + " release built and started")
+	p.waitHealthy(t, "controld")
+	lap(tag + " release healthy")
 }
 
 // schemaVersion is the highest migration applied to the state volume's
