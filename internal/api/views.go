@@ -114,14 +114,14 @@ func libraryView(l store.Library) libraryJSON {
 }
 
 type jobJSON struct {
-	ID             int64   `json:"id"`
-	Kind           string  `json:"kind"`
-	Status         string  `json:"status"`
-	LibraryID      *int64  `json:"library_id"`
-	Priority       string  `json:"priority"`
-	Progress       float64 `json:"progress"`
-	ProcessedItems int64   `json:"processed_items"`
-	TotalItems     *int64  `json:"total_items"`
+	ID             int64              `json:"id"`
+	Kind           protocol.JobKind   `json:"kind"`
+	Status         protocol.JobStatus `json:"status"`
+	LibraryID      *int64             `json:"library_id"`
+	Priority       protocol.Priority  `json:"priority"`
+	Progress       float64            `json:"progress"`
+	ProcessedItems int64              `json:"processed_items"`
+	TotalItems     *int64             `json:"total_items"`
 	leaseJSON
 	Attempt         int64           `json:"attempt"`
 	RetryAfter      *string         `json:"retry_after"`
@@ -143,14 +143,14 @@ func jobView(j store.Job) jobJSON {
 }
 
 type queueEntryJSON struct {
-	ID        int64  `json:"id"`
-	Kind      string `json:"kind"`
-	LibraryID *int64 `json:"library_id"`
-	Priority  string `json:"priority"`
-	Reason    string `json:"reason"`
-	Position  int    `json:"position"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
+	ID        int64             `json:"id"`
+	Kind      protocol.JobKind  `json:"kind"`
+	LibraryID *int64            `json:"library_id"`
+	Priority  protocol.Priority `json:"priority"`
+	Reason    string            `json:"reason"`
+	Position  int               `json:"position"`
+	CreatedAt string            `json:"created_at"`
+	UpdatedAt string            `json:"updated_at"`
 }
 
 func queueView(q store.ScanRequest, pos int) queueEntryJSON {
@@ -175,7 +175,7 @@ type fileJSON struct {
 	RelativePath  string         `json:"relative_path"`
 	SizeBytes     int64          `json:"size_bytes"`
 	Mtime         string         `json:"mtime"`
-	MtimeNs       int64          `json:"mtime_ns"`
+	MtimeNS       int64          `json:"mtime_ns"`
 	Format        *string        `json:"format"`
 	TotalPages    *int64         `json:"total_pages"`
 	Series        *seriesRefJSON `json:"series"`
@@ -198,7 +198,7 @@ type analysisJSON struct {
 
 func (s *Server) fileView(f store.FileRecord) fileJSON {
 	v := fileJSON{ID: f.ID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes,
-		Mtime: nsTime(f.MtimeNs), MtimeNs: f.MtimeNs, Format: nstr(f.Format), TotalPages: nint(f.TotalPages),
+		Mtime: nsTime(f.MtimeNS), MtimeNS: f.MtimeNS, Format: nstr(f.Format), TotalPages: nint(f.TotalPages),
 		IsMissing: f.IsMissing, MissingSince: nts(f.MissingSince), HashAlgorithm: nstr(f.HashAlgorithm),
 		AnalyzedAt: nts(f.AnalyzedAt), CreatedAt: ts(f.CreatedAt), UpdatedAt: ts(f.UpdatedAt),
 		Cover: coverJSON{Status: "none"}}
@@ -300,15 +300,15 @@ func seriesView(s store.Series) seriesJSON {
 }
 
 type scanJSON struct {
-	ID           int64            `json:"id"`
-	JobID        *int64           `json:"job_id"`
-	LibraryID    int64            `json:"library_id"`
-	Status       string           `json:"status"`
-	Counts       map[string]int64 `json:"counts"`
-	ErrorCode    *string          `json:"error_code"`
-	ErrorMessage *string          `json:"error_message"`
-	StartedAt    string           `json:"started_at"`
-	FinishedAt   *string          `json:"finished_at"`
+	ID           int64                      `json:"id"`
+	JobID        *int64                     `json:"job_id"`
+	LibraryID    int64                      `json:"library_id"`
+	Status       protocol.ScanSessionStatus `json:"status"`
+	Counts       map[string]int64           `json:"counts"`
+	ErrorCode    *string                    `json:"error_code"`
+	ErrorMessage *string                    `json:"error_message"`
+	StartedAt    string                     `json:"started_at"`
+	FinishedAt   *string                    `json:"finished_at"`
 }
 
 func scanView(r store.ScanRecord) scanJSON {
@@ -331,16 +331,16 @@ func scanErrorView(e store.ScanErrorRecord) scanErrorJSON {
 }
 
 type thumbnailJSON struct {
-	ID        int64  `json:"id"`
-	FileID    int64  `json:"file_id"`
-	LibraryID int64  `json:"library_id"`
-	GroupKey  string `json:"group_key"`
-	MediaType string `json:"media_type"`
-	Format    string `json:"format"`
-	Status    string `json:"status"`
-	Width     *int64 `json:"width"`
-	Height    *int64 `json:"height"`
-	BytesSize *int64 `json:"bytes_size"`
+	ID        int64                    `json:"id"`
+	FileID    int64                    `json:"file_id"`
+	LibraryID int64                    `json:"library_id"`
+	GroupKey  string                   `json:"group_key"`
+	MediaType protocol.MediaType       `json:"media_type"`
+	Format    protocol.ImageFormat     `json:"format"`
+	Status    protocol.ThumbnailStatus `json:"status"`
+	Width     *int64                   `json:"width"`
+	Height    *int64                   `json:"height"`
+	BytesSize *int64                   `json:"bytes_size"`
 	leaseJSON
 	ErrorCode    *string `json:"error_code"`
 	ErrorMessage *string `json:"error_message"`
@@ -358,17 +358,17 @@ func thumbnailView(t store.Thumbnail) thumbnailJSON {
 }
 
 type cleanupJSON struct {
-	ID           int64   `json:"id"`
-	GroupKey     string  `json:"group_key"`
-	Status       string  `json:"status"`
-	ExecuteAfter string  `json:"execute_after"`
-	DeletedFiles int64   `json:"deleted_files"`
-	DeletedRows  int64   `json:"deleted_rows"`
-	ErrorCode    *string `json:"error_code"`
-	ErrorMessage *string `json:"error_message"`
-	CreatedAt    string  `json:"created_at"`
-	UpdatedAt    string  `json:"updated_at"`
-	FinishedAt   *string `json:"finished_at"`
+	ID           int64                  `json:"id"`
+	GroupKey     string                 `json:"group_key"`
+	Status       protocol.CleanupStatus `json:"status"`
+	ExecuteAfter string                 `json:"execute_after"`
+	DeletedFiles int64                  `json:"deleted_files"`
+	DeletedRows  int64                  `json:"deleted_rows"`
+	ErrorCode    *string                `json:"error_code"`
+	ErrorMessage *string                `json:"error_message"`
+	CreatedAt    string                 `json:"created_at"`
+	UpdatedAt    string                 `json:"updated_at"`
+	FinishedAt   *string                `json:"finished_at"`
 }
 
 func cleanupView(c store.CleanupJob) cleanupJSON {
@@ -378,19 +378,19 @@ func cleanupView(c store.CleanupJob) cleanupJSON {
 }
 
 type checkpointJSON struct {
-	ID                  int64   `json:"id"`
-	Mode                string  `json:"mode"`
-	Reason              string  `json:"reason"`
-	Status              string  `json:"status"`
-	ExecuteAfter        string  `json:"execute_after"`
-	RetryCount          int64   `json:"retry_count"`
-	RetryAfter          *string `json:"retry_after"`
-	CheckpointBusy      *int64  `json:"checkpoint_busy"`
-	CheckpointLogFrames *int64  `json:"checkpoint_log_frames"`
-	CheckpointedFrames  *int64  `json:"checkpointed_frames"`
-	WorkerID            *string `json:"worker_id"`
-	ErrorCode           *string `json:"error_code"`
-	ErrorMessage        *string `json:"error_message"`
+	ID                  int64                   `json:"id"`
+	Mode                protocol.CheckpointMode `json:"mode"`
+	Reason              string                  `json:"reason"`
+	Status              protocol.WALStatus      `json:"status"`
+	ExecuteAfter        string                  `json:"execute_after"`
+	RetryCount          int64                   `json:"retry_count"`
+	RetryAfter          *string                 `json:"retry_after"`
+	CheckpointBusy      *int64                  `json:"checkpoint_busy"`
+	CheckpointLogFrames *int64                  `json:"checkpoint_log_frames"`
+	CheckpointedFrames  *int64                  `json:"checkpointed_frames"`
+	WorkerID            *string                 `json:"worker_id"`
+	ErrorCode           *string                 `json:"error_code"`
+	ErrorMessage        *string                 `json:"error_message"`
 	runTimesJSON
 }
 

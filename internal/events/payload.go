@@ -11,16 +11,16 @@ import (
 // GET the resource for the rest. Timestamps are RFC 3339 UTC.
 
 type jobData struct {
-	ID              int64   `json:"id"`
-	Kind            string  `json:"kind"`
-	Status          string  `json:"status"`
-	LibraryID       *int64  `json:"library_id"`
-	Progress        float64 `json:"progress"`
-	ProcessedItems  int64   `json:"processed_items"`
-	TotalItems      *int64  `json:"total_items"`
-	CancelRequested bool    `json:"cancel_requested"`
-	ErrorCode       *string `json:"error_code"`
-	UpdatedAt       string  `json:"updated_at"`
+	ID              int64              `json:"id"`
+	Kind            protocol.JobKind   `json:"kind"`
+	Status          protocol.JobStatus `json:"status"`
+	LibraryID       *int64             `json:"library_id"`
+	Progress        float64            `json:"progress"`
+	ProcessedItems  int64              `json:"processed_items"`
+	TotalItems      *int64             `json:"total_items"`
+	CancelRequested bool               `json:"cancel_requested"`
+	ErrorCode       *string            `json:"error_code"`
+	UpdatedAt       string             `json:"updated_at"`
 }
 
 func jobEvent(j store.Job) jobData {
@@ -30,13 +30,13 @@ func jobEvent(j store.Job) jobData {
 }
 
 type thumbnailData struct {
-	ID        int64   `json:"id"`
-	FileID    int64   `json:"file_id"`
-	LibraryID int64   `json:"library_id"`
-	Status    string  `json:"status"`
-	Format    string  `json:"format"`
-	ErrorCode *string `json:"error_code"`
-	UpdatedAt string  `json:"updated_at"`
+	ID        int64                    `json:"id"`
+	FileID    int64                    `json:"file_id"`
+	LibraryID int64                    `json:"library_id"`
+	Status    protocol.ThumbnailStatus `json:"status"`
+	Format    protocol.ImageFormat     `json:"format"`
+	ErrorCode *string                  `json:"error_code"`
+	UpdatedAt string                   `json:"updated_at"`
 }
 
 func thumbnailEvent(t store.Thumbnail) thumbnailData {

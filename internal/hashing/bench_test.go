@@ -325,6 +325,6 @@ func benchExecutor(b *testing.B, dir string, files []string, alg protocol.HashAl
 		}
 	}
 	e.exec = New(e.worker, Config{LibraryRoots: pathsafe.Roots{filepath.Dir(dir)}})
-	e.job = store.Job{ID: 1, Kind: string(protocol.JobKindHash), LibraryID: sql.NullInt64{Int64: 1, Valid: true}}
+	e.job = store.Job{ID: 1, Kind: protocol.JobKindHash, LibraryID: sql.NullInt64{Int64: 1, Valid: true}}
 	return e
 }

@@ -262,7 +262,7 @@ func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) erro
 			r.counts.Failed++
 			failures = append(failures, store.HashFailure{ID: o.id, Message: o.err.Error(), Backoff: r.e.backoff})
 		default:
-			results = append(results, store.HashResult{ID: o.id, Algorithm: r.alg, Sum: o.sum, SizeBytes: o.size, MtimeNs: o.mtimeNs})
+			results = append(results, store.HashResult{ID: o.id, Algorithm: r.alg, Sum: o.sum, SizeBytes: o.size, MtimeNS: o.mtimeNs})
 			bytes += o.size
 		}
 	}

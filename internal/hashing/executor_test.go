@@ -56,7 +56,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.exec = New(e.worker, Config{LibraryRoots: pathsafe.Roots{e.root}, BatchSize: 4, RetryBase: time.Minute})
-	e.job = store.Job{ID: 1, Kind: string(protocol.JobKindHash), LibraryID: sql.NullInt64{Int64: 1, Valid: true}}
+	e.job = store.Job{ID: 1, Kind: protocol.JobKindHash, LibraryID: sql.NullInt64{Int64: 1, Valid: true}}
 	return e
 }
 

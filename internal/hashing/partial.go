@@ -61,7 +61,7 @@ func (r *run) readPartials(ctx context.Context, targets []store.HashCandidate) [
 			for c := range next {
 				if sum, ok := r.partialOf(ctx, c, buf); ok {
 					mu.Lock()
-					out = append(out, store.PartialResult{ID: c.ID, Sum: sum, SizeBytes: c.SizeBytes, MtimeNs: c.MtimeNs})
+					out = append(out, store.PartialResult{ID: c.ID, Sum: sum, SizeBytes: c.SizeBytes, MtimeNS: c.MtimeNS})
 					mu.Unlock()
 				}
 			}
@@ -129,5 +129,5 @@ func readEnds(f *os.File, size int64, buf []byte) error {
 
 // sameVersion reports that fi is the version of the file c's row records.
 func sameVersion(fi os.FileInfo, c store.HashCandidate) bool {
-	return fi.Size() == c.SizeBytes && fi.ModTime().UnixNano() == c.MtimeNs
+	return fi.Size() == c.SizeBytes && fi.ModTime().UnixNano() == c.MtimeNS
 }

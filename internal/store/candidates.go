@@ -62,12 +62,12 @@ func (s *Store) PartialTargets(ctx context.Context, libraryID sql.NullInt64, alg
 }
 
 // PartialResult is the partial digest of a file whose size and mtime were
-// SizeBytes and MtimeNs before and after it was read.
+// SizeBytes and MtimeNS before and after it was read.
 type PartialResult struct {
 	ID        int64
 	Sum       []byte
 	SizeBytes int64
-	MtimeNs   int64
+	MtimeNS   int64
 }
 
 // RecordPartialHashes stores partial digests in one transaction, each only
@@ -85,7 +85,7 @@ func (s *Store) RecordPartialHashes(ctx context.Context, results []PartialResult
 				return fmt.Errorf("file %d: partial digest of %d bytes, want 32", r.ID, len(r.Sum))
 			}
 			res, err := tx.ExecContext(ctx, `UPDATE library_files SET partial_hash = ?
-				WHERE id = ? AND size_bytes = ? AND mtime_ns = ? AND is_missing = 0`, r.Sum, r.ID, r.SizeBytes, r.MtimeNs)
+				WHERE id = ? AND size_bytes = ? AND mtime_ns = ? AND is_missing = 0`, r.Sum, r.ID, r.SizeBytes, r.MtimeNS)
 			if err != nil {
 				return fmt.Errorf("file %d: %w", r.ID, err)
 			}

@@ -37,7 +37,7 @@ type DuplicateFile struct {
 	LibraryID    int64  `json:"library_id" db:"library_id"`
 	RelativePath string `json:"relative_path" db:"relative_path"`
 	SizeBytes    int64  `json:"size_bytes" db:"size_bytes"`
-	MtimeNs      int64  `json:"mtime_ns" db:"mtime_ns"`
+	MtimeNS      int64  `json:"mtime_ns" db:"mtime_ns"`
 }
 
 // groupQualifies is the §6.2 source filter: a row belongs to its group only

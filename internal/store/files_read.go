@@ -23,7 +23,7 @@ type FileRecord struct {
 	RelativePath         string         `db:"relative_path"`
 	SortKey              string         `db:"sort_key"`
 	SizeBytes            int64          `db:"size_bytes"`
-	MtimeNs              int64          `db:"mtime_ns"`
+	MtimeNS              int64          `db:"mtime_ns"`
 	Format               sql.NullString `db:"format"`
 	TotalPages           sql.NullInt64  `db:"total_pages"`
 	SeriesID             sql.NullInt64  `db:"series_id"`

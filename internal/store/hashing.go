@@ -41,7 +41,7 @@ type HashCandidate struct {
 	LibraryID    int64  `db:"library_id"`
 	RelativePath string `db:"relative_path"`
 	SizeBytes    int64  `db:"size_bytes"`
-	MtimeNs      int64  `db:"mtime_ns"`
+	MtimeNS      int64  `db:"mtime_ns"`
 }
 
 // hashDue selects the live files f of library ?1 (all when NULL) that need
@@ -100,13 +100,13 @@ func (s *Store) CountHashCandidates(ctx context.Context, libraryID sql.NullInt64
 }
 
 // HashResult is a digest computed from a file whose size and mtime were
-// SizeBytes and MtimeNs both before and after it was read.
+// SizeBytes and MtimeNS both before and after it was read.
 type HashResult struct {
 	ID        int64
 	Algorithm protocol.HashAlgorithm
 	Sum       []byte
 	SizeBytes int64
-	MtimeNs   int64
+	MtimeNS   int64
 }
 
 // HashFailure is a file that could not be read; Backoff is how long the
@@ -164,7 +164,7 @@ func recordHash(ctx context.Context, tx *sqlx.Tx, r HashResult, now string) (int
 		hashed_at = ?, needs_hash = 0, hash_error_count = 0, hash_last_error = NULL,
 		hash_last_error_at = NULL, hash_retry_after = NULL, updated_at = ?
 		WHERE id = ? AND size_bytes = ? AND mtime_ns = ? AND is_missing = 0`,
-		string(r.Algorithm), r.Sum, r.SizeBytes, r.MtimeNs, now, now, r.ID, r.SizeBytes, r.MtimeNs)
+		string(r.Algorithm), r.Sum, r.SizeBytes, r.MtimeNS, now, now, r.ID, r.SizeBytes, r.MtimeNS)
 	if err != nil {
 		return 0, fmt.Errorf("file %d: %w", r.ID, err)
 	}

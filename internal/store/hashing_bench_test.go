@@ -34,7 +34,7 @@ func BenchmarkRecordHashes(b *testing.B) {
 		for i := range results {
 			sum := make([]byte, 32)
 			rand.Read(sum)
-			results[i] = store.HashResult{ID: int64(i + 1), Algorithm: protocol.HashSHA256, Sum: sum, SizeBytes: 1000, MtimeNs: 1}
+			results[i] = store.HashResult{ID: int64(i + 1), Algorithm: protocol.HashSHA256, Sum: sum, SizeBytes: 1000, MtimeNS: 1}
 		}
 		b.StartTimer()
 		t0 := time.Now()

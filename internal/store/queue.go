@@ -35,13 +35,13 @@ type JobRequest struct {
 
 // ScanRequest is a row of scan_requests: a request waiting for the slot.
 type ScanRequest struct {
-	ID        int64  `db:"id" json:"id"`
-	Kind      string `db:"kind" json:"kind"`
-	LibraryID *int64 `db:"library_id" json:"library_id"`
-	Priority  string `db:"priority" json:"priority"`
-	Reason    string `db:"reason" json:"reason"`
-	CreatedAt string `db:"created_at" json:"created_at"`
-	UpdatedAt string `db:"updated_at" json:"updated_at"`
+	ID        int64             `db:"id" json:"id"`
+	Kind      protocol.JobKind  `db:"kind" json:"kind"`
+	LibraryID *int64            `db:"library_id" json:"library_id"`
+	Priority  protocol.Priority `db:"priority" json:"priority"`
+	Reason    string            `db:"reason" json:"reason"`
+	CreatedAt string            `db:"created_at" json:"created_at"`
+	UpdatedAt string            `db:"updated_at" json:"updated_at"`
 }
 
 // RequestOutcome tells what RequestJob did. Exactly one of Job and Queued is
@@ -182,12 +182,12 @@ func upgradeEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*
 	if err != nil {
 		return nil, err
 	}
-	if r.Priority == protocol.PriorityHigh && q.Priority != string(protocol.PriorityHigh) {
+	if r.Priority == protocol.PriorityHigh && q.Priority != protocol.PriorityHigh {
 		if _, err := tx.ExecContext(ctx, `UPDATE scan_requests SET priority = 'high', reason = ?, updated_at = ?
 			WHERE id = ?`, r.Reason, now, q.ID); err != nil {
 			return nil, err
 		}
-		q.Priority, q.Reason, q.UpdatedAt = string(protocol.PriorityHigh), r.Reason, now
+		q.Priority, q.Reason, q.UpdatedAt = protocol.PriorityHigh, r.Reason, now
 	}
 	return &q, nil
 }

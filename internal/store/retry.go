@@ -130,9 +130,9 @@ func endRetryable(ctx context.Context, tx *sqlx.Tx, now time.Time, maxAttempts i
 func requeueDue(ctx context.Context, tx *sqlx.Tx, now time.Time, requeued *int64) error {
 	ts := protocol.FormatTime(now)
 	var due []struct {
-		ID        int64   `db:"id"`
-		Kind      string  `db:"kind"`
-		ErrorCode *string `db:"error_code"`
+		ID        int64            `db:"id"`
+		Kind      protocol.JobKind `db:"kind"`
+		ErrorCode *string          `db:"error_code"`
 	}
 	if err := tx.SelectContext(ctx, &due, `SELECT id, kind, error_code FROM jobs
 		WHERE status = 'retryable' AND retry_after <= ? ORDER BY priority, created_at, id LIMIT ?`,
@@ -145,7 +145,7 @@ func requeueDue(ctx context.Context, tx *sqlx.Tx, now time.Time, requeued *int64
 		return fmt.Errorf("single-active slot: %w", err)
 	}
 	for _, j := range due {
-		if j.Kind == string(protocol.JobKindScan) || j.Kind == string(protocol.JobKindHash) {
+		if j.Kind == protocol.JobKindScan || j.Kind == protocol.JobKindHash {
 			if active > 0 {
 				continue
 			}

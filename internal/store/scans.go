@@ -39,10 +39,10 @@ func (c ScanCounts) Map() map[string]int64 {
 
 // ScanRecord is a row of scan_sessions.
 type ScanRecord struct {
-	ID        int64         `db:"id"`
-	JobID     sql.NullInt64 `db:"job_id"`
-	LibraryID int64         `db:"library_id"`
-	Status    string        `db:"status"`
+	ID        int64                      `db:"id"`
+	JobID     sql.NullInt64              `db:"job_id"`
+	LibraryID int64                      `db:"library_id"`
+	Status    protocol.ScanSessionStatus `db:"status"`
 	ScanCounts
 	ErrorCode    sql.NullString `db:"error_code"`
 	ErrorMessage sql.NullString `db:"error_message"`

@@ -145,12 +145,12 @@ func (s *Store) FollowUpJob(ctx context.Context, jobID int64, hashAfterScan bool
 // whether there is one.
 func followUpRequest(j Job, hashAfterScan bool) (JobRequest, bool) {
 	req := JobRequest{Kind: protocol.JobKindHash, LibraryID: j.LibraryID, Priority: protocol.PriorityNormal}
-	if j.Kind == string(protocol.JobKindHash) {
+	if j.Kind == protocol.JobKindHash {
 		req.Reason = fmt.Sprintf("resume hash %d after it yielded to a scan", j.ID)
 		return req, true
 	}
 	req.Reason = fmt.Sprintf("after scan %d", j.ID)
-	return req, hashAfterScan && j.Status == string(protocol.JobCompleted) && j.LibraryID.Valid
+	return req, hashAfterScan && j.Status == protocol.JobCompleted && j.LibraryID.Valid
 }
 
 // followUpRefusal explains why job id cannot be followed up: it does not

@@ -83,10 +83,10 @@ func activeCheckpoint(ctx context.Context, tx *sqlx.Tx) (*WALJob, error) {
 	return &w, nil
 }
 
-var checkpointStrength = map[string]int{"passive": 0, "restart": 1, "truncate": 2}
+var checkpointStrength = map[protocol.CheckpointMode]int{protocol.CheckpointPassive: 0, protocol.CheckpointRestart: 1, protocol.CheckpointTruncate: 2}
 
 func upgradeCheckpoint(ctx context.Context, tx *sqlx.Tx, w WALJob, mode protocol.CheckpointMode, now string) (WALJob, error) {
-	if w.Status != string(protocol.WALPending) || checkpointStrength[string(mode)] <= checkpointStrength[w.RequestedMode] {
+	if w.Status != protocol.WALPending || checkpointStrength[mode] <= checkpointStrength[w.RequestedMode] {
 		return w, nil
 	}
 	err := tx.GetContext(ctx, &w, `UPDATE wal_maintenance_jobs SET requested_mode = ?, updated_at = ?

@@ -126,7 +126,7 @@ func (r *Renderer) Render(ctx context.Context, t store.Thumbnail) (engine.Thumbn
 // source_missing, path_violation, archive_encrypted, source_too_large,
 // decode_error or io_error.
 func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, error) {
-	format, err := protocol.ParseImageFormat(t.Format)
+	format, err := protocol.ParseImageFormat(string(t.Format))
 	if err != nil {
 		return Result{}, protocol.Errorf(protocol.ErrInvalidPayload, "thumbnail %d: %v", t.ID, err)
 	}

@@ -124,7 +124,7 @@ func checkpointUnderWrites(b *testing.B, ex *walmaint.Executor, writer *sql.DB) 
 	}()
 	<-started
 	t0 := time.Now()
-	res, err := ex.Checkpoint(context.Background(), store.WALJob{ID: 1, RequestedMode: string(protocol.CheckpointTruncate)})
+	res, err := ex.Checkpoint(context.Background(), store.WALJob{ID: 1, RequestedMode: protocol.CheckpointTruncate})
 	ckpt = time.Since(t0)
 	close(stop)
 	wg.Wait()

@@ -54,7 +54,7 @@ func New(st *store.Store, cfg Config) *Executor {
 // error: its figures say so. A mode outside the protocol, or an SQLite
 // failure, is a checkpoint_failed error.
 func (e *Executor) Checkpoint(ctx context.Context, w store.WALJob) (engine.CheckpointResult, error) {
-	mode, err := protocol.ParseCheckpointMode(w.RequestedMode)
+	mode, err := protocol.ParseCheckpointMode(string(w.RequestedMode))
 	if err != nil {
 		return engine.CheckpointResult{}, protocol.Errorf(protocol.ErrCheckpointFailed, "wal row %d: %v", w.ID, err)
 	}

@@ -67,7 +67,7 @@ func (n *Noop) run(ctx context.Context, kind string, id int64) error {
 
 func (n *Noop) Execute(ctx context.Context, job store.Job, rep engine.Reporter) (map[string]int64, error) {
 	rep.Progress(1, 1)
-	if err := n.run(ctx, job.Kind, job.ID); err != nil {
+	if err := n.run(ctx, string(job.Kind), job.ID); err != nil {
 		return nil, err
 	}
 	return map[string]int64{"files_seen": 0}, nil
