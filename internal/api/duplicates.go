@@ -42,7 +42,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 		status = &st
 	}
 	return c.JSON(http.StatusOK, groupPage{
-		page: makePage(groups, limit, func(g store.DuplicateGroup) store.DuplicateGroup { return g },
+		page: makePage(groups, limit, duplicateGroupView,
 			func(g store.DuplicateGroup) string { return protocol.EncodeCursor(g.Cursor()) }),
 		Status: status,
 	})
@@ -50,7 +50,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 
 // groupPage is a page of groups with how far the search for them is.
 type groupPage struct {
-	page[store.DuplicateGroup]
+	page[duplicateGroupJSON]
 	Status *hashStatusView `json:"status"` // first page only
 }
 
@@ -98,6 +98,6 @@ func (s *Server) listDuplicateFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, files, limit, func(f store.DuplicateFile) store.DuplicateFile { return f },
+	return idPageJSON(c, files, limit, duplicateFileView,
 		func(f store.DuplicateFile) int64 { return f.ID })
 }

@@ -121,11 +121,6 @@ func (s *Server) createCleanup(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, cleanupView(job))
 }
 
-type recoverJSON struct {
-	store.RecoverCounts
-	Total int64 `json:"total"`
-}
-
 func (s *Server) recoverStale(c echo.Context) error {
 	if err := emptyBody(c); err != nil {
 		return err
@@ -134,7 +129,7 @@ func (s *Server) recoverStale(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, recoverJSON{RecoverCounts: n, Total: n.Total()})
+	return c.JSON(http.StatusOK, recoverView(n))
 }
 
 // workerLiveWindow: a worker seen within two lease durations is live.

@@ -50,8 +50,5 @@ func (s *Server) thumbnailMetrics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	for i := range m.Crashed {
-		m.Crashed[i].FinishedAt = ts(m.Crashed[i].FinishedAt)
-	}
-	return c.JSON(http.StatusOK, m)
+	return c.JSON(http.StatusOK, thumbnailMetricsView(m))
 }

@@ -11,14 +11,14 @@ import (
 // DuplicateGroup is one group of protocol §6.2: the live, hashed files that
 // share (hash_algorithm, content_hash), when there are at least two.
 type DuplicateGroup struct {
-	GroupKey       string `json:"group_key"`
-	HashAlgorithm  string `json:"hash_algorithm"`
-	ContentHashHex string `json:"content_hash"`
-	FileCount      int64  `json:"file_count"`
-	TotalSizeBytes int64  `json:"total_size_bytes"`
+	GroupKey       string
+	HashAlgorithm  string
+	ContentHashHex string
+	FileCount      int64
+	TotalSizeBytes int64
 	// WastedBytes is what deleting all copies but one would free:
 	// total_size_bytes - total_size_bytes/file_count.
-	WastedBytes int64 `json:"wasted_bytes"`
+	WastedBytes int64
 }
 
 // Cursor is the §6.2 anchor that continues the list after g.
@@ -33,11 +33,11 @@ func (g DuplicateGroup) Cursor() protocol.DuplicateGroupCursor {
 
 // DuplicateFile is one member of a duplicate group (protocol §6.3).
 type DuplicateFile struct {
-	ID           int64  `json:"id" db:"id"`
-	LibraryID    int64  `json:"library_id" db:"library_id"`
-	RelativePath string `json:"relative_path" db:"relative_path"`
-	SizeBytes    int64  `json:"size_bytes" db:"size_bytes"`
-	MtimeNS      int64  `json:"mtime_ns" db:"mtime_ns"`
+	ID           int64  `db:"id"`
+	LibraryID    int64  `db:"library_id"`
+	RelativePath string `db:"relative_path"`
+	SizeBytes    int64  `db:"size_bytes"`
+	MtimeNS      int64  `db:"mtime_ns"`
 }
 
 // groupQualifies is the §6.2 source filter: a row belongs to its group only

@@ -35,13 +35,13 @@ type JobRequest struct {
 
 // ScanRequest is a row of scan_requests: a request waiting for the slot.
 type ScanRequest struct {
-	ID        int64             `db:"id" json:"id"`
-	Kind      protocol.JobKind  `db:"kind" json:"kind"`
-	LibraryID *int64            `db:"library_id" json:"library_id"`
-	Priority  protocol.Priority `db:"priority" json:"priority"`
-	Reason    string            `db:"reason" json:"reason"`
-	CreatedAt string            `db:"created_at" json:"created_at"`
-	UpdatedAt string            `db:"updated_at" json:"updated_at"`
+	ID        int64             `db:"id"`
+	Kind      protocol.JobKind  `db:"kind"`
+	LibraryID *int64            `db:"library_id"`
+	Priority  protocol.Priority `db:"priority"`
+	Reason    string            `db:"reason"`
+	CreatedAt string            `db:"created_at"`
+	UpdatedAt string            `db:"updated_at"`
 }
 
 // RequestOutcome tells what RequestJob did. Exactly one of Job and Queued is

@@ -13,10 +13,10 @@ import (
 // RecoverCounts is how many stale rows one recovery pass took back, per
 // lease table.
 type RecoverCounts struct {
-	Jobs       int64 `json:"jobs"`
-	Thumbnails int64 `json:"thumbnails"`
-	Cleanup    int64 `json:"cleanup"`
-	WAL        int64 `json:"wal"`
+	Jobs       int64
+	Thumbnails int64
+	Cleanup    int64
+	WAL        int64
 }
 
 // Total is the sum over the four tables.

@@ -14,31 +14,31 @@ const thumbnailCols = `id, file_id, library_id, group_key, media_type, format, s
 
 // ThumbnailMetrics are the figures of GET /thumbnails/metrics.
 type ThumbnailMetrics struct {
-	Pending int64 `json:"pending"`
-	Running int64 `json:"running"`
-	Ready   int64 `json:"ready"`
-	Failed  int64 `json:"failed"`
+	Pending int64
+	Running int64
+	Ready   int64
+	Failed  int64
 	// RetryBacklog: failed rows whose retry_after has passed (the next
 	// requeue pass will make them pending again).
-	RetryBacklog   int64 `json:"retry_backlog"`
-	CleanupPending int64 `json:"cleanup_pending"`
-	CleanupRunning int64 `json:"cleanup_running"`
+	RetryBacklog   int64
+	CleanupPending int64
+	CleanupRunning int64
 	// CleanupOverdue: pending cleanup rows whose execute_after has passed.
-	CleanupOverdue int64 `json:"cleanup_overdue"`
+	CleanupOverdue int64
 	// MaxCleanupLagSeconds: how long the oldest overdue cleanup row has
 	// been waiting past its execute_after; 0 when none is overdue.
-	MaxCleanupLagSeconds float64 `json:"max_cleanup_lag_seconds"`
+	MaxCleanupLagSeconds float64
 	// Crashed lists the newest covers that failed with render_crashed
 	// (workerd died rendering them MaxRecoveries times), at most 20.
-	Crashed []CrashedCover `json:"crashed"`
+	Crashed []CrashedCover
 }
 
 // CrashedCover is a cover whose render kept killing workerd.
 type CrashedCover struct {
-	ThumbnailID  int64  `json:"thumbnail_id" db:"id"`
-	FileID       int64  `json:"file_id" db:"file_id"`
-	RelativePath string `json:"relative_path" db:"relative_path"`
-	FinishedAt   string `json:"finished_at" db:"finished_at"`
+	ThumbnailID  int64  `db:"id"`
+	FileID       int64  `db:"file_id"`
+	RelativePath string `db:"relative_path"`
+	FinishedAt   string `db:"finished_at"`
 }
 
 // GetThumbnail returns one thumbnail row or ErrNotFound.

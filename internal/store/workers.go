@@ -10,13 +10,13 @@ import (
 // Worker is a row of workers: one workerd process. Timestamps are protocol
 // text (UTC, milliseconds); StoppedAt is nil while the process runs.
 type Worker struct {
-	WorkerID   string  `db:"worker_id" json:"worker_id"`
-	Host       string  `db:"host" json:"host"`
-	PID        int64   `db:"pid" json:"pid"`
-	Version    string  `db:"version" json:"version"`
-	StartedAt  string  `db:"started_at" json:"started_at"`
-	LastSeenAt string  `db:"last_seen_at" json:"last_seen_at"`
-	StoppedAt  *string `db:"stopped_at" json:"stopped_at"`
+	WorkerID   string  `db:"worker_id"`
+	Host       string  `db:"host"`
+	PID        int64   `db:"pid"`
+	Version    string  `db:"version"`
+	StartedAt  string  `db:"started_at"`
+	LastSeenAt string  `db:"last_seen_at"`
+	StoppedAt  *string `db:"stopped_at"`
 }
 
 // RegisterWorker inserts or refreshes this process's row: a restarted
