@@ -127,10 +127,12 @@ func composeDown(project, file string) {
 }
 
 // pruneBuildStages removes the untagged images the Dockerfile's build stage
-// leaves behind (the classic builder keeps them as its cache); they carry
-// the test base image's label.
+// leaves behind (the classic builder keeps them as its cache), and the
+// containers of a failed build step, which the classic builder keeps; both
+// inherit the test base image's label.
 func pruneBuildStages() {
 	if host.swept {
+		exec.Command("docker", "container", "prune", "-f", "--filter", "label=org.bindery.testbase").Run()
 		exec.Command("docker", "image", "prune", "-f", "--filter", "label=org.bindery.testbase").Run()
 	}
 }

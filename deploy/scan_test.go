@@ -21,24 +21,33 @@ type apiClient struct {
 
 func (c apiClient) do(t *testing.T, method, path, body string, out any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, c.base+"/api/v1"+path, strings.NewReader(body))
+	code, err := c.try(method, path, body, out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return code
+}
+
+// try is do for goroutines other than the test's: it returns its error.
+func (c apiClient) try(method, path, body string, out any) (int, error) {
+	req, err := http.NewRequest(method, c.base+"/api/v1"+path, strings.NewReader(body))
+	if err != nil {
+		return 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if out != nil && resp.StatusCode < 300 {
 		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %v\n%s", method, path, err, raw)
+			return resp.StatusCode, fmt.Errorf("%s %s: %v\n%s", method, path, err, raw)
 		}
 	}
-	return resp.StatusCode
+	return resp.StatusCode, nil
 }
 
 // waitFor polls cond until it holds; the condition is the daemons' state

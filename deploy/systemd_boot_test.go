@@ -27,8 +27,9 @@ type systemdHost struct {
 
 // bootSystemd starts the systemd test image with the repository and the
 // built daemons mounted read-only and library mounted at /srv/library.
-// systemd in a container needs the cgroup tree and every capability (mount
-// namespaces for the units' sandboxing); only this test asks for them. It
+// systemd in a container needs its own cgroup namespace and every
+// capability (mount namespaces for the units' sandboxing); only this test
+// asks for them. It
 // does not use --privileged, which also asks for CAP_SYS_RESOURCE: an engine
 // that itself runs confined (as on the project's machines) cannot grant it.
 func bootSystemd(t *testing.T, library string) *systemdHost {
@@ -37,7 +38,7 @@ func bootSystemd(t *testing.T, library string) *systemdHost {
 	exec.Command("docker", "rm", "-f", h.name).Run()
 	args := []string{"run", "-d", "--name", h.name, "--label", testLabel + "=systemd",
 		"--cap-add", "ALL", "--cap-drop", "SYS_RESOURCE", "--security-opt", "seccomp=unconfined",
-		"--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
+		"--cgroupns=private", "--tmpfs", "/run", "--tmpfs", "/run/lock",
 		"-v", testutil.RepoRoot(t) + ":/src:ro", "-v", binDir(t) + ":/bin-src:ro", "-v", library + ":/srv/library:ro",
 		"bindery-test/systemd:bookworm"}
 	if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
