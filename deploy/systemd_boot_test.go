@@ -105,7 +105,11 @@ func TestSystemdBoot(t *testing.T) {
 		_, code := h.sh("bindery-healthcheck controld")
 		return code == 0
 	})
-	ip := strings.TrimSpace(mustRun(t, "docker", "inspect", "-f", "{{.NetworkSettings.IPAddress}}", h.name))
+	out, code := run(t, "", nil, "docker", "inspect", "-f", "{{.NetworkSettings.IPAddress}}", h.name)
+	if code != 0 {
+		t.Fatalf("docker inspect %s: %s", h.name, out)
+	}
+	ip := strings.TrimSpace(out)
 	token := strings.TrimSpace(h.must("cat /var/lib/bindery/admin.token"))
 	c := apiClient{base: "http://" + ip + ":8080", token: token}
 	lib := createLibraryAt(t, c, "comics", "/srv/library/comics")
@@ -179,13 +183,4 @@ func createLibraryAt(t *testing.T, c apiClient, name, path string) int64 {
 	body := fmt.Sprintf(`{"name":%q,"path":%q}`, name, path)
 	c.mustDoJSON(t, "POST", "/libraries", body, 201, &lib)
 	return lib.ID
-}
-
-func mustRun(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).Output()
-	if err != nil {
-		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
-	}
-	return string(out)
 }

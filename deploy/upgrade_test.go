@@ -122,12 +122,9 @@ func (p *composeProject) release(t *testing.T, lap func(string), file, tag strin
 func schemaVersion(t *testing.T, p *composeProject) int {
 	t.Helper()
 	out := sqlite(t, p, "SELECT max(version_id) FROM goose_db_version")
-	var v int
-	for _, r := range out {
-		if r < '0' || r > '9' {
-			break
-		}
-		v = v*10 + int(r-'0')
+	v, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatalf("schema version %q: %v", out, err)
 	}
 	return v
 }
