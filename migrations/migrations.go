@@ -32,6 +32,7 @@ func goMigrations() []*goose.Migration {
 		goose.NewGoMigration(3, &goose.GoFunc{RunTx: importLegacy}, nil),
 		goose.NewGoMigration(9, &goose.GoFunc{RunTx: addSortKeys}, nil),
 		goose.NewGoMigration(11, &goose.GoFunc{RunTx: canonicalTimes}, nil),
+		goose.NewGoMigration(14, &goose.GoFunc{RunTx: addFileRoles}, nil),
 	}
 }
 

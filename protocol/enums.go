@@ -102,9 +102,11 @@ const (
 	FormatRar      FileFormat = "rar"
 	FormatSevenZip FileFormat = "7z"
 	FormatImage    FileFormat = "image"
+	// FormatFolder is a folder of page images read as one book.
+	FormatFolder FileFormat = "folder"
 )
 
-var FileFormats = []FileFormat{FormatZip, FormatRar, FormatSevenZip, FormatImage}
+var FileFormats = []FileFormat{FormatZip, FormatRar, FormatSevenZip, FormatImage, FormatFolder}
 
 func ParseFileFormat(s string) (FileFormat, error) { return parseEnum("file format", s, FileFormats) }
 
@@ -197,6 +199,29 @@ const (
 var WALStatuses = []WALStatus{WALPending, WALRunning, WALRetryable, WALCompleted, WALFailed}
 
 func ParseWALStatus(s string) (WALStatus, error) { return parseEnum("wal status", s, WALStatuses) }
+
+// FileRole is library_files.role (Bindery): what a row is to the library.
+type FileRole string
+
+const (
+	// RoleBook is a file that is a book: an archive or a loose image.
+	RoleBook FileRole = "book"
+	// RoleFolder is a folder of page images that is one book; its
+	// relative_path ends in '/'. It is never hashed.
+	RoleFolder FileRole = "folder"
+	// RolePage is an image inside a folder book: hashed, never a book.
+	RolePage FileRole = "page"
+	// RoleSidecar is series cover art (cover, folder, poster or series.*)
+	// beside archives: hashed, never a book.
+	RoleSidecar FileRole = "sidecar"
+)
+
+var FileRoles = []FileRole{RoleBook, RoleFolder, RolePage, RoleSidecar}
+
+func ParseFileRole(s string) (FileRole, error) { return parseEnum("file role", s, FileRoles) }
+
+// IsBook reports whether rows of this role are books of a series.
+func (r FileRole) IsBook() bool { return r == RoleBook || r == RoleFolder }
 
 type MetadataSource string
 

@@ -89,9 +89,10 @@ func imageKind(head []byte) string {
 	return ""
 }
 
-// Open opens the archive or loose image at path. The format comes from
-// magic bytes; the listing comes from the index only. The returned Archive
-// keeps the file open until Close.
+// Open opens the archive or loose image at path, or the folder book when
+// path is a folder. The format comes from magic bytes; the listing comes
+// from the index only. The returned Archive keeps the file open until
+// Close.
 func Open(path string) (Archive, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -104,7 +105,7 @@ func Open(path string) (Archive, error) {
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, codedf(protocol.ErrIOError, "open %s: is a directory", path)
+		return openFolder(path)
 	}
 	a, err := OpenReaderAt(f, st.Size(), st.Name())
 	if err != nil {

@@ -2,10 +2,12 @@ package scan
 
 import (
 	"context"
+	"strings"
 	"database/sql"
 	"sync"
 
 	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -85,11 +87,18 @@ func (r *run) analyzeAll(ctx context.Context, targets []store.FileTarget) []file
 }
 
 // analyzeFile reads one file's index and sets the book's sort key from
-// what it found (ComicInfo Number and Volume, else the file name).
+// what it found (ComicInfo Number and Volume, else the file name). A page
+// of a folder book and series art are read like any image but are no
+// book: they join no series, and only art gets a cover of its own.
 func (r *run) analyzeFile(t store.FileTarget) fileResult {
 	res := r.readIndex(t)
-	m := res.analysis.Metadata
-	res.analysis.SortKey = natsort.BookKey(m.Number.String, m.Volume.Int64, m.Volume.Valid, t.RelativePath)
+	a := &res.analysis
+	m := a.Metadata
+	a.SortKey = natsort.BookKey(m.Number.String, m.Volume.Int64, m.Volume.Valid, t.RelativePath)
+	if !t.Role.IsBook() {
+		a.SeriesNameRaw = ""
+		a.NeedsCover = a.NeedsCover && t.Role == protocol.RoleSidecar
+	}
 	return res
 }
 
@@ -97,10 +106,10 @@ func (r *run) analyzeFile(t store.FileTarget) fileResult {
 // row with the error code and a series guessed from its path, so it still
 // shows up in its folder's series; the scan goes on.
 func (r *run) readIndex(t store.FileTarget) fileResult {
-	guess := guessSeries(t.RelativePath)
-	res := fileResult{analysis: store.Analysis{ID: t.ID, SeriesNameRaw: guess.name}}
+	guess := layout.GuessSeries(strings.TrimSuffix(t.RelativePath, "/"))
+	res := fileResult{analysis: store.Analysis{ID: t.ID, SeriesNameRaw: guess.Name}}
 	a := &res.analysis
-	a.Metadata = store.FileMetadata{Source: string(guess.source), Series: nullStr(guess.name), Year: nullInt(guess.year)}
+	a.Metadata = store.FileMetadata{Source: string(guess.Source), Series: nullStr(guess.Name), Year: nullInt(guess.Year)}
 	fail := func(err error) fileResult {
 		a.ErrorCode = protocol.CodeOf(err, protocol.ErrIOError)
 		a.ErrorMessage = err.Error()
@@ -132,9 +141,9 @@ func (r *run) readIndex(t store.FileTarget) fileResult {
 			if series != "" {
 				a.SeriesNameRaw = series
 			} else {
-				a.Metadata.Series = nullStr(guess.name)
+				a.Metadata.Series = nullStr(guess.Name)
 				if !a.Metadata.Year.Valid {
-					a.Metadata.Year = nullInt(guess.year)
+					a.Metadata.Year = nullInt(guess.Year)
 				}
 			}
 		}

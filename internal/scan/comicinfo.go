@@ -4,6 +4,7 @@ import (
 	"database/sql"
 
 	"github.com/bindery-nas/bindery/internal/comicinfo"
+	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -18,13 +19,13 @@ func parseComicInfo(data []byte) (store.FileMetadata, string, error) {
 	}
 	m := store.FileMetadata{
 		Source:      string(protocol.MetaComicInfo),
-		Series:      nullStr(cleanName(ci.Series)),
+		Series:      nullStr(layout.CleanName(ci.Series)),
 		Number:      nullStr(ci.Number),
 		Volume:      nullInt(ci.Volume),
 		Title:       nullStr(ci.Title),
 		Year:        nullInt(ci.Year),
 		Month:       nullInt(ci.Month),
-		Publisher:   nullStr(cleanName(ci.Publisher)),
+		Publisher:   nullStr(layout.CleanName(ci.Publisher)),
 		Genre:       nullStr(ci.Genre),
 		Tags:        nullStr(ci.Tags),
 		AgeRating:   nullStr(ci.AgeRating),

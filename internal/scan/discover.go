@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // discover is phase 1: it walks the library and merges the walk with the
@@ -86,8 +87,10 @@ func (d *discover) visit(it item) error {
 		return d.maybeFlush(ctx)
 	}
 	c := &d.run.counts
-	c.FilesSeen++
-	c.BytesSeen += it.stat.SizeBytes
+	if it.stat.Role != protocol.RoleFolder { // its pages are counted
+		c.FilesSeen++
+		c.BytesSeen += it.stat.SizeBytes
+	}
 	sig, ok, err := d.pager.peek(ctx)
 	if err != nil {
 		return err
@@ -107,15 +110,20 @@ func (d *discover) visit(it item) error {
 
 // seen compares a row with the file found at its path. An unchanged row is
 // analysed again when the scan is forced or when its last analysis failed
-// with io_error.
+// with io_error. A row whose role changed (an image that became a page of
+// a folder book, or a book again) is updated and analysed again.
 func (d *discover) seen(sig store.FileSig, st store.FileStat) {
 	c := &d.run.counts
 	same := sig.SizeBytes == st.SizeBytes && sig.MtimeNS == st.MtimeNS
 	switch {
-	case same && !sig.IsMissing:
+	case same && !sig.IsMissing && sig.Role == st.Role:
 		c.Unchanged++
 	case same:
-		c.Restored++
+		if sig.IsMissing {
+			c.Restored++
+		} else {
+			c.Changed++
+		}
 		d.batch.Update = append(d.batch.Update, store.FileUpdate{ID: sig.ID, FileStat: st})
 	default:
 		c.Changed++

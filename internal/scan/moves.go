@@ -48,7 +48,7 @@ func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.M
 	if err != nil {
 		return nil // gone or unsafe now; analysis records what is wrong
 	}
-	st, err := statFile(abs, c.RelativePath)
+	st, err := statFile(abs, c.RelativePath, c.Role)
 	if err != nil || st.SizeBytes != c.SizeBytes || st.MtimeNS != c.MtimeNS {
 		return nil // changed since discovery; the next scan sees it again
 	}

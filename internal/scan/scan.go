@@ -227,10 +227,10 @@ func (r *run) progress(processed, total int64) {
 }
 
 // statFile stats abs as discovery does.
-func statFile(abs, rel string) (store.FileStat, error) {
+func statFile(abs, rel string, role protocol.FileRole) (store.FileStat, error) {
 	info, err := os.Stat(abs)
 	if err != nil {
 		return store.FileStat{}, err
 	}
-	return statOf(rel, info), nil
+	return statOf(rel, info, role), nil
 }

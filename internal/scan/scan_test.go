@@ -162,11 +162,11 @@ func TestSeriesIdentity(t *testing.T) {
 func (e *env) hashAll() {
 	e.t.Helper()
 	ctx := context.Background()
-	for _, r := range e.rows(`SELECT id, relative_path FROM library_files WHERE is_missing = 0 ORDER BY id`) {
+	for _, r := range e.rows(`SELECT id, relative_path FROM library_files WHERE is_missing = 0 AND role <> 'folder' ORDER BY id`) {
 		idText, rel, _ := strings.Cut(r, "|")
 		id, _ := strconv.ParseInt(idText, 10, 64)
 		abs := filepath.Join(e.root, filepath.FromSlash(rel))
-		st, err := statFile(abs, rel)
+		st, err := statFile(abs, rel, "")
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/store"
 )
 
@@ -11,7 +12,7 @@ import (
 type seriesKey struct{ name, publisher string }
 
 func keyOf(f store.UnlinkedFile) seriesKey {
-	return seriesKey{name: identityKey(f.SeriesNameRaw), publisher: identityKey(f.Publisher)}
+	return seriesKey{name: layout.IdentityKey(f.SeriesNameRaw), publisher: layout.IdentityKey(f.Publisher)}
 }
 
 // firstFile is the first file by relative path of one identity.
@@ -54,11 +55,11 @@ func (r *run) createSeries(ctx context.Context) (map[seriesKey]int64, error) {
 		for _, f := range files {
 			k := keyOf(f)
 			if _, ok := firsts[k]; !ok {
-				firsts[k] = firstFile{path: f.RelativePath, series: store.NewSeries{Name: cleanName(f.SeriesNameRaw),
-					NameKey: k.name, Publisher: cleanName(f.Publisher), PublisherKey: k.publisher, Year: f.Year}}
+				firsts[k] = firstFile{path: f.RelativePath, series: store.NewSeries{Name: layout.CleanName(f.SeriesNameRaw),
+					NameKey: k.name, Publisher: layout.CleanName(f.Publisher), PublisherKey: k.publisher, Year: f.Year}}
 			}
 			if p, ok := publishers[k.name]; k.publisher != "" && (!ok || k.publisher < p.PublisherKey) {
-				publishers[k.name] = store.SeriesPublisher{Publisher: cleanName(f.Publisher), PublisherKey: k.publisher}
+				publishers[k.name] = store.SeriesPublisher{Publisher: layout.CleanName(f.Publisher), PublisherKey: k.publisher}
 			}
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -20,7 +22,8 @@ import (
 // rows of library_files read in relative_path order.
 type item struct {
 	// rel is the '/'-separated path relative to the library root. For an
-	// opaque folder it ends in '/'.
+	// opaque folder and a folder book it ends in '/', and sorts before the
+	// pages that follow it.
 	rel string
 	// opaque marks a folder that could not be read: the rows under it are
 	// neither seen nor missing, they are left alone.
@@ -57,10 +60,12 @@ func (w *walker) walk(ctx context.Context, fn func(item) error) error {
 	if err != nil {
 		return protocol.Wrap(protocol.ErrLibraryMissing, err)
 	}
-	return w.dir(ctx, "", ents, fn)
+	return w.dir(ctx, "", nil, ents, fn)
 }
 
-func (w *walker) dir(ctx context.Context, rel string, ents []fs.DirEntry, fn func(item) error) error {
+// dir walks one folder. self is the folder's own entry (nil for the
+// library root), for the signature of a folder book.
+func (w *walker) dir(ctx context.Context, rel string, self fs.DirEntry, ents []fs.DirEntry, fn func(item) error) error {
 	w.dirs++
 	list := make([]dirEntry, 0, len(ents))
 	for _, e := range ents {
@@ -74,19 +79,26 @@ func (w *walker) dir(ctx context.Context, rel string, ents []fs.DirEntry, fn fun
 		list = append(list, dirEntry{key: key, ent: e})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].key < list[j].key })
+	shape := w.shape(rel, list)
+	if shape == folderBook {
+		return w.folderBook(rel, self, list, fn)
+	}
 	for _, de := range list {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		childRel := path.Join(rel, de.ent.Name())
-		if err := w.entry(ctx, childRel, de.ent, fn); err != nil {
+		role := protocol.RoleBook
+		if shape == besideBooks && layout.IsSidecarName(de.ent.Name()) && archive.IsImageName(de.ent.Name()) {
+			role = protocol.RoleSidecar
+		}
+		if err := w.entry(ctx, path.Join(rel, de.ent.Name()), de.ent, role, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, fn func(item) error) error {
+func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, role protocol.FileRole, fn func(item) error) error {
 	abs := filepath.Join(w.root, filepath.FromSlash(rel))
 	switch t := e.Type(); {
 	case t.IsDir():
@@ -95,9 +107,9 @@ func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, fn func(i
 			w.errs(store.ScanError{RelativePath: rel + "/", Code: protocol.ErrIOError, Message: err.Error()})
 			return fn(item{rel: rel + "/", opaque: true})
 		}
-		return w.dir(ctx, rel, ents, fn)
+		return w.dir(ctx, rel, e, ents, fn)
 	case t&fs.ModeSymlink != 0:
-		return w.symlink(rel, abs, fn)
+		return w.symlink(rel, abs, role, fn)
 	case t.IsRegular():
 		if !w.wanted(rel) {
 			return nil
@@ -110,7 +122,7 @@ func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, fn func(i
 			w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrIOError, Message: err.Error()})
 			return nil
 		}
-		return fn(item{rel: rel, stat: statOf(rel, info)})
+		return fn(item{rel: rel, stat: statOf(rel, info, role)})
 	}
 	if w.wanted(rel) { // a pipe, socket or device named like a comic
 		w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrIOError, Message: "not a regular file: " + e.Type().String()})
@@ -122,7 +134,7 @@ func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, fn func(i
 // path. A link that leads out of the library is recorded, never followed;
 // a link to a folder inside the library is not followed either (its target
 // is walked in place, and following could loop).
-func (w *walker) symlink(rel, abs string, fn func(item) error) error {
+func (w *walker) symlink(rel, abs string, role protocol.FileRole, fn func(item) error) error {
 	target, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		if w.wanted(rel) {
@@ -139,7 +151,7 @@ func (w *walker) symlink(rel, abs string, fn func(item) error) error {
 	if err != nil || !info.Mode().IsRegular() || !w.wanted(rel) {
 		return nil
 	}
-	return fn(item{rel: rel, stat: statOf(rel, info)})
+	return fn(item{rel: rel, stat: statOf(rel, info, role)})
 }
 
 func (w *walker) wanted(rel string) bool {
@@ -156,8 +168,8 @@ func skipName(name string) bool {
 	return strings.HasPrefix(name, ".")
 }
 
-func statOf(rel string, info fs.FileInfo) store.FileStat {
-	st := store.FileStat{RelativePath: rel, SizeBytes: info.Size(), MtimeNS: info.ModTime().UnixNano()}
+func statOf(rel string, info fs.FileInfo, role protocol.FileRole) store.FileStat {
+	st := store.FileStat{RelativePath: rel, SizeBytes: info.Size(), MtimeNS: info.ModTime().UnixNano(), Role: role}
 	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
 		st.Inode, st.Device = int64(sys.Ino), int64(sys.Dev)
 	}

@@ -50,7 +50,7 @@ const hashCandidate = `EXISTS (SELECT 1 FROM library_files o
 func (s *Store) PartialTargets(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
 	var out []HashCandidate
 	err := s.r.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns
-		FROM library_files o WHERE o.id > ?4 AND o.is_missing = 0 AND o.partial_hash IS NULL AND o.size_bytes > 8192
+		FROM library_files o WHERE o.id > ?4 AND o.is_missing = 0 AND o.role <> 'folder' AND o.partial_hash IS NULL AND o.size_bytes > 8192
 		AND EXISTS (SELECT 1 FROM library_files p WHERE p.is_missing = 0 AND p.size_bytes = o.size_bytes AND p.id <> o.id)
 		AND EXISTS (SELECT 1 FROM library_files f WHERE f.size_bytes = o.size_bytes AND `+hashDue+`)
 		ORDER BY o.id LIMIT ?5`,
@@ -130,11 +130,11 @@ func (h HashStatus) Complete() bool { return h.CandidatesPending == 0 }
 const hashPending = `SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_needs_hash
 		WHERE f.needs_hash = 1 AND f.is_missing = 0
 	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
-		WHERE f.hash_algorithm IS NULL AND f.needs_hash = 0 AND f.is_missing = 0
+		WHERE f.hash_algorithm IS NULL AND f.needs_hash = 0 AND f.is_missing = 0 AND f.role <> 'folder'
 	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
-		WHERE f.hash_algorithm < ?2 AND f.needs_hash = 0 AND f.is_missing = 0
+		WHERE f.hash_algorithm < ?2 AND f.needs_hash = 0 AND f.is_missing = 0 AND f.role <> 'folder'
 	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
-		WHERE f.hash_algorithm > ?2 AND f.needs_hash = 0 AND f.is_missing = 0`
+		WHERE f.hash_algorithm > ?2 AND f.needs_hash = 0 AND f.is_missing = 0 AND f.role <> 'folder'`
 
 const pendingCols = `f.id, f.library_id, f.size_bytes, f.partial_hash, f.hash_retry_after`
 

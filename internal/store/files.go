@@ -15,21 +15,36 @@ import (
 
 // FileStat is what discovery learns about one file on disk.
 type FileStat struct {
+	// RelativePath ends in '/' for a folder book.
 	RelativePath string
-	SizeBytes    int64
-	MtimeNS      int64
-	Inode        int64
-	Device       int64
+	// SizeBytes and MtimeNS of a folder book are the sum of its pages'
+	// sizes and the newest mtime of the folder, its pages and its
+	// ComicInfo.xml, so that a change to any page changes the book.
+	SizeBytes int64
+	MtimeNS   int64
+	Inode     int64
+	Device    int64
+	// Role is what the walk found the path to be; zero means a book.
+	Role protocol.FileRole
+}
+
+// role is the row's role, books by default.
+func (f FileStat) role() protocol.FileRole {
+	if f.Role == "" {
+		return protocol.RoleBook
+	}
+	return f.Role
 }
 
 // FileSig is the stored quick signature of a file row, the DB side of the
 // discovery comparison.
 type FileSig struct {
-	ID           int64  `db:"id"`
-	RelativePath string `db:"relative_path"`
-	SizeBytes    int64  `db:"size_bytes"`
-	MtimeNS      int64  `db:"mtime_ns"`
-	IsMissing    bool   `db:"is_missing"`
+	ID           int64             `db:"id"`
+	RelativePath string            `db:"relative_path"`
+	SizeBytes    int64             `db:"size_bytes"`
+	MtimeNS      int64             `db:"mtime_ns"`
+	IsMissing    bool              `db:"is_missing"`
+	Role         protocol.FileRole `db:"role"`
 	// RetryAnalysis: the last analysis failed with io_error, a condition
 	// that may have passed, so the file is analysed again even unchanged.
 	RetryAnalysis bool `db:"retry_analysis"`
@@ -42,7 +57,7 @@ type FileSig struct {
 // is ever held in memory whole.
 func (s *Store) FileSigsAfter(ctx context.Context, libraryID int64, after string, limit int) ([]FileSig, error) {
 	out := make([]FileSig, 0, limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing,
+	rows, err := s.r.QueryContext(ctx, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing, role,
 			ifnull(analysis_error_code = ?, 0)
 		FROM library_files WHERE library_id = ? AND relative_path > ? ORDER BY relative_path LIMIT ?`,
 		protocol.ErrIOError, libraryID, after, limit)
@@ -52,7 +67,7 @@ func (s *Store) FileSigsAfter(ctx context.Context, libraryID int64, after string
 	defer rows.Close()
 	for rows.Next() {
 		var f FileSig
-		if err := rows.Scan(&f.ID, &f.RelativePath, &f.SizeBytes, &f.MtimeNS, &f.IsMissing, &f.RetryAnalysis); err != nil {
+		if err := rows.Scan(&f.ID, &f.RelativePath, &f.SizeBytes, &f.MtimeNS, &f.IsMissing, &f.Role, &f.RetryAnalysis); err != nil {
 			return nil, fmt.Errorf("file signatures: %w", err)
 		}
 		out = append(out, f)
@@ -63,8 +78,9 @@ func (s *Store) FileSigsAfter(ctx context.Context, libraryID int64, after string
 	return out, nil
 }
 
-// FileUpdate is a known row whose file changed size or mtime, or that was
-// missing and is back.
+// FileUpdate is a known row whose file changed size or mtime or role, or
+// that was missing and is back. A row whose role changes is analysed
+// again; one that stops being a book leaves its series.
 type FileUpdate struct {
 	ID int64
 	FileStat
@@ -138,15 +154,15 @@ func insertFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-			inode, device, last_seen_scan_id, needs_analysis, needs_hash, needs_cover, sort_key, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, 0, ?, ?, ?) ON CONFLICT (library_id, relative_path) DO NOTHING`)
+			inode, device, last_seen_scan_id, needs_analysis, needs_hash, needs_cover, sort_key, role, created_at, updated_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8 <> 'folder', 0, ?9, ?8, ?10, ?10) ON CONFLICT (library_id, relative_path) DO NOTHING`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	for _, f := range b.Insert {
 		if _, err := stmt.ExecContext(ctx, b.LibraryID, f.RelativePath, f.SizeBytes, f.MtimeNS,
-			f.Inode, f.Device, b.SessionID, natsort.BookKey("", 0, false, f.RelativePath), now, now); err != nil {
+			f.Inode, f.Device, b.SessionID, f.role(), natsort.BookKey("", 0, false, f.RelativePath), now); err != nil {
 			return fmt.Errorf("insert %s: %w", f.RelativePath, err)
 		}
 	}
@@ -157,17 +173,18 @@ func updateFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 	if len(b.Update) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET size_bytes = ?, mtime_ns = ?, inode = ?, device = ?,
-			needs_analysis = CASE WHEN ?5 THEN 1 ELSE needs_analysis END,
-			needs_hash = CASE WHEN ?5 THEN 1 ELSE needs_hash END,
-			is_missing = 0, missing_since = NULL, last_seen_scan_id = ?, updated_at = ? WHERE id = ?`)
+	stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET size_bytes = ?1, mtime_ns = ?2, inode = ?3, device = ?4,
+			needs_analysis = CASE WHEN ?5 OR role <> ?9 THEN 1 ELSE needs_analysis END,
+			needs_hash = CASE WHEN ?9 = 'folder' THEN 0 WHEN ?5 THEN 1 ELSE needs_hash END,
+			series_id = CASE WHEN ?9 IN ('book', 'folder') THEN series_id END, role = ?9,
+			is_missing = 0, missing_since = NULL, last_seen_scan_id = ?6, updated_at = ?7 WHERE id = ?8`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	for _, f := range b.Update {
 		if _, err := stmt.ExecContext(ctx, f.SizeBytes, f.MtimeNS, f.Inode, f.Device, f.SigChanged,
-			b.SessionID, now, f.ID); err != nil {
+			b.SessionID, now, f.ID, f.role()); err != nil {
 			return fmt.Errorf("update %s: %w", f.RelativePath, err)
 		}
 	}
@@ -194,13 +211,14 @@ func execEach(ctx context.Context, tx *sqlx.Tx, query, arg string, ids []int64) 
 
 // FileTarget is a file row some phase works on.
 type FileTarget struct {
-	ID           int64  `db:"id"`
-	RelativePath string `db:"relative_path"`
-	SizeBytes    int64  `db:"size_bytes"`
-	MtimeNS      int64  `db:"mtime_ns"`
+	ID           int64             `db:"id"`
+	RelativePath string            `db:"relative_path"`
+	SizeBytes    int64             `db:"size_bytes"`
+	MtimeNS      int64             `db:"mtime_ns"`
+	Role         protocol.FileRole `db:"role"`
 }
 
-const targetCols = `id, relative_path, size_bytes, mtime_ns`
+const targetCols = `id, relative_path, size_bytes, mtime_ns, role`
 
 // FilesToAnalyze returns up to limit present rows of a library that need
 // analysis, with id > afterID, in id order.
@@ -248,7 +266,7 @@ func (s *Store) MarkCoversMissing(ctx context.Context, libraryID int64, limit in
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE library_files SET needs_cover = 1, updated_at = ?
 			WHERE id IN (SELECT id FROM library_files WHERE library_id = ? AND is_missing = 0 AND needs_cover = 0
-				AND needs_analysis = 0 AND cover_updated_at IS NULL AND total_pages > 0 LIMIT ?)`, now, libraryID, limit)
+				AND needs_analysis = 0 AND cover_updated_at IS NULL AND total_pages > 0 AND role <> 'page' LIMIT ?)`, now, libraryID, limit)
 		if err != nil {
 			return err
 		}
@@ -323,11 +341,11 @@ type MoveCandidate struct {
 // and the same size as some missing row of the library.
 func (s *Store) MoveCandidates(ctx context.Context, libraryID, afterID int64, limit int) ([]MoveCandidate, error) {
 	var out []MoveCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.last_seen_scan_id
+	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id
 		FROM library_files f
 		WHERE f.library_id = ?1 AND f.needs_analysis = 1 AND f.id > ?2 AND f.is_missing = 0 AND f.analyzed_at IS NULL
-		  AND EXISTS (SELECT 1 FROM library_files m
-			WHERE m.library_id = ?1 AND m.is_missing = 1 AND m.size_bytes = f.size_bytes)
+		  AND f.role <> 'folder' AND EXISTS (SELECT 1 FROM library_files m
+			WHERE m.library_id = ?1 AND m.is_missing = 1 AND m.size_bytes = f.size_bytes AND m.role <> 'folder')
 		ORDER BY f.id LIMIT ?3`, libraryID, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("move candidates: %w", err)
@@ -416,11 +434,11 @@ func (s *Store) ApplyMove(ctx context.Context, m Move) (bool, error) {
 			return err
 		}
 		res, err = tx.ExecContext(ctx, `UPDATE library_files SET relative_path = ?, sort_key = ?, size_bytes = ?, mtime_ns = ?,
-				inode = ?, device = ?, is_missing = 0, missing_since = NULL, last_seen_scan_id = ?,
+				inode = ?, device = ?, role = ?, is_missing = 0, missing_since = NULL, last_seen_scan_id = ?,
 				hash_algorithm = ?, content_hash = ?, hashed_size_bytes = ?, hashed_mtime_ns = ?, hashed_at = ?,
 				needs_hash = 0, needs_analysis = 1, updated_at = ?
 			WHERE id = ? AND is_missing = 1`, m.Stat.RelativePath, key, m.Stat.SizeBytes, m.Stat.MtimeNS,
-			m.Stat.Inode, m.Stat.Device, m.SessionID, m.Hash.Algorithm, m.Hash.Sum, m.Stat.SizeBytes,
+			m.Stat.Inode, m.Stat.Device, m.Stat.role(), m.SessionID, m.Hash.Algorithm, m.Hash.Sum, m.Stat.SizeBytes,
 			m.Stat.MtimeNS, now, now, m.OldID)
 		if err != nil {
 			return err

@@ -45,9 +45,9 @@ type HashCandidate struct {
 }
 
 // hashDue selects the live files f of library ?1 (all when NULL) that need
-// a hash: flagged by the scanner, or hashed with an algorithm other than ?2
+// a hash (a folder book never does: its pages are hashed): flagged by the scanner, or hashed with an algorithm other than ?2
 // (lazy rehash), and not waiting out an error backoff (retry after ?3).
-const hashDue = `f.is_missing = 0
+const hashDue = `f.is_missing = 0 AND f.role <> 'folder'
 	AND (f.needs_hash = 1 OR f.hash_algorithm IS NOT ?2)
 	AND (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3)
 	AND (?1 IS NULL OR f.library_id = ?1)`

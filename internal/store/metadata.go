@@ -71,7 +71,7 @@ func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
 	now := s.nowText()
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		file, err := tx.PrepareContext(ctx, `UPDATE library_files SET format = nullif(?, ''), total_pages = ?,
-				series_name_raw = ?, series_id = NULL, sort_key = ?, analysis_error_code = nullif(?, ''),
+				series_name_raw = nullif(?, ''), series_id = NULL, sort_key = ?, analysis_error_code = nullif(?, ''),
 				analysis_error_message = nullif(?, ''), analyzed_at = ?, needs_analysis = 0,
 				needs_cover = CASE WHEN ? THEN 1 ELSE needs_cover END, updated_at = ?
 			WHERE id = ? AND needs_analysis = 1`)

@@ -48,7 +48,7 @@ func (s *Store) UnlinkedFiles(ctx context.Context, libraryID int64, after string
 	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.series_name_raw,
 			coalesce(m.publisher, '') AS publisher, m.year
 		FROM library_files f LEFT JOIN file_metadata m ON m.file_id = f.id
-		WHERE f.library_id = ? AND f.relative_path > ? AND f.series_id IS NULL
+		WHERE f.library_id = ? AND f.relative_path > ? AND f.series_id IS NULL AND f.role IN ('book', 'folder')
 		  AND f.series_name_raw IS NOT NULL AND f.is_missing = 0 AND f.needs_analysis = 0
 		ORDER BY f.relative_path LIMIT ?`, libraryID, after, limit)
 	if err != nil {

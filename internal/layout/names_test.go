@@ -1,4 +1,4 @@
-package scan
+package layout
 
 import (
 	"testing"
@@ -74,9 +74,9 @@ func TestGuessSeries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.rel, func(t *testing.T) {
-			g := guessSeries(c.rel)
-			if g.name != c.name || g.year != c.year || g.source != c.source {
-				t.Fatalf("guessSeries(%q) = %+v, want %q %d %s", c.rel, g, c.name, c.year, c.source)
+			g := GuessSeries(c.rel)
+			if g.Name != c.name || g.Year != c.year || g.Source != c.source {
+				t.Fatalf("GuessSeries(%q) = %+v, want %q %d %s", c.rel, g, c.name, c.year, c.source)
 			}
 		})
 	}
@@ -92,11 +92,11 @@ func TestIdentityKey(t *testing.T) {
 		{"ΣΊΣΥΦΟΣ", "σίσυφος"},
 	}
 	for _, p := range same {
-		if identityKey(p[0]) != identityKey(p[1]) {
-			t.Errorf("identityKey(%q)=%q != identityKey(%q)=%q", p[0], identityKey(p[0]), p[1], identityKey(p[1]))
+		if IdentityKey(p[0]) != IdentityKey(p[1]) {
+			t.Errorf("IdentityKey(%q)=%q != IdentityKey(%q)=%q", p[0], IdentityKey(p[0]), p[1], IdentityKey(p[1]))
 		}
 	}
-	if identityKey("Batman") == identityKey("Batwoman") {
+	if IdentityKey("Batman") == IdentityKey("Batwoman") {
 		t.Error("distinct names share a key")
 	}
 }

@@ -1,4 +1,7 @@
-package scan
+// Package layout reads a library's folder layout the way comic servers do:
+// which series a path names, which folders only name a volume, and which
+// images are series art rather than books (docs/SCANNING.md has the rules).
+package layout
 
 import (
 	"path"
@@ -12,12 +15,12 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// seriesGuess is a series name derived from a file's place in the library,
+// Guess is a series name derived from a file's place in the library,
 // used when ComicInfo.xml names no series.
-type seriesGuess struct {
-	name   string
-	year   int
-	source protocol.MetadataSource
+type Guess struct {
+	Name   string
+	Year   int
+	Source protocol.MetadataSource
 }
 
 var (
@@ -47,28 +50,34 @@ var (
 // optional decimal part ("12.5").
 const num = `[0-9０-９]+(?:\.[0-9]+)?`
 
-// guessSeries names the series of a file without ComicInfo (docs/SCANNING.md,
+// GuessSeries names the series of a file without ComicInfo (docs/SCANNING.md,
 // rules 2 and 3): the nearest folder above the file that names more than a
 // volume, chapter or extras ("One Piece/Volume 01/ch 1.cbz" is One Piece;
 // "Batman (2016)" is Batman, year 2016; unparseable names are taken raw);
 // a file at the library root, or under generic folders only, is named by
 // its own file name without extension, groups and volume/issue tokens.
-func guessSeries(rel string) seriesGuess {
+func GuessSeries(rel string) Guess {
 	dir, file := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	for dir != "" && dir != "." {
-		raw := path.Base(dir)
-		name, year := parseFolder(raw)
-		if name == "" {
-			name = cleanName(raw)
-		}
-		if !genericFolder.MatchString(name) {
-			return seriesGuess{name: name, year: year, source: protocol.MetaFolder}
+		name, year, part := folderName(path.Base(dir))
+		if !part {
+			return Guess{Name: name, Year: year, Source: protocol.MetaFolder}
 		}
 		dir = path.Dir(dir)
 	}
 	name, year := parseFileName(file)
-	return seriesGuess{name: name, year: year, source: protocol.MetaFilename}
+	return Guess{Name: name, Year: year, Source: protocol.MetaFilename}
+}
+
+// folderName is the series name a folder gives, its year, and whether it
+// only names a part of a series (a volume, chapter, tome, season or extras).
+func folderName(raw string) (name string, year int, part bool) {
+	name, year = parseFolder(raw)
+	if name == "" {
+		name = CleanName(raw)
+	}
+	return name, year, genericFolder.MatchString(name)
 }
 
 // parseFolder strips trailing "(...)"/"[...]" groups from a folder name and
@@ -85,7 +94,7 @@ func parseFolder(raw string) (name string, year int) {
 		}
 		s = strings.TrimSpace(s[:m[0]])
 	}
-	return cleanName(s), year
+	return CleanName(s), year
 }
 
 // parseFileName derives a series name from a file name: the text before
@@ -103,9 +112,9 @@ func parseFileName(file string) (name string, year int) {
 	if cut := tokenStart(s); cut > 0 {
 		s = s[:cut]
 	}
-	name = strings.Trim(cleanName(s), " -_.,")
+	name = strings.Trim(CleanName(s), " -_.,")
 	if name == "" {
-		name = cleanName(base)
+		name = CleanName(base)
 	}
 	return name, year
 }
@@ -141,13 +150,13 @@ func groupText(s string, m []int) string {
 	return ""
 }
 
-// cleanName trims a name and collapses its runs of white space.
-func cleanName(s string) string { return strings.Join(strings.Fields(s), " ") }
+// CleanName trims a name and collapses its runs of white space.
+func CleanName(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// identityKey is the case-insensitive form of a series name or publisher:
+// IdentityKey is the case-insensitive form of a series name or publisher:
 // NFC-normalized, Unicode case-folded ("Straße" and "STRASSE" are one
 // series), white space collapsed. It is what the unique index on
 // (library_id, name_key, publisher_key) compares.
-func identityKey(s string) string {
-	return cases.Fold().String(norm.NFC.String(cleanName(s)))
+func IdentityKey(s string) string {
+	return cases.Fold().String(norm.NFC.String(CleanName(s)))
 }

@@ -1,0 +1,102 @@
+package scan
+
+import (
+	"errors"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// folderShape is what a folder's listing makes of the images in it.
+type folderShape int
+
+const (
+	// plainFolder: images in it are books, each on its own.
+	plainFolder folderShape = iota
+	// folderBook: two or more images and nothing else indexable (no
+	// archive, no subfolder, no symlink): the folder is one book.
+	folderBook
+	// besideBooks: archives or subfolders sit beside the images, so an
+	// image named cover, folder, poster or series is series art.
+	besideBooks
+)
+
+// shape classifies a folder from its listing alone (names and types, no
+// stat). The library root is never a folder book: images there are loose.
+func (w *walker) shape(rel string, list []dirEntry) folderShape {
+	images, others := 0, 0
+	for _, de := range list {
+		name, t := de.ent.Name(), de.ent.Type()
+		switch {
+		case t.IsDir():
+			others++
+		case !w.wanted(name):
+		case t.IsRegular() && archive.IsImageName(name):
+			images++
+		default:
+			others++
+		}
+	}
+	switch {
+	case others > 0:
+		return besideBooks
+	case images >= 2 && rel != "":
+		return folderBook
+	}
+	return plainFolder
+}
+
+// folderBook reports a folder book: first the folder itself (its
+// relative_path ends in '/', so it sorts before its pages), then each
+// image as a page. The folder's size is the sum of its pages' sizes and its
+// mtime the newest of the folder, its pages and its ComicInfo.xml: adding,
+// removing, renaming or rewriting any page changes the book.
+func (w *walker) folderBook(rel string, self fs.DirEntry, list []dirEntry, fn func(item) error) error {
+	book := store.FileStat{RelativePath: rel + "/", Role: protocol.RoleFolder}
+	if self != nil {
+		if info, err := self.Info(); err == nil {
+			book = statOf(book.RelativePath, info, protocol.RoleFolder)
+			book.SizeBytes = 0
+		}
+	}
+	pages := make([]item, 0, len(list))
+	for _, de := range list {
+		name := de.ent.Name()
+		wanted, meta := w.wanted(name), strings.EqualFold(name, "comicinfo.xml")
+		if !wanted && !meta {
+			continue
+		}
+		childRel := path.Join(rel, name)
+		info, err := de.ent.Info()
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) { // else deleted since the folder was read
+				w.errs(store.ScanError{RelativePath: childRel, Code: protocol.ErrIOError, Message: err.Error()})
+			}
+			continue
+		}
+		book.MtimeNS = max(book.MtimeNS, info.ModTime().UnixNano())
+		if wanted {
+			book.SizeBytes += info.Size()
+			pages = append(pages, item{rel: childRel, stat: statOf(childRel, info, protocol.RolePage)})
+		}
+	}
+	if len(pages) >= 2 {
+		if err := fn(item{rel: book.RelativePath, stat: book}); err != nil {
+			return err
+		}
+	} else { // pages vanished between the listing and their stat
+		for i := range pages {
+			pages[i].stat.Role = protocol.RoleBook
+		}
+	}
+	for _, p := range pages {
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// addFileRoles is migration 14 (issue 19, item 2): a folder of page images
+// becomes one book, and cover art beside archives stops being a book.
+// library_files gets format 'folder' and a role column:
+//
+//   - book: a file that is a book (an archive or a loose image), every row
+//     before this migration;
+//   - folder: a folder of page images read as one book (its relative_path
+//     ends in '/'); never hashed, it is the sum of its pages;
+//   - page: an image inside such a folder, hashed and grouped on its own,
+//     never a book;
+//   - sidecar: cover.jpg, folder.png, poster.webp or series.jpg beside
+//     archives, the series' cover art.
+//
+// SQLite cannot change a CHECK in place, so the table is rebuilt the way
+// SQLite documents (create, copy, drop, rename, then the indexes and
+// triggers again), ids kept. Existing rows stay books: the next ordinary
+// scan sees the folders on disk and gives pages and sidecars their role,
+// keeping each row's id, hash and cover; nothing is rescanned from scratch.
+func addFileRoles(ctx context.Context, tx *sql.Tx) error {
+	const before, after = `CHECK (format IN ('zip','rar','7z','image'))`,
+		`CHECK (format IN ('zip','rar','7z','image','folder'))`
+	err := rebuildTable(ctx, tx, "library_files", func(create string) (string, error) {
+		if !strings.Contains(create, before) {
+			return "", fmt.Errorf("library_files has no %s", before)
+		}
+		return strings.Replace(create, before, after, 1), nil
+	})
+	if err != nil {
+		return fmt.Errorf("file roles: %w", err)
+	}
+	for _, stmt := range []string{
+		`ALTER TABLE library_files ADD COLUMN role TEXT NOT NULL DEFAULT 'book'
+			CHECK (role IN ('book','folder','page','sidecar'))`,
+		`CREATE INDEX ix_library_files_sidecars ON library_files (library_id, relative_path) WHERE role = 'sidecar'`,
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("file roles: %w", err)
+		}
+	}
+	return nil
+}
+
+// rebuildTable replaces table by one created from edit(its CREATE
+// statement), with the same rows, indexes and triggers. The caller's
+// connection must have foreign keys off (Up's contract): dropping the old
+// table would otherwise cascade.
+func rebuildTable(ctx context.Context, tx *sql.Tx, table string, edit func(string) (string, error)) error {
+	var create string
+	err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&create)
+	if err != nil {
+		return fmt.Errorf("rebuild %s: %w", table, err)
+	}
+	deps, err := queryStrings(ctx, tx, `SELECT sql FROM sqlite_master
+		WHERE tbl_name = ? AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name`, table)
+	if err != nil {
+		return fmt.Errorf("rebuild %s: %w", table, err)
+	}
+	cols, err := columnList(ctx, tx, table)
+	if err != nil {
+		return fmt.Errorf("rebuild %s: %w", table, err)
+	}
+	edited, err := edit(create)
+	if err != nil {
+		return fmt.Errorf("rebuild %s: %w", table, err)
+	}
+	head := "CREATE TABLE " + table
+	if !strings.HasPrefix(edited, head) {
+		return fmt.Errorf("rebuild %s: unexpected statement %.40q", table, edited)
+	}
+	tmp := table + "_rebuild"
+	list := strings.Join(cols, ", ")
+	stmts := []string{
+		"CREATE TABLE " + tmp + strings.TrimPrefix(edited, head),
+		"INSERT INTO " + tmp + " (" + list + ") SELECT " + list + " FROM " + table,
+		"DROP TABLE " + table,
+		"ALTER TABLE " + tmp + " RENAME TO " + table,
+	}
+	for _, stmt := range append(stmts, deps...) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("rebuild %s: %w", table, err)
+		}
+	}
+	return nil
+}
