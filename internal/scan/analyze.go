@@ -2,8 +2,8 @@ package scan
 
 import (
 	"context"
-	"strings"
 	"database/sql"
+	"strings"
 	"sync"
 
 	"github.com/bindery-nas/bindery/internal/archive"
