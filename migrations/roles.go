@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/bindery-nas/bindery/internal/natsort"
 )
 
 // addFileRoles is migration 14 (issue 19, item 2): a folder of page images
@@ -41,10 +43,31 @@ func addFileRoles(ctx context.Context, tx *sql.Tx) error {
 		`ALTER TABLE library_files ADD COLUMN role TEXT NOT NULL DEFAULT 'book'
 			CHECK (role IN ('book','folder','page','sidecar'))`,
 		`CREATE INDEX ix_library_files_sidecars ON library_files (library_id, relative_path) WHERE role = 'sidecar'`,
+		`ALTER TABLE library_files ADD COLUMN path_key TEXT NOT NULL DEFAULT ''`,
 	} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("file roles: %w", err)
 		}
+	}
+	return addPathKeys(ctx, tx)
+}
+
+// addPathKeys fills library_files.path_key, the natural order of
+// GET /files (natsort.Key of the relative path: "Batman 2" before
+// "Batman 10"), and indexes it per library, the order that list pages by.
+func addPathKeys(ctx context.Context, tx *sql.Tx) error {
+	err := backfill(ctx, tx, `SELECT id, relative_path FROM library_files`, `UPDATE library_files SET path_key = ? WHERE id = ?`,
+		func(rows *sql.Rows) (int64, string, error) {
+			var id int64
+			var rel string
+			err := rows.Scan(&id, &rel)
+			return id, natsort.Key(rel), err
+		})
+	if err != nil {
+		return fmt.Errorf("path keys: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE INDEX ix_library_files_path_order ON library_files (library_id, path_key, id)`); err != nil {
+		return fmt.Errorf("path keys: %w", err)
 	}
 	return nil
 }

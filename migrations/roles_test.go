@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/bindery-nas/bindery/internal/natsort"
 )
 
 // TestFileRolesRebuild: a database at version 13 keeps its rows, ids,
@@ -49,7 +51,7 @@ func TestFileRolesRebuild(t *testing.T) {
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := objects(); got != before+1 { // + ix_library_files_sidecars
+	if got := objects(); got != before+2 { // + ix_library_files_sidecars, ix_library_files_path_order
 		t.Fatalf("library_files has %d schema objects after the rebuild, %d before", got, before)
 	}
 	var roles string
@@ -59,6 +61,10 @@ func TestFileRolesRebuild(t *testing.T) {
 	}
 	if roles != "7:book,9:book" {
 		t.Fatalf("roles %q", roles)
+	}
+	var key string
+	if err := db.QueryRowContext(ctx, `SELECT path_key FROM library_files WHERE id = 9`).Scan(&key); err != nil || key != natsort.Key("a/b.cbz") {
+		t.Fatalf("path key %q, %v", key, err)
 	}
 	var problems int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&problems); err != nil || problems != 0 {

@@ -88,8 +88,11 @@ func DecodeDuplicateGroupCursor(s string) (DuplicateGroupCursor, error) {
 // SortCursor anchors a page of a list in natural order: the last row's
 // sort key and id (the tie-break).
 type SortCursor struct {
-	Key string `json:"k"`
-	ID  int64  `json:"id"`
+	// Scope is the group the key orders within, for lists that order by
+	// group first (the library of GET /files); 0 when there is none.
+	Scope int64  `json:"s,omitempty"`
+	Key   string `json:"k"`
+	ID    int64  `json:"id"`
 }
 
 // DecodeSortCursor parses a natural-order cursor.

@@ -98,11 +98,16 @@ func TestBadInput(t *testing.T) {
 		for _, cur := range bad {
 			e.expect(e.call("GET", "/api/v1/jobs?cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
 			e.expect(e.call("GET", "/api/v1/duplicates/groups?cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
-			e.expect(e.call("GET", "/api/v1/files?cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
+			e.expect(e.call("GET", "/api/v1/files?sort=id&cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
 			e.expect(e.call("GET", "/api/v1/libraries?cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
 		}
+		for _, cur := range []string{"x", good[:len(good)-2], protocol.EncodeCursor(map[string]any{"k": "a", "id": 0}),
+			protocol.EncodeCursor(map[string]any{"s": "one", "k": "a", "id": 3}), strings.Repeat("A", 5000)} {
+			e.expect(e.call("GET", "/api/v1/files?cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
+		}
 		e.expect(e.call("GET", "/api/v1/jobs?cursor="+good, ""), 200, "")
-		e.expect(e.call("GET", "/api/v1/files?cursor="+protocol.EncodeIDCursor(1), ""), 200, "")
+		e.expect(e.call("GET", "/api/v1/files?sort=id&cursor="+protocol.EncodeIDCursor(1), ""), 200, "")
+		e.expect(e.call("GET", "/api/v1/files?cursor="+protocol.EncodeIDCursor(1), ""), 400, "invalid_cursor")
 	})
 
 	t.Run("SQL metacharacters in every string parameter", func(t *testing.T) {

@@ -20,8 +20,14 @@ import (
 
 func fileID(f store.FileRecord) int64 { return f.ID }
 
+// listFiles pages files in natural path order (?sort=path, the default:
+// library by library, "Batman 2" before "Batman 10") or by id (?sort=id).
 func (s *Server) listFiles(c echo.Context) error {
-	limit, after, err := idPage(c)
+	byID, after, err := naturalOrder(c, "path")
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(c)
 	if err != nil {
 		return err
 	}
@@ -44,11 +50,24 @@ func (s *Server) listFiles(c echo.Context) error {
 	if f.Format, err = queryEnum(c, "format", protocol.ParseFileFormat); err != nil {
 		return err
 	}
-	files, err := s.st.ListFiles(c.Request().Context(), f, after, limit+1)
+	if byID {
+		_, lastID, err := idPage(c)
+		if err != nil {
+			return err
+		}
+		files, err := s.st.ListFiles(c.Request().Context(), f, lastID, limit+1)
+		if err != nil {
+			return err
+		}
+		return idPageJSON(c, files, limit, s.fileView, fileID)
+	}
+	files, err := s.st.ListFilesInOrder(c.Request().Context(), f, after, limit+1)
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, files, limit, s.fileView, fileID)
+	return c.JSON(http.StatusOK, makePage(files, limit, s.fileView, func(r store.FileRecord) string {
+		return protocol.EncodeCursor(protocol.SortCursor{Scope: r.LibraryID, Key: r.PathKey, ID: r.ID})
+	}))
 }
 
 func (s *Server) getFile(c echo.Context) error {

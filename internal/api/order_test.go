@@ -105,6 +105,33 @@ func TestNaturalOrder(t *testing.T) {
 			t.Fatalf("book order %q, want %q", got, want)
 		}
 	})
+	t.Run("files by library, then natural path", func(t *testing.T) {
+		other := e.library("manga")
+		e.file(other, "a/One Piece 2.cbz")
+		e.file(lib, "z/Batman 10.cbz")
+		e.file(lib, "z/Batman 9.cbz")
+		got := e.pageAll(t, "/api/v1/files?", "relative_path", func(page int) {
+			if page == 0 {
+				e.file(lib, "a/first.cbz") // behind the cursor: not served
+				e.file(other, "a/One Piece 10.cbz")
+			}
+		})
+		paths, err := e.worker.QueryText(e.ctx, `SELECT group_concat(relative_path, '|') FROM library_files
+			WHERE library_id = ? AND relative_path <> 'a/first.cbz'`, lib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine := strings.Split(paths, "|")
+		slices.SortFunc(mine, natsort.Compare)
+		if !slices.Contains(mine, "z/Batman 9.cbz") || len(mine) < 8 {
+			t.Fatalf("the library's files %q", mine)
+		}
+		want := append(mine, "a/One Piece 2.cbz", "a/One Piece 10.cbz")
+		if !slices.Equal(got, want) {
+			t.Fatalf("file order %q, want %q", got, want)
+		}
+		e.expect(e.call("GET", "/api/v1/files?sort=name", ""), 400, "invalid_parameter")
+	})
 	t.Run("bad sort and cursors of the other order", func(t *testing.T) {
 		e.expect(e.call("GET", "/api/v1/series?sort=size", ""), 400, "invalid_parameter")
 		e.expect(e.call("GET", fmt.Sprintf("/api/v1/series/%d/files?sort=name", ids[0]), ""), 400, "invalid_parameter")
@@ -176,4 +203,32 @@ func TestSeriesDetails(t *testing.T) {
 		!strings.Contains(*d.Cover.URL, fmt.Sprintf("/files/%d/cover?v=", second)) {
 		t.Fatalf("series cover %s", r.Body)
 	}
+
+	t.Run("series art", func(t *testing.T) {
+		art := func(rel string, ready bool) int64 {
+			t.Helper()
+			id := e.file(lib, rel)
+			e.exec(`UPDATE library_files SET role = 'sidecar' WHERE id = ?`, id)
+			if ready {
+				e.exec(`INSERT INTO thumbnails (file_id, library_id, group_key, status, format, output_relpath, created_at, updated_at)
+					VALUES (?, ?, 'library:1', 'ready', 'webp', ?, ?, ?)`, id, lib, fmt.Sprintf("covers/%03d/%d.webp", id%256, id), e.now(), e.now())
+			}
+			return id
+		}
+		art("Saga/Extras/cover.jpg", true) // another folder: not beside the books
+		art("Saga/cover.jpg", false)       // no cover rendered yet
+		art("Other/folder.jpg", true)
+		want := art("Saga/poster.png", true)
+		var got struct {
+			Details struct {
+				CoverFileID *int64 `json:"cover_file_id"`
+				Cover       struct{ URL *string }
+			}
+		}
+		e.call("GET", fmt.Sprintf("/api/v1/series/%d", ids[0]), "").decode(t, &got)
+		if c := got.Details; c.CoverFileID == nil || *c.CoverFileID != want || c.Cover.URL == nil ||
+			!strings.Contains(*c.Cover.URL, fmt.Sprintf("/files/%d/cover?v=", want)) {
+			t.Fatalf("series cover %+v, want the art %d beside the first book", c, want)
+		}
+	})
 }

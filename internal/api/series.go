@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -37,7 +38,9 @@ func (s *Server) listSeries(c echo.Context) error {
 }
 
 // getSeries returns a series with its details: ComicInfo fields of its
-// books and the cover of its first book that has one.
+// books and its cover: the series art beside its first book (cover.jpg,
+// folder.png … in the book's folder or, for a volume folder, the series
+// folder above it), else the cover of its first book that has one.
 func (s *Server) getSeries(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -59,6 +62,16 @@ func (s *Server) getSeries(c echo.Context) error {
 		Cover: coverJSON{Status: "none"}, CoverFile: nint(d.CoverFileID)}
 	if v.Summary == nil {
 		v.Summary = v.Details.Summary
+	}
+	if d.FirstBook.Valid {
+		art, ok, err := s.st.SeriesArt(ctx, ser.LibraryID, layout.ArtFolders(d.FirstBook.String))
+		if err != nil {
+			return err
+		}
+		if ok {
+			d.CoverFileID = sql.NullInt64{Int64: art, Valid: true}
+			v.Details.CoverFile = &art
+		}
 	}
 	if d.CoverFileID.Valid {
 		f, err := s.st.GetFile(ctx, d.CoverFileID.Int64)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/api"
 	"github.com/bindery-nas/bindery/internal/events"
+	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -197,9 +198,9 @@ func (e *env) library(name string) int64 {
 func (e *env) file(lib int64, rel string) int64 {
 	e.t.Helper()
 	now := e.now()
-	res, err := e.worker.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format,
-		total_pages, needs_analysis, created_at, updated_at) VALUES (?, ?, 1000, 1700000000000000000, 'zip', 12, 0, ?, ?)`,
-		lib, rel, now, now)
+	res, err := e.worker.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, path_key, size_bytes, mtime_ns, format,
+		total_pages, needs_analysis, created_at, updated_at) VALUES (?, ?, ?, 1000, 1700000000000000000, 'zip', 12, 0, ?, ?)`,
+		lib, rel, natsort.Key(rel), now, now)
 	if err != nil {
 		e.t.Fatal(err)
 	}

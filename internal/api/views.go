@@ -170,25 +170,26 @@ type seriesRefJSON struct {
 }
 
 type fileJSON struct {
-	ID            int64          `json:"id"`
-	LibraryID     int64          `json:"library_id"`
-	RelativePath  string         `json:"relative_path"`
-	SizeBytes     int64          `json:"size_bytes"`
-	Mtime         string         `json:"mtime"`
-	MtimeNS       int64          `json:"mtime_ns"`
-	Format        *string        `json:"format"`
-	TotalPages    *int64         `json:"total_pages"`
-	Series        *seriesRefJSON `json:"series"`
-	IsMissing     bool           `json:"is_missing"`
-	MissingSince  *string        `json:"missing_since"`
-	HashAlgorithm *string        `json:"hash_algorithm"`
-	ContentHash   *string        `json:"content_hash"`
-	AnalysisError *analysisJSON  `json:"analysis_error"`
-	AnalyzedAt    *string        `json:"analyzed_at"`
-	Cover         coverJSON      `json:"cover"`
-	Metadata      *metadataJSON  `json:"metadata,omitempty"`
-	CreatedAt     string         `json:"created_at"`
-	UpdatedAt     string         `json:"updated_at"`
+	ID            int64             `json:"id"`
+	LibraryID     int64             `json:"library_id"`
+	RelativePath  string            `json:"relative_path"`
+	SizeBytes     int64             `json:"size_bytes"`
+	Mtime         string            `json:"mtime"`
+	MtimeNS       int64             `json:"mtime_ns"`
+	Format        *string           `json:"format"`
+	Role          protocol.FileRole `json:"role"`
+	TotalPages    *int64            `json:"total_pages"`
+	Series        *seriesRefJSON    `json:"series"`
+	IsMissing     bool              `json:"is_missing"`
+	MissingSince  *string           `json:"missing_since"`
+	HashAlgorithm *string           `json:"hash_algorithm"`
+	ContentHash   *string           `json:"content_hash"`
+	AnalysisError *analysisJSON     `json:"analysis_error"`
+	AnalyzedAt    *string           `json:"analyzed_at"`
+	Cover         coverJSON         `json:"cover"`
+	Metadata      *metadataJSON     `json:"metadata,omitempty"`
+	CreatedAt     string            `json:"created_at"`
+	UpdatedAt     string            `json:"updated_at"`
 }
 
 type analysisJSON struct {
@@ -198,7 +199,7 @@ type analysisJSON struct {
 
 func (s *Server) fileView(f store.FileRecord) fileJSON {
 	v := fileJSON{ID: f.ID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes,
-		Mtime: nsTime(f.MtimeNS), MtimeNS: f.MtimeNS, Format: nstr(f.Format), TotalPages: nint(f.TotalPages),
+		Mtime: nsTime(f.MtimeNS), MtimeNS: f.MtimeNS, Format: nstr(f.Format), Role: f.Role, TotalPages: nint(f.TotalPages),
 		IsMissing: f.IsMissing, MissingSince: nts(f.MissingSince), HashAlgorithm: nstr(f.HashAlgorithm),
 		AnalyzedAt: nts(f.AnalyzedAt), CreatedAt: ts(f.CreatedAt), UpdatedAt: ts(f.UpdatedAt),
 		Cover: coverJSON{Status: "none"}}

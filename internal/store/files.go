@@ -154,15 +154,16 @@ func insertFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-			inode, device, last_seen_scan_id, needs_analysis, needs_hash, needs_cover, sort_key, role, created_at, updated_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8 <> 'folder', 0, ?9, ?8, ?10, ?10) ON CONFLICT (library_id, relative_path) DO NOTHING`)
+			inode, device, last_seen_scan_id, needs_analysis, needs_hash, needs_cover, sort_key, role, path_key, created_at, updated_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8 <> 'folder', 0, ?9, ?8, ?11, ?10, ?10) ON CONFLICT (library_id, relative_path) DO NOTHING`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	for _, f := range b.Insert {
 		if _, err := stmt.ExecContext(ctx, b.LibraryID, f.RelativePath, f.SizeBytes, f.MtimeNS,
-			f.Inode, f.Device, b.SessionID, f.role(), natsort.BookKey("", 0, false, f.RelativePath), now); err != nil {
+			f.Inode, f.Device, b.SessionID, f.role(), natsort.BookKey("", 0, false, f.RelativePath), now,
+			natsort.Key(f.RelativePath)); err != nil {
 			return fmt.Errorf("insert %s: %w", f.RelativePath, err)
 		}
 	}
@@ -433,11 +434,11 @@ func (s *Store) ApplyMove(ctx context.Context, m Move) (bool, error) {
 		if err != nil {
 			return err
 		}
-		res, err = tx.ExecContext(ctx, `UPDATE library_files SET relative_path = ?, sort_key = ?, size_bytes = ?, mtime_ns = ?,
+		res, err = tx.ExecContext(ctx, `UPDATE library_files SET relative_path = ?, sort_key = ?, path_key = ?, size_bytes = ?, mtime_ns = ?,
 				inode = ?, device = ?, role = ?, is_missing = 0, missing_since = NULL, last_seen_scan_id = ?,
 				hash_algorithm = ?, content_hash = ?, hashed_size_bytes = ?, hashed_mtime_ns = ?, hashed_at = ?,
 				needs_hash = 0, needs_analysis = 1, updated_at = ?
-			WHERE id = ? AND is_missing = 1`, m.Stat.RelativePath, key, m.Stat.SizeBytes, m.Stat.MtimeNS,
+			WHERE id = ? AND is_missing = 1`, m.Stat.RelativePath, key, natsort.Key(m.Stat.RelativePath), m.Stat.SizeBytes, m.Stat.MtimeNS,
 			m.Stat.Inode, m.Stat.Device, m.Stat.role(), m.SessionID, m.Hash.Algorithm, m.Hash.Sum, m.Stat.SizeBytes,
 			m.Stat.MtimeNS, now, now, m.OldID)
 		if err != nil {

@@ -18,24 +18,26 @@ const CodeCoverNotReady = "cover_not_ready"
 // FileRecord is one library file as the admin API shows it: the
 // library_files row with its series name and the state of its cover.
 type FileRecord struct {
-	ID                   int64          `db:"id"`
-	LibraryID            int64          `db:"library_id"`
-	RelativePath         string         `db:"relative_path"`
-	SortKey              string         `db:"sort_key"`
-	SizeBytes            int64          `db:"size_bytes"`
-	MtimeNS              int64          `db:"mtime_ns"`
-	Format               sql.NullString `db:"format"`
-	TotalPages           sql.NullInt64  `db:"total_pages"`
-	SeriesID             sql.NullInt64  `db:"series_id"`
-	SeriesName           sql.NullString `db:"series_name"`
-	IsMissing            bool           `db:"is_missing"`
-	MissingSince         sql.NullString `db:"missing_since"`
-	HashAlgorithm        sql.NullString `db:"hash_algorithm"`
-	ContentHash          []byte         `db:"content_hash"`
-	AnalysisErrorCode    sql.NullString `db:"analysis_error_code"`
-	AnalysisErrorMessage sql.NullString `db:"analysis_error_message"`
-	AnalyzedAt           sql.NullString `db:"analyzed_at"`
-	CoverUpdatedAt       sql.NullInt64  `db:"cover_updated_at"`
+	ID                   int64             `db:"id"`
+	LibraryID            int64             `db:"library_id"`
+	RelativePath         string            `db:"relative_path"`
+	SortKey              string            `db:"sort_key"`
+	PathKey              string            `db:"path_key"`
+	Role                 protocol.FileRole `db:"role"`
+	SizeBytes            int64             `db:"size_bytes"`
+	MtimeNS              int64             `db:"mtime_ns"`
+	Format               sql.NullString    `db:"format"`
+	TotalPages           sql.NullInt64     `db:"total_pages"`
+	SeriesID             sql.NullInt64     `db:"series_id"`
+	SeriesName           sql.NullString    `db:"series_name"`
+	IsMissing            bool              `db:"is_missing"`
+	MissingSince         sql.NullString    `db:"missing_since"`
+	HashAlgorithm        sql.NullString    `db:"hash_algorithm"`
+	ContentHash          []byte            `db:"content_hash"`
+	AnalysisErrorCode    sql.NullString    `db:"analysis_error_code"`
+	AnalysisErrorMessage sql.NullString    `db:"analysis_error_message"`
+	AnalyzedAt           sql.NullString    `db:"analyzed_at"`
+	CoverUpdatedAt       sql.NullInt64     `db:"cover_updated_at"`
 	// CoverStatus is the status of the file's newest thumbnail row; NULL
 	// when no cover was ever requested.
 	CoverStatus sql.NullString `db:"cover_status"`
@@ -85,7 +87,7 @@ type CoverRef struct {
 
 const fileCols = `f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, f.format, f.total_pages,
 	f.series_id, s.name AS series_name, f.is_missing, f.missing_since, f.hash_algorithm, f.content_hash,
-	f.analysis_error_code, f.analysis_error_message, f.analyzed_at, f.cover_updated_at, f.sort_key,
+	f.analysis_error_code, f.analysis_error_message, f.analyzed_at, f.cover_updated_at, f.sort_key, f.path_key, f.role,
 	(SELECT t.status FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_status,
 	(SELECT t.id FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready' ORDER BY t.id DESC LIMIT 1) AS cover_thumbnail_id,
 	f.created_at, f.updated_at`
@@ -112,8 +114,46 @@ func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*FileMetadata, 
 
 // ListFiles pages files in id order (keyset id > afterID).
 func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limit int) ([]FileRecord, error) {
-	where := []string{"f.id > ?"}
-	args := []any{afterID}
+	where, args := f.where()
+	q := `SELECT ` + fileCols + fileFrom + ` WHERE f.id > ? AND ` + where + ` ORDER BY f.id LIMIT ?`
+	var out []FileRecord
+	if err := s.r.SelectContext(ctx, &out, q, append(append([]any{afterID}, args...), limit)...); err != nil {
+		return nil, fmt.Errorf("list files: %w", err)
+	}
+	return out, nil
+}
+
+// ListFilesInOrder pages files in natural path order, library by library
+// ("Batman 2" before "Batman 10"), keyset (library_id, path_key, id) after
+// the cursor, through ix_library_files_path_order.
+func (s *Store) ListFilesInOrder(ctx context.Context, f FileFilter, after *protocol.SortCursor, limit int) ([]FileRecord, error) {
+	q, args := filesInOrderQuery(f, after, limit)
+	var out []FileRecord
+	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
+		return nil, fmt.Errorf("list files: %w", err)
+	}
+	return out, nil
+}
+
+// ExplainFilesInOrder is the query plan of ListFilesInOrder (tests).
+func (s *Store) ExplainFilesInOrder(ctx context.Context, f FileFilter, after *protocol.SortCursor) ([]string, error) {
+	q, args := filesInOrderQuery(f, after, 50)
+	return s.explain(ctx, q, args)
+}
+
+func filesInOrderQuery(f FileFilter, after *protocol.SortCursor, limit int) (string, []any) {
+	where, args := f.where()
+	if after != nil {
+		where += ` AND (f.library_id, f.path_key, f.id) > (?, ?, ?)`
+		args = append(args, after.Scope, after.Key, after.ID)
+	}
+	return `SELECT ` + fileCols + fileFrom + ` WHERE ` + where + ` ORDER BY f.library_id, f.path_key, f.id LIMIT ?`,
+		append(args, limit)
+}
+
+// where is the filter as a SQL condition over library_files f.
+func (f FileFilter) where() (string, []any) {
+	where, args := []string{"1"}, []any{}
 	if f.LibraryID.Valid {
 		where = append(where, "f.library_id = ?")
 		args = append(args, f.LibraryID.Int64)
@@ -130,12 +170,7 @@ func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limi
 		where = append(where, "f.format = ?")
 		args = append(args, string(f.Format))
 	}
-	q := `SELECT ` + fileCols + fileFrom + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY f.id LIMIT ?`
-	var out []FileRecord
-	if err := s.r.SelectContext(ctx, &out, q, append(args, limit)...); err != nil {
-		return nil, fmt.Errorf("list files: %w", err)
-	}
-	return out, nil
+	return strings.Join(where, " AND "), args
 }
 
 // CoverOf finds the cover to serve for a file: ErrNotFound (file_not_found)

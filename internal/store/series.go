@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -272,6 +273,9 @@ type SeriesDetails struct {
 	// CoverFileID is the first present book in reading order with a ready
 	// cover.
 	CoverFileID sql.NullInt64 `db:"cover_file_id"`
+	// FirstBook is the relative path of the first present book in reading
+	// order: series art is looked for beside it (SeriesArt).
+	FirstBook sql.NullString `db:"first_book"`
 }
 
 // seriesField is the first present book's value of a file_metadata column,
@@ -292,9 +296,37 @@ func (s *Store) GetSeriesDetails(ctx context.Context, id int64) (SeriesDetails, 
 		`+seriesField("manga")+`, `+seriesField("series_count")+`,
 		(SELECT f.id FROM library_files f WHERE f.series_id = ?1 AND f.is_missing = 0
 		   AND EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready')
-		 ORDER BY f.sort_key, f.id LIMIT 1) AS cover_file_id`, id)
+		 ORDER BY f.sort_key, f.id LIMIT 1) AS cover_file_id,
+		(SELECT f.relative_path FROM library_files f WHERE f.series_id = ?1 AND f.is_missing = 0
+		 ORDER BY f.sort_key, f.id LIMIT 1) AS first_book`, id)
 	if err != nil {
 		return d, fmt.Errorf("series %d details: %w", id, err)
 	}
 	return d, nil
+}
+
+// SeriesArt returns the series art (a present sidecar image with a ready
+// cover) found in the first of folders that has one, a folder's art in
+// byte order of its name, or false. Each folder is one range of the
+// sidecar index, read without its subfolders.
+func (s *Store) SeriesArt(ctx context.Context, libraryID int64, folders []string) (int64, bool, error) {
+	for _, dir := range folders {
+		var art []struct {
+			ID           int64  `db:"id"`
+			RelativePath string `db:"relative_path"`
+		}
+		err := s.r.SelectContext(ctx, &art, `SELECT f.id, f.relative_path FROM library_files f
+			WHERE f.library_id = ? AND f.role = 'sidecar' AND f.relative_path > ? AND f.relative_path < ?
+			  AND f.is_missing = 0 AND EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready')
+			ORDER BY f.relative_path LIMIT 16`, libraryID, dir+"/", dir+"0")
+		if err != nil {
+			return 0, false, fmt.Errorf("series art: %w", err)
+		}
+		for _, a := range art {
+			if !strings.Contains(a.RelativePath[len(dir)+1:], "/") {
+				return a.ID, true, nil
+			}
+		}
+	}
+	return 0, false, nil
 }

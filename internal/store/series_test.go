@@ -185,6 +185,12 @@ func TestNaturalOrderPlans(t *testing.T) {
 		if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_series_sort") || strings.Contains(text, "TEMP B-TREE") {
 			t.Errorf("series files, cursor %v: %v %v", after != nil, plan, err)
 		}
+		for _, lib := range []sql.NullInt64{{}, {Int64: d.lib, Valid: true}} {
+			plan, err := d.a.ExplainFilesInOrder(ctx, store.FileFilter{LibraryID: lib}, after)
+			if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_path_order") || strings.Contains(text, "TEMP B-TREE") {
+				t.Errorf("files, library %v, cursor %v: %v %v", lib.Valid, after != nil, plan, err)
+			}
+		}
 	}
 }
 
