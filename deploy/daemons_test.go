@@ -154,6 +154,11 @@ func TestDaemonsRunAsUnits(t *testing.T) {
 	waitHealthy(t, wrk, env, "workerd")
 
 	scanThroughAPI(t, addr, state, library)
+	token, err := os.ReadFile(filepath.Join(state, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	foldersThroughAPI(t, apiClient{base: "http://" + addr, token: strings.TrimSpace(string(token))}, library)
 
 	wrk.stop(t, stopTimeout)
 	if out, code := runEnv(t, env, "bash", deployPath(t, "healthcheck.sh"), "workerd"); code == 0 {

@@ -1,6 +1,9 @@
 package api
 
-import "github.com/bindery-nas/bindery/internal/store"
+import (
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
 
 // The views of the store's figure structs. Their fields match the store's
 // one for one, so a conversion is the whole view; the JSON names live here,
@@ -18,11 +21,12 @@ type duplicateGroupJSON struct {
 func duplicateGroupView(g store.DuplicateGroup) duplicateGroupJSON { return duplicateGroupJSON(g) }
 
 type duplicateFileJSON struct {
-	ID           int64  `json:"id"`
-	LibraryID    int64  `json:"library_id"`
-	RelativePath string `json:"relative_path"`
-	SizeBytes    int64  `json:"size_bytes"`
-	MtimeNS      int64  `json:"mtime_ns"`
+	ID           int64             `json:"id"`
+	LibraryID    int64             `json:"library_id"`
+	RelativePath string            `json:"relative_path"`
+	SizeBytes    int64             `json:"size_bytes"`
+	MtimeNS      int64             `json:"mtime_ns"`
+	Role         protocol.FileRole `json:"role"`
 }
 
 func duplicateFileView(f store.DuplicateFile) duplicateFileJSON { return duplicateFileJSON(f) }

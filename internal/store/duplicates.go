@@ -38,6 +38,8 @@ type DuplicateFile struct {
 	RelativePath string `db:"relative_path"`
 	SizeBytes    int64  `db:"size_bytes"`
 	MtimeNS      int64  `db:"mtime_ns"`
+	// Role tells a book from a page of a folder book or series art.
+	Role protocol.FileRole `db:"role"`
 }
 
 // groupQualifies is the §6.2 source filter: a row belongs to its group only
@@ -167,7 +169,7 @@ func (s *Store) ExplainDuplicateGroupFiles(ctx context.Context, key protocol.Gro
 	return s.explainDuplicates(ctx, groupFilesQuery, string(key.Algorithm), key.Hash, 0, 50)
 }
 
-const groupFilesQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns
+const groupFilesQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role
 	FROM library_files
 	WHERE hash_algorithm = ? AND content_hash = ? AND ` + groupQualifies + ` AND id > ?
 	ORDER BY id LIMIT ?`
