@@ -114,10 +114,10 @@ func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*FileMetadata, 
 
 // ListFiles pages files in id order (keyset id > afterID).
 func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limit int) ([]FileRecord, error) {
-	where, args := f.where()
-	q := `SELECT ` + fileCols + fileFrom + ` WHERE f.id > ? AND ` + where + ` ORDER BY f.id LIMIT ?`
+	q := `SELECT ` + fileCols + fileFrom + ` WHERE f.id > ? AND ` + fileFilterSQL(f) + ` ORDER BY f.id LIMIT ?`
+	args := append(append([]any{afterID}, fileFilterArgs(f)...), limit)
 	var out []FileRecord
-	if err := s.r.SelectContext(ctx, &out, q, append(append([]any{afterID}, args...), limit)...); err != nil {
+	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
 	}
 	return out, nil
@@ -142,7 +142,7 @@ func (s *Store) ExplainFilesInOrder(ctx context.Context, f FileFilter, after *pr
 }
 
 func filesInOrderQuery(f FileFilter, after *protocol.SortCursor, limit int) (string, []any) {
-	where, args := f.where()
+	where, args := fileFilterSQL(f), fileFilterArgs(f)
 	if after != nil {
 		where += ` AND (f.library_id, f.path_key, f.id) > (?, ?, ?)`
 		args = append(args, after.Scope, after.Key, after.ID)
@@ -151,26 +151,40 @@ func filesInOrderQuery(f FileFilter, after *protocol.SortCursor, limit int) (str
 		append(args, limit)
 }
 
-// where is the filter as a SQL condition over library_files f.
-func (f FileFilter) where() (string, []any) {
-	where, args := []string{"1"}, []any{}
+// fileFilterSQL is the filter as a condition over library_files f, with
+// one parameter per set field, bound by fileFilterArgs in the same order.
+func fileFilterSQL(f FileFilter) string {
+	where := []string{"1"}
 	if f.LibraryID.Valid {
 		where = append(where, "f.library_id = ?")
-		args = append(args, f.LibraryID.Int64)
 	}
 	if f.SeriesID.Valid {
 		where = append(where, "f.series_id = ?")
-		args = append(args, f.SeriesID.Int64)
 	}
 	if f.Missing.Valid {
 		where = append(where, "f.is_missing = ?")
-		args = append(args, f.Missing.Bool)
 	}
 	if f.Format != "" {
 		where = append(where, "f.format = ?")
+	}
+	return strings.Join(where, " AND ")
+}
+
+func fileFilterArgs(f FileFilter) []any {
+	var args []any
+	if f.LibraryID.Valid {
+		args = append(args, f.LibraryID.Int64)
+	}
+	if f.SeriesID.Valid {
+		args = append(args, f.SeriesID.Int64)
+	}
+	if f.Missing.Valid {
+		args = append(args, f.Missing.Bool)
+	}
+	if f.Format != "" {
 		args = append(args, string(f.Format))
 	}
-	return strings.Join(where, " AND "), args
+	return args
 }
 
 // CoverOf finds the cover to serve for a file: ErrNotFound (file_not_found)
