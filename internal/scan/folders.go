@@ -6,7 +6,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -30,14 +29,12 @@ const (
 func (w *walker) shape(rel string, list []dirEntry) folderShape {
 	images, others := 0, 0
 	for _, de := range list {
-		name, t := de.ent.Name(), de.ent.Type()
 		switch {
-		case t.IsDir():
+		case de.ent.IsDir():
 			others++
-		case !w.wanted(name):
-		case t.IsRegular() && archive.IsImageName(name):
+		case de.image:
 			images++
-		default:
+		case de.wanted:
 			others++
 		}
 	}
@@ -66,7 +63,7 @@ func (w *walker) folderBook(rel string, self fs.DirEntry, list []dirEntry, fn fu
 	pages := make([]item, 0, len(list))
 	for _, de := range list {
 		name := de.ent.Name()
-		wanted, meta := w.wanted(name), strings.EqualFold(name, "comicinfo.xml")
+		wanted, meta := de.wanted, strings.EqualFold(name, "comicinfo.xml")
 		if !wanted && !meta {
 			continue
 		}

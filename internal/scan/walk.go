@@ -51,6 +51,9 @@ type walker struct {
 type dirEntry struct {
 	key string // name, plus "/" for folders
 	ent fs.DirEntry
+	// wanted: the name has one of the library's extensions; image: a
+	// regular file with a page image extension among them.
+	wanted, image bool
 }
 
 // walk calls fn for every candidate file and every unreadable folder. An
@@ -76,7 +79,9 @@ func (w *walker) dir(ctx context.Context, rel string, self fs.DirEntry, ents []f
 		if e.IsDir() {
 			key += "/"
 		}
-		list = append(list, dirEntry{key: key, ent: e})
+		wanted := !e.IsDir() && w.wanted(e.Name())
+		image := wanted && e.Type().IsRegular() && archive.IsImageName(e.Name())
+		list = append(list, dirEntry{key: key, ent: e, wanted: wanted, image: image})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].key < list[j].key })
 	shape := w.shape(rel, list)
@@ -88,18 +93,18 @@ func (w *walker) dir(ctx context.Context, rel string, self fs.DirEntry, ents []f
 			return err
 		}
 		role := protocol.RoleBook
-		if shape == besideBooks && layout.IsSidecarName(de.ent.Name()) && archive.IsImageName(de.ent.Name()) {
+		if shape == besideBooks && de.image && layout.IsSidecarName(de.ent.Name()) {
 			role = protocol.RoleSidecar
 		}
-		if err := w.entry(ctx, path.Join(rel, de.ent.Name()), de.ent, role, fn); err != nil {
+		if err := w.entry(ctx, path.Join(rel, de.ent.Name()), de, role, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, role protocol.FileRole, fn func(item) error) error {
-	abs := filepath.Join(w.root, filepath.FromSlash(rel))
+func (w *walker) entry(ctx context.Context, rel string, de dirEntry, role protocol.FileRole, fn func(item) error) error {
+	e, abs := de.ent, filepath.Join(w.root, filepath.FromSlash(rel))
 	switch t := e.Type(); {
 	case t.IsDir():
 		ents, err := os.ReadDir(abs)
@@ -111,7 +116,7 @@ func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, role prot
 	case t&fs.ModeSymlink != 0:
 		return w.symlink(rel, abs, role, fn)
 	case t.IsRegular():
-		if !w.wanted(rel) {
+		if !de.wanted {
 			return nil
 		}
 		info, err := e.Info()
@@ -124,7 +129,7 @@ func (w *walker) entry(ctx context.Context, rel string, e fs.DirEntry, role prot
 		}
 		return fn(item{rel: rel, stat: statOf(rel, info, role)})
 	}
-	if w.wanted(rel) { // a pipe, socket or device named like a comic
+	if de.wanted { // a pipe, socket or device named like a comic
 		w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrIOError, Message: "not a regular file: " + e.Type().String()})
 	}
 	return nil
