@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -53,10 +52,10 @@ func (c coverSigner) check(fileID int64, version, exp, sig string) error {
 	e, err := strconv.ParseInt(exp, 10, 64)
 	got, derr := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || derr != nil || !hmac.Equal(got, c.mac(fileID, version, e)) {
-		return apiErr(http.StatusForbidden, CodeBadSignature, "the cover URL's signature does not match")
+		return apiErr(CodeBadSignature, "the cover URL's signature does not match")
 	}
 	if c.now().Unix() >= e {
-		return apiErr(http.StatusForbidden, CodeURLExpired, "the cover URL expired; fetch the file again for a fresh one")
+		return apiErr(CodeURLExpired, "the cover URL expired; fetch the file again for a fresh one")
 	}
 	return nil
 }

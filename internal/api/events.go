@@ -17,7 +17,7 @@ const sseWriteWindow = 30 * time.Second
 // thumbnail changes, learned from the database.
 func (s *Server) streamEvents(c echo.Context) error {
 	if s.cfg.Events == nil {
-		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "the event feed is not running")
+		return apiErr(CodeUnavailable, "the event feed is not running")
 	}
 	ch, cancel := s.cfg.Events.Subscribe()
 	defer cancel()

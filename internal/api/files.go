@@ -107,7 +107,7 @@ func (s *Server) getCover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	notReady := apiErr(http.StatusNotFound, store.CodeCoverNotReady, "file %d has no cover yet", id)
+	notReady := apiErr(store.CodeCoverNotReady, "file %d has no cover yet", id)
 	if s.cfg.StateDir == "" {
 		return notReady
 	}
@@ -188,7 +188,7 @@ func (s *Server) regenerateCover(c echo.Context) error {
 // admitted renders the outcome of a thumbnail admission.
 func (s *Server) admitted(c echo.Context, t store.Thumbnail, created bool, err error) error {
 	if errors.Is(err, store.ErrQueueFull) {
-		return apiErr(http.StatusTooManyRequests, CodeThumbnailQueueFull,
+		return apiErr(CodeThumbnailQueueFull,
 			"the thumbnail queue is full (thumbnail.queue.capacity); retry later")
 	}
 	if err != nil {

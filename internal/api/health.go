@@ -25,7 +25,7 @@ func (s *Server) readyz(c echo.Context) error {
 	defer cancel()
 	if err := s.st.CheckSchema(ctx); err != nil {
 		s.log.Warn("not ready", "err", err)
-		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "database unreachable or schema not current")
+		return apiErr(CodeUnavailable, "database unreachable or schema not current")
 	}
 	v, _ := s.st.SchemaVersion(ctx)
 	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "schema_version": v})

@@ -53,7 +53,7 @@ func (s *Server) createJob(c echo.Context) error {
 	}
 	out, err := s.st.RequestJob(c.Request().Context(), req)
 	if errors.Is(err, store.ErrNotFound) && b.LibraryID != nil {
-		return apiErr(http.StatusNotFound, "library_not_found", "library %d not found", *b.LibraryID).with("field", "library_id")
+		return apiErr(store.CodeLibraryNotFound, "library %d not found", *b.LibraryID).with("field", "library_id")
 	}
 	if err != nil {
 		return err

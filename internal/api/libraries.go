@@ -89,7 +89,7 @@ func firstAPIError(err error) error {
 // every symlink is resolved.
 func (s *Server) libraryPath(p string) (string, error) {
 	outside := func() error {
-		return badRequest(CodePathOutsideRoot, "path must lie under a library root").
+		return apiErr(CodePathOutsideRoot, "path must lie under a library root").
 			with("field", "path").with("library_roots", s.roots)
 	}
 	if p == "" || strings.ContainsRune(p, 0) || !filepath.IsAbs(p) {
@@ -108,20 +108,20 @@ func (s *Server) libraryPath(p string) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(clean)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", badRequest(CodePathNotFound, "path does not exist").with("field", "path")
+		return "", apiErr(CodePathNotFound, "path does not exist").with("field", "path")
 	}
 	if err != nil {
-		return "", badRequest(CodePathNotFound, "path cannot be resolved").with("field", "path")
+		return "", apiErr(CodePathNotFound, "path cannot be resolved").with("field", "path")
 	}
 	if ok, err := s.realRoots.Contains(real); err != nil || !ok {
 		return "", outside()
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", badRequest(CodePathNotFound, "path does not exist").with("field", "path")
+		return "", apiErr(CodePathNotFound, "path does not exist").with("field", "path")
 	}
 	if !fi.IsDir() {
-		return "", badRequest(CodePathNotDirectory, "path is not a directory").with("field", "path")
+		return "", apiErr(CodePathNotDirectory, "path is not a directory").with("field", "path")
 	}
 	return real, nil
 }

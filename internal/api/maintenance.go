@@ -51,7 +51,7 @@ func (s *Server) createCheckpoint(c echo.Context) error {
 	minInterval := time.Duration(vals.Int(settings.WALCheckpointMinIntervalSec)) * time.Second
 	w, created, err := s.st.EnqueueCheckpoint(ctx, mode, reason, b.Force != nil && *b.Force, minInterval)
 	if errors.Is(err, store.ErrQueueFull) {
-		return apiErr(http.StatusTooManyRequests, CodeCheckpointTooSoon,
+		return apiErr(CodeCheckpointTooSoon,
 			"a checkpoint was requested less than %s ago; retry later or set force", minInterval)
 	}
 	if err != nil {
@@ -66,7 +66,7 @@ func (s *Server) createCheckpoint(c echo.Context) error {
 func (s *Server) latestCheckpoint(c echo.Context) error {
 	w, err := s.st.LatestCheckpoint(c.Request().Context())
 	if errors.Is(err, store.ErrNotFound) {
-		return apiErr(http.StatusNotFound, "checkpoint_not_found", "no checkpoint was ever requested")
+		return apiErr(CodeCheckpointNotFound, "no checkpoint was ever requested")
 	}
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (s *Server) createCleanup(c echo.Context) error {
 		return fieldf("group_key", "required: library:<id>, file:<id> or shards:<n>")
 	}
 	if _, err := store.ParseCleanupKey(*b.GroupKey); err != nil {
-		return badRequest(CodeInvalidGroupKey, "%v", err).with("field", "group_key")
+		return apiErr(CodeInvalidGroupKey, "%v", err).with("field", "group_key")
 	}
 	at := s.st.Now()
 	if b.ExecuteAfter != nil {

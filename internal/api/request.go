@@ -38,7 +38,7 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 		scheme, tok, ok := strings.Cut(h, " ")
 		got := sha256.Sum256([]byte(tok))
 		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			return apiErr(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+			return apiErr(CodeUnauthorized, "missing or wrong bearer token")
 		}
 		return next(c)
 	}
@@ -51,7 +51,7 @@ func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if r.ContentLength > MaxBodyBytes {
-			return apiErr(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
+			return apiErr(CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
 		}
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes)
 		return next(c)
@@ -68,14 +68,14 @@ func rejectDotSegments(next echo.HandlerFunc) echo.HandlerFunc {
 		raw := u.EscapedPath()
 		dec, err := url.PathUnescape(raw)
 		if err != nil {
-			return badRequest(CodeInvalidPath, "malformed request path")
+			return apiErr(CodeInvalidPath, "malformed request path")
 		}
 		if strings.Contains(strings.ToLower(raw), "%2f") || strings.Contains(raw, "%5c") || strings.ContainsAny(dec, "\\\x00") {
-			return badRequest(CodeInvalidPath, "encoded separators are not allowed in the request path")
+			return apiErr(CodeInvalidPath, "encoded separators are not allowed in the request path")
 		}
 		for _, seg := range strings.Split(dec, "/") {
 			if seg == "." || seg == ".." {
-				return badRequest(CodeInvalidPath, "dot segments are not allowed in the request path")
+				return apiErr(CodeInvalidPath, "dot segments are not allowed in the request path")
 			}
 		}
 		return next(c)
@@ -93,7 +93,7 @@ func decodeJSON(c echo.Context, dst any) error {
 		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest(CodeInvalidJSON, "empty request body: want a JSON object")
+		return apiErr(CodeInvalidJSON, "empty request body: want a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -102,7 +102,7 @@ func decodeJSON(c echo.Context, dst any) error {
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return badRequest(CodeInvalidJSON, "trailing data after the JSON object")
+		return apiErr(CodeInvalidJSON, "trailing data after the JSON object")
 	}
 	return nil
 }
@@ -115,19 +115,19 @@ func jsonError(err error) error {
 	case errors.As(err, &te):
 		field := te.Field
 		if field == "" {
-			return badRequest(CodeInvalidJSON, "want a JSON object, got %s", te.Value)
+			return apiErr(CodeInvalidJSON, "want a JSON object, got %s", te.Value)
 		}
-		return badRequest(CodeInvalidField, "field %q: want %s, got %s", field, te.Type, te.Value).with("field", field)
+		return apiErr(CodeInvalidField, "field %q: want %s, got %s", field, te.Type, te.Value).with("field", field)
 	case errors.As(err, &se):
-		return badRequest(CodeInvalidJSON, "malformed JSON at byte %d", se.Offset)
+		return apiErr(CodeInvalidJSON, "malformed JSON at byte %d", se.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no typed error for unknown fields.
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return badRequest(CodeUnknownField, "unknown field %q", name).with("field", name)
+		return apiErr(CodeUnknownField, "unknown field %q", name).with("field", name)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return badRequest(CodeInvalidJSON, "truncated JSON")
+		return apiErr(CodeInvalidJSON, "truncated JSON")
 	}
-	return badRequest(CodeInvalidJSON, "malformed JSON")
+	return apiErr(CodeInvalidJSON, "malformed JSON")
 }
 
 // pathID parses a positive int64 path parameter.
@@ -135,7 +135,7 @@ func pathID(c echo.Context, name string) (int64, error) {
 	v := c.Param(name)
 	id, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != v {
-		return 0, badRequest(CodeInvalidParameter, "%s must be a positive integer", name).with("parameter", name)
+		return 0, apiErr(CodeInvalidParameter, "%s must be a positive integer", name).with("parameter", name)
 	}
 	return id, nil
 }
@@ -148,7 +148,7 @@ func queryID(c echo.Context, name string) (id int64, ok bool, err error) {
 	}
 	id, perr := strconv.ParseInt(v, 10, 64)
 	if perr != nil || id <= 0 {
-		return 0, false, badRequest(CodeInvalidParameter, "%s must be a positive integer", name).with("parameter", name)
+		return 0, false, apiErr(CodeInvalidParameter, "%s must be a positive integer", name).with("parameter", name)
 	}
 	return id, true, nil
 }
@@ -162,7 +162,7 @@ func queryEnum[T ~string](c echo.Context, name string, parse func(string) (T, er
 	}
 	t, err := parse(v)
 	if err != nil {
-		return "", badRequest(CodeInvalidParameter, "%s: %v", name, err).with("parameter", name)
+		return "", apiErr(CodeInvalidParameter, "%s: %v", name, err).with("parameter", name)
 	}
 	return t, nil
 }
@@ -177,7 +177,7 @@ func queryBool(c echo.Context, name string) (val, ok bool, err error) {
 	case "false", "0":
 		return false, true, nil
 	}
-	return false, false, badRequest(CodeInvalidParameter, "%s must be true or false", name).with("parameter", name)
+	return false, false, apiErr(CodeInvalidParameter, "%s must be true or false", name).with("parameter", name)
 }
 
 // Page limits.
@@ -194,13 +194,13 @@ func pageLimit(c echo.Context) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxLimit {
-		return 0, badRequest(CodeInvalidLimit, "limit must be an integer from 1 to %d", maxLimit).with("parameter", "limit")
+		return 0, apiErr(CodeInvalidLimit, "limit must be an integer from 1 to %d", maxLimit).with("parameter", "limit")
 	}
 	return n, nil
 }
 
 func invalidCursor() *Error {
-	return badRequest(CodeInvalidCursor, "cursor is malformed or unknown; start again without it").with("parameter", "cursor")
+	return apiErr(CodeInvalidCursor, "cursor is malformed or unknown; start again without it").with("parameter", "cursor")
 }
 
 // idPage reads limit and an id cursor (0 when absent).
@@ -241,7 +241,7 @@ func makePage[R, T any](rows []R, limit int, view func(R) T, cursor func(R) stri
 }
 
 func fieldf(field, format string, args ...any) *Error {
-	return badRequest(CodeInvalidField, "%s: %s", field, fmt.Sprintf(format, args...)).with("field", field)
+	return apiErr(CodeInvalidField, "%s: %s", field, fmt.Sprintf(format, args...)).with("field", field)
 }
 
 // emptyBody accepts an action route's body only when it is absent or an
@@ -274,7 +274,7 @@ func readBody(c echo.Context) ([]byte, error) {
 		if errors.As(err, &mb) {
 			return nil, err
 		}
-		return nil, badRequest(CodeInvalidJSON, "could not read the request body")
+		return nil, apiErr(CodeInvalidJSON, "could not read the request body")
 	}
 	return body, nil
 }

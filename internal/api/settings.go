@@ -49,7 +49,7 @@ func (s *Server) getSetting(c echo.Context) error {
 	key := c.Param("key")
 	d, ok := settings.Lookup(key)
 	if !ok {
-		return apiErr(http.StatusNotFound, "setting_not_found", "unknown setting %q", key).with("key", key)
+		return apiErr(CodeSettingNotFound, "unknown setting %q", key).with("key", key)
 	}
 	vals, err := settings.Load(c.Request().Context(), s.st)
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *Server) patchSettings(c echo.Context) error {
 		return err
 	}
 	if raw == nil {
-		return badRequest(CodeInvalidJSON, "want a JSON object of settings")
+		return apiErr(CodeInvalidJSON, "want a JSON object of settings")
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -78,11 +78,11 @@ func (s *Server) patchSettings(c echo.Context) error {
 	for _, k := range keys {
 		v := raw[k]
 		if _, ok := settings.Lookup(k); !ok {
-			return badRequest(CodeUnknownSetting, "unknown setting %q", k).with("key", k)
+			return apiErr(CodeUnknownSetting, "unknown setting %q", k).with("key", k)
 		}
 		text, ok := settingText(v)
 		if !ok {
-			return badRequest(CodeInvalidSettingValue, "%s: want a number or a string", k).with("key", k)
+			return apiErr(CodeInvalidSettingValue, "%s: want a number or a string", k).with("key", k)
 		}
 		kv[k] = text
 	}

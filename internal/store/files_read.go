@@ -11,10 +11,6 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// CodeCoverNotReady is the code of asking for a cover that was never
-// rendered (or whose file has no ready thumbnail row).
-const CodeCoverNotReady = "cover_not_ready"
-
 // FileRecord is one library file as the admin API shows it: the
 // library_files row with its series name and the state of its cover.
 type FileRecord struct {
@@ -96,7 +92,7 @@ const fileFrom = ` FROM library_files f LEFT JOIN series s ON s.id = f.series_id
 
 // GetFile returns one file or ErrNotFound.
 func (s *Store) GetFile(ctx context.Context, id int64) (FileRecord, error) {
-	return getRow[FileRecord](ctx, s.r, "file", `SELECT `+fileCols+fileFrom+` WHERE f.id = ?`, id)
+	return getRow[FileRecord](ctx, s.r, fileRow, `SELECT `+fileCols+fileFrom+` WHERE f.id = ?`, id)
 }
 
 // FileMetadata returns the metadata of a file, nil when it has none.
@@ -202,7 +198,7 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 			SELECT id FROM thumbnails WHERE file_id = f.id AND status = 'ready' ORDER BY id DESC LIMIT 1)
 		WHERE f.id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return CoverRef{}, missingRow("file", fileID)
+		return CoverRef{}, missingRow(fileRow, fileID)
 	}
 	if err != nil {
 		return CoverRef{}, fmt.Errorf("cover of file: %w", err)

@@ -212,7 +212,7 @@ func (s *Store) HashState(ctx context.Context, id int64) (HashState, error) {
 		hashed_mtime_ns, hashed_at, hash_error_count, hash_last_error, hash_last_error_at, hash_retry_after
 		FROM library_files WHERE id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return h, missingRow("file", id)
+		return h, missingRow(fileRow, id)
 	}
 	if err != nil {
 		return h, fmt.Errorf("hash state: %w", err)

@@ -12,9 +12,6 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// CodeJobTerminal is the code of cancelling a job that already ended.
-const CodeJobTerminal = "job_terminal"
-
 const jobCols = `id, kind, status, library_id, priority, payload, progress, processed_items, total_items,
 	result, attempt, retry_after, cancel_requested, worker_id, worker_heartbeat_at, lease_expires_at,
 	error_code, error_message, created_at, updated_at, started_at, finished_at`
@@ -28,7 +25,7 @@ type JobFilter struct {
 
 // GetJob returns one job or ErrNotFound.
 func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
-	return getRow[Job](ctx, s.r, "job", `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
+	return getRow[Job](ctx, s.r, jobRow, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
 }
 
 // ListJobs pages jobs newest first by the keyset of protocol §6.1:
@@ -126,7 +123,7 @@ func (s *Store) CancelJob(ctx context.Context, id int64) (Job, error) {
 		}
 		err = tx.GetContext(ctx, &j, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
 		if errors.Is(err, sql.ErrNoRows) {
-			return missingRow("job", id)
+			return missingRow(jobRow, id)
 		}
 		if err != nil {
 			return err

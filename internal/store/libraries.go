@@ -11,12 +11,6 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// Library API error codes carried by the store's coded errors.
-const (
-	CodeLibraryExists = "library_exists"
-	CodeLibraryBusy   = "library_busy"
-)
-
 // Library is a row of libraries.
 type Library struct {
 	ID                  int64          `db:"id"`
@@ -74,7 +68,7 @@ func (s *Store) CreateLibrary(ctx context.Context, in NewLibrary) (Library, erro
 
 // GetLibrary returns one library or ErrNotFound.
 func (s *Store) GetLibrary(ctx context.Context, id int64) (Library, error) {
-	return getRow[Library](ctx, s.r, "library", `SELECT `+libraryCols+` FROM libraries WHERE id = ?`, id)
+	return getRow[Library](ctx, s.r, libraryRow, `SELECT `+libraryCols+` FROM libraries WHERE id = ?`, id)
 }
 
 // ListLibraries returns up to limit libraries with id > afterID, id order.
@@ -115,7 +109,7 @@ func (s *Store) UpdateLibrary(ctx context.Context, id int64, p LibraryPatch) (Li
 			WHERE id = ? RETURNING `+libraryCols, p.Name, p.ScanIntervalMinutes, now, id)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return lib, missingRow("library", id)
+		return lib, missingRow(libraryRow, id)
 	}
 	if err != nil {
 		return lib, fmt.Errorf("update library: %w", err)
@@ -144,7 +138,7 @@ func (s *Store) DeleteLibrary(ctx context.Context, id int64) error {
 			var exists int
 			_ = tx.QueryRowContext(ctx, `SELECT count(*) FROM libraries WHERE id = ?`, id).Scan(&exists)
 			if exists == 0 {
-				return missingRow("library", id)
+				return missingRow(libraryRow, id)
 			}
 			return &protocol.Error{Code: CodeLibraryBusy, Message: "a scan or hash job on this library is active", Err: ErrConflict}
 		}
@@ -164,7 +158,7 @@ func (s *Store) DeleteLibrary(ctx context.Context, id int64) error {
 			return fmt.Errorf("delete library: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return missingRow("library", id)
+			return missingRow(libraryRow, id)
 		}
 		return nil
 	})
@@ -178,7 +172,7 @@ func (s *Store) LibraryPath(ctx context.Context, id int64) (string, error) {
 	var path string
 	err := s.r.QueryRowContext(ctx, `SELECT path FROM libraries WHERE id = ?`, id).Scan(&path)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", missingRow("library", id)
+		return "", missingRow(libraryRow, id)
 	}
 	if err != nil {
 		return "", fmt.Errorf("library path: %w", err)

@@ -11,22 +11,34 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// missingRow is ErrNotFound with a code naming what was missing
-// ("library_not_found", "scan_not_found", ...).
-func missingRow(what string, id any) error {
-	return &protocol.Error{Code: what + "_not_found", Message: fmt.Sprintf("%s %v not found", what, id), Err: ErrNotFound}
+// rowKind names the rows of one table in not-found errors: the code the
+// API answers with and the word its message uses.
+type rowKind struct{ code, name string }
+
+var (
+	fileRow      = rowKind{CodeFileNotFound, "file"}
+	jobRow       = rowKind{CodeJobNotFound, "job"}
+	libraryRow   = rowKind{CodeLibraryNotFound, "library"}
+	scanRow      = rowKind{CodeScanNotFound, "scan"}
+	seriesRow    = rowKind{CodeSeriesNotFound, "series"}
+	thumbnailRow = rowKind{CodeThumbnailNotFound, "thumbnail"}
+)
+
+// missingRow is ErrNotFound with the code of the missing kind of row.
+func missingRow(k rowKind, id any) error {
+	return &protocol.Error{Code: k.code, Message: fmt.Sprintf("%s %v not found", k.name, id), Err: ErrNotFound}
 }
 
-// getRow reads the one row that q selects by id into a T: missingRow(what,
+// getRow reads the one row that q selects by id into a T: missingRow(k,
 // id) when there is none.
-func getRow[T any](ctx context.Context, db sqlx.QueryerContext, what, q string, id int64) (T, error) {
+func getRow[T any](ctx context.Context, db sqlx.QueryerContext, k rowKind, q string, id int64) (T, error) {
 	var out T
 	err := sqlx.GetContext(ctx, db, &out, q, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return out, missingRow(what, id)
+		return out, missingRow(k, id)
 	}
 	if err != nil {
-		return out, fmt.Errorf("get %s: %w", what, err)
+		return out, fmt.Errorf("get %s: %w", k.name, err)
 	}
 	return out, nil
 }

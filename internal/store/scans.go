@@ -162,7 +162,7 @@ func insertScanErrors(ctx context.Context, tx *sqlx.Tx, sessionID int64, errs []
 
 // GetScan returns one session or ErrNotFound.
 func (s *Store) GetScan(ctx context.Context, id int64) (ScanRecord, error) {
-	return getRow[ScanRecord](ctx, s.r, "scan", `SELECT `+scanCols+` FROM scan_sessions WHERE id = ?`, id)
+	return getRow[ScanRecord](ctx, s.r, scanRow, `SELECT `+scanCols+` FROM scan_sessions WHERE id = ?`, id)
 }
 
 // ListScans returns up to limit sessions, newest first, of one library (or

@@ -208,7 +208,7 @@ func (s *Store) RemoveEmptySeries(ctx context.Context, libraryID int64) (int64, 
 
 // GetSeries returns one series or ErrNotFound.
 func (s *Store) GetSeries(ctx context.Context, id int64) (Series, error) {
-	return getRow[Series](ctx, s.r, "series", `SELECT `+seriesCols+` FROM series WHERE id = ?`, id)
+	return getRow[Series](ctx, s.r, seriesRow, `SELECT `+seriesCols+` FROM series WHERE id = ?`, id)
 }
 
 // ListSeries returns up to limit series with id > afterID, in id order: of

@@ -122,7 +122,7 @@ func explainRefusal(ctx context.Context, tx *sqlx.Tx, t *Thumbnail, fileID int64
 		return err
 	}
 	if present == 0 {
-		return missingRow("file", fileID)
+		return missingRow(fileRow, fileID)
 	}
 	return ErrQueueFull
 }
@@ -243,7 +243,7 @@ func (s *Store) CoverSource(ctx context.Context, fileID int64) (CoverSource, err
 		LEFT JOIN file_metadata m ON m.file_id = f.id
 		WHERE f.id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return CoverSource{}, missingRow("file", fileID)
+		return CoverSource{}, missingRow(fileRow, fileID)
 	}
 	if err != nil {
 		return CoverSource{}, fmt.Errorf("cover source of file %d: %w", fileID, err)
@@ -264,7 +264,7 @@ func (s *Store) MarkCoverRendered(ctx context.Context, fileID int64) (int64, err
 			WHERE id = ? RETURNING cover_updated_at`, now.Unix(), protocol.FormatTime(now), fileID)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, missingRow("file", fileID)
+		return 0, missingRow(fileRow, fileID)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("mark cover rendered of file %d: %w", fileID, err)
@@ -277,7 +277,7 @@ func (s *Store) CoverVersionOf(ctx context.Context, fileID int64) (int64, error)
 	var v sql.NullInt64
 	err := s.r.GetContext(ctx, &v, `SELECT cover_updated_at FROM library_files WHERE id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, missingRow("file", fileID)
+		return 0, missingRow(fileRow, fileID)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("cover version of file %d: %w", fileID, err)

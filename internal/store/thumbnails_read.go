@@ -43,7 +43,7 @@ type CrashedCover struct {
 
 // GetThumbnail returns one thumbnail row or ErrNotFound.
 func (s *Store) GetThumbnail(ctx context.Context, id int64) (Thumbnail, error) {
-	return getRow[Thumbnail](ctx, s.r, "thumbnail", `SELECT `+thumbnailCols+` FROM thumbnails WHERE id = ?`, id)
+	return getRow[Thumbnail](ctx, s.r, thumbnailRow, `SELECT `+thumbnailCols+` FROM thumbnails WHERE id = ?`, id)
 }
 
 // ThumbnailMetrics counts thumbnail and cleanup rows by state. Each count
