@@ -23,9 +23,13 @@ const (
 	ErrSourceTooLarge   = "source_too_large"
 	ErrPathViolation    = "path_violation"
 	ErrNoPages          = "no_pages"
-	ErrLibraryMissing   = "library_missing"
-	ErrRenderCrashed    = "render_crashed"  // the worker died rendering it, MaxRecoveries times
-	ErrCleanupCrashed   = "cleanup_crashed" // the worker died cleaning up, MaxRecoveries times
+	// ErrUnsupportedCompression: the archive is sound but a page is
+	// compressed with a method Bindery cannot decode (the message names
+	// it); the file keeps its page count.
+	ErrUnsupportedCompression = "unsupported_compression"
+	ErrLibraryMissing         = "library_missing"
+	ErrRenderCrashed          = "render_crashed"  // the worker died rendering it, MaxRecoveries times
+	ErrCleanupCrashed         = "cleanup_crashed" // the worker died cleaning up, MaxRecoveries times
 
 	// WAL maintenance.
 	ErrCheckpointBusy   = "checkpoint_busy"

@@ -232,3 +232,30 @@ func TestSeriesDetails(t *testing.T) {
 		}
 	})
 }
+
+// TestCoverError: a file whose newest render failed says why, so that the
+// dashboard can name an unsupported method; other files carry no error.
+func TestCoverError(t *testing.T) {
+	e := setup(t)
+	lib := e.library("comics")
+	failed, fine := e.file(lib, "ppmd.cbz"), e.file(lib, "fine.cbz")
+	e.exec(`INSERT INTO thumbnails (file_id, library_id, group_key, status, format, output_relpath, error_code, error_message, created_at, updated_at)
+		VALUES (?, ?, 'library:1', 'failed', 'webp', 'c', 'unsupported_compression', 'read "p.jpg": zip method 98 (PPMd) is not supported', ?, ?)`,
+		failed, lib, e.now(), e.now())
+	var got struct {
+		Cover struct {
+			Status string
+			Error  *struct{ Code, Message string }
+		}
+	}
+	e.call("GET", fmt.Sprintf("/api/v1/files/%d", failed), "").decode(t, &got)
+	if got.Cover.Status != "failed" || got.Cover.Error == nil || got.Cover.Error.Code != "unsupported_compression" ||
+		!strings.Contains(got.Cover.Error.Message, "(PPMd)") {
+		t.Fatalf("cover %+v", got.Cover)
+	}
+	got.Cover.Error = nil
+	e.call("GET", fmt.Sprintf("/api/v1/files/%d", fine), "").decode(t, &got)
+	if got.Cover.Status != "none" || got.Cover.Error != nil {
+		t.Fatalf("cover of a file never rendered %+v", got.Cover)
+	}
+}

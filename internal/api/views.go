@@ -162,6 +162,8 @@ type coverJSON struct {
 	// Status: none, pending, running, ready or failed (the newest row's).
 	Status string  `json:"status"`
 	URL    *string `json:"url"`
+	// Error says why the newest render failed (status failed).
+	Error *analysisJSON `json:"error,omitempty"`
 }
 
 type seriesRefJSON struct {
@@ -215,6 +217,9 @@ func (s *Server) fileView(f store.FileRecord) fileJSON {
 	}
 	if f.CoverStatus.Valid {
 		v.Cover.Status = f.CoverStatus.String
+	}
+	if f.CoverErrorCode.Valid {
+		v.Cover.Error = &analysisJSON{Code: f.CoverErrorCode.String, Message: f.CoverErrorMessage.String}
 	}
 	if ver := f.CoverVersion(); ver != "" {
 		u := s.signer.url(f.ID, ver)

@@ -142,6 +142,7 @@ func TestKomgaFixtures(t *testing.T) {
 	}
 }
 
+// TestZipUnsupportedMethod: a method without a decoder is not corruption.
 func TestZipUnsupportedMethod(t *testing.T) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -156,7 +157,7 @@ func TestZipUnsupportedMethod(t *testing.T) {
 		t.Fatalf("pages %q", pageNames(a))
 	}
 	_, err = a.ReadEntry(a.Pages()[0], 100)
-	wantCode(t, err, protocol.ErrArchiveCorrupt)
+	wantCode(t, err, protocol.ErrUnsupportedCompression)
 }
 
 // TestLibraryManifest opens every file of a generated library and checks

@@ -12,12 +12,16 @@ import (
 type sevenZipArchive struct {
 	common
 	files []*sevenzip.File
+	// unsupported names a coder no decoder reads ("" when all can): a
+	// page that fails to decode is then unsupported_compression.
+	unsupported string
 }
 
 // open7z prescans the header (encryption, counts), then lets sevenzip
 // parse the listing. No folder is decoded to list pages.
 func open7z(r io.ReaderAt, size int64) (Archive, error) {
-	if err := prescan7z(r, size); err != nil {
+	unsupported, err := prescan7z(r, size)
+	if err != nil {
 		return nil, err
 	}
 	zr, err := sevenzip.NewReader(r, size)
@@ -31,7 +35,7 @@ func open7z(r io.ReaderAt, size int64) (Archive, error) {
 	for i, f := range zr.File {
 		raw = append(raw, rawEntry{name: f.Name, size: int64(min(f.UncompressedSize, 1<<62)), dir: f.FileInfo().IsDir(), index: i})
 	}
-	a := &sevenZipArchive{files: zr.File}
+	a := &sevenZipArchive{files: zr.File, unsupported: unsupported}
 	a.common = common{format: protocol.FormatSevenZip, sel: selectEntries(raw), read: a.read}
 	return a, nil
 }
@@ -56,12 +60,22 @@ func (a *sevenZipArchive) read(e Entry, limit int64) ([]byte, error) {
 	}
 	rc, err := a.files[e.index].Open()
 	if err != nil {
-		return nil, sevenZipError(err, "read "+e.Name)
+		return nil, a.readError(err, e)
 	}
 	defer rc.Close()
 	data, err := readBounded(rc, e, limit)
 	if err != nil {
-		return nil, sevenZipError(err, "read "+e.Name)
+		return nil, a.readError(err, e)
 	}
 	return data, nil
+}
+
+// readError is sevenZipError, except that a decoder failure in an archive
+// with a coder no decoder reads is that coder's fault.
+func (a *sevenZipArchive) readError(err error, e Entry) error {
+	err = sevenZipError(err, "read "+e.Name)
+	if a.unsupported != "" && protocol.CodeOf(err, "") == protocol.ErrArchiveCorrupt {
+		return codedf(protocol.ErrUnsupportedCompression, "read %q: %s is not supported", e.Name, a.unsupported)
+	}
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 
@@ -67,6 +68,37 @@ type szStreams struct {
 	folders   []szFolder
 }
 
+// sevenZipMethods are the coders 7-Zip writes, by id, and whether the
+// decoders (github.com/bodgit/sevenzip) read them.
+var sevenZipMethods = map[string]struct {
+	name string
+	ok   bool
+}{
+	"\x00": {"Copy", true}, "\x03": {"Delta", true}, "\x03\x01\x01": {"LZMA", true}, "\x21": {"LZMA2", true},
+	"\x03\x04\x01": {"PPMd", true}, "\x04\x01\x08": {"Deflate", true}, "\x04\x01\x09": {"Deflate64", false},
+	"\x04\x02\x02": {"BZip2", true}, "\x04\xf7\x11\x01": {"Zstandard", true}, "\x04\xf7\x11\x02": {"Brotli", true},
+	"\x04\xf7\x11\x04": {"LZ4", true}, "\x06\xf1\x07\x01": {"AES", true},
+	"\x03\x03\x01\x03": {"BCJ", true}, "\x03\x03\x01\x1b": {"BCJ2", true}, "\x03\x03\x02\x05": {"PPC", true},
+	"\x03\x03\x04\x01": {"IA64", false}, "\x03\x03\x05\x01": {"ARM", true}, "\x03\x03\x07\x01": {"ARMT", false},
+	"\x03\x03\x08\x05": {"SPARC", true}, "\x0a": {"ARM64", true}, "\x0b": {"RISCV", false},
+}
+
+// unsupported names the first coder of s that cannot be decoded, or "".
+func (s *szStreams) unsupported() string {
+	for _, f := range s.folders {
+		for _, c := range f.coders {
+			if m, known := sevenZipMethods[string(c.id)]; !known || !m.ok {
+				name := m.name
+				if !known {
+					name = "unknown"
+				}
+				return fmt.Sprintf("7z method % x (%s)", c.id, name)
+			}
+		}
+	}
+	return ""
+}
+
 func (s *szStreams) encrypted() bool {
 	for _, f := range s.folders {
 		for _, c := range f.coders {
@@ -79,58 +111,60 @@ func (s *szStreams) encrypted() bool {
 }
 
 // prescan7z checks the signature header, the header CRC, encryption of
-// the header or of any folder, and the entry count.
-func prescan7z(r io.ReaderAt, size int64) error {
+// the header or of any folder, and the entry count. It returns the name of
+// a coder of the entries that the decoders cannot read ("" when all can).
+func prescan7z(r io.ReaderAt, size int64) (string, error) {
 	var sig [szSigHdrSize]byte
 	if _, err := r.ReadAt(sig[:], 0); err != nil {
-		return classify(err, "read 7z signature header")
+		return "", classify(err, "read 7z signature header")
 	}
 	if crc32.ChecksumIEEE(sig[12:32]) != binary.LittleEndian.Uint32(sig[8:12]) {
-		return codedf(protocol.ErrArchiveCorrupt, "7z start header: bad checksum")
+		return "", codedf(protocol.ErrArchiveCorrupt, "7z start header: bad checksum")
 	}
 	off, n := binary.LittleEndian.Uint64(sig[12:20]), binary.LittleEndian.Uint64(sig[20:28])
 	if n == 0 {
-		return nil // empty archive
+		return "", nil // empty archive
 	}
 	if n > szMaxHeader || off > uint64(size) || szSigHdrSize+off+n > uint64(size) {
-		return codedf(protocol.ErrArchiveCorrupt, "7z header: %d bytes at %d outside a %d-byte file (truncated?)", n, off, size)
+		return "", codedf(protocol.ErrArchiveCorrupt, "7z header: %d bytes at %d outside a %d-byte file (truncated?)", n, off, size)
 	}
 	hdr := make([]byte, n)
 	if _, err := r.ReadAt(hdr, int64(szSigHdrSize+off)); err != nil {
-		return classify(err, "read 7z header")
+		return "", classify(err, "read 7z header")
 	}
 	if crc32.ChecksumIEEE(hdr) != binary.LittleEndian.Uint32(sig[28:32]) {
-		return codedf(protocol.ErrArchiveCorrupt, "7z header: bad checksum")
+		return "", codedf(protocol.ErrArchiveCorrupt, "7z header: bad checksum")
 	}
 	return scanHeader(r, hdr, true)
 }
 
 // scanHeader walks a plain or encoded header; an LZMA-encoded one is
 // decoded (once) and walked in turn.
-func scanHeader(r io.ReaderAt, hdr []byte, mayDecode bool) error {
+func scanHeader(r io.ReaderAt, hdr []byte, mayDecode bool) (string, error) {
 	h := &szReader{b: hdr}
 	id, err := h.byte()
 	if err != nil {
-		return corrupt7z(err)
+		return "", corrupt7z(err)
 	}
 	switch {
 	case id == szHeader:
-		return corrupt7z(h.header())
+		err := h.header()
+		return h.unsupported, corrupt7z(err)
 	case id == szEncodedHeader && mayDecode:
 		var s szStreams
 		if err := h.streams(&s); err != nil {
-			return corrupt7z(err)
+			return "", corrupt7z(err)
 		}
 		if s.encrypted() {
-			return codedf(protocol.ErrArchiveEncrypted, "7z header is encrypted")
+			return "", codedf(protocol.ErrArchiveEncrypted, "7z header is encrypted")
 		}
 		plain, err := decodeHeader(r, &s)
 		if err != nil {
-			return err
+			return "", err
 		}
 		return scanHeader(r, plain, false)
 	}
-	return corrupt7z(errSzFormat)
+	return "", corrupt7z(errSzFormat)
 }
 
 func corrupt7z(err error) error {

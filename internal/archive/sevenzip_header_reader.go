@@ -16,6 +16,8 @@ import (
 type szReader struct {
 	b   []byte
 	off int
+	// unsupported names a coder of the entries no decoder reads ("").
+	unsupported string
 }
 
 func (h *szReader) byte() (byte, error) {
@@ -100,6 +102,9 @@ func (h *szReader) header() error {
 			}
 			if s.encrypted() {
 				return codedf(protocol.ErrArchiveEncrypted, "7z entries are encrypted")
+			}
+			if h.unsupported == "" {
+				h.unsupported = s.unsupported()
 			}
 		case szFilesInfo:
 			n, err := h.number()

@@ -2,12 +2,13 @@ package archive
 
 import (
 	"archive/zip"
-	"compress/bzip2"
 	"errors"
 	"io"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/charmap"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -15,7 +16,6 @@ import (
 const (
 	zipFlagEncrypted       = 0x1
 	zipFlagStrongEncrypted = 0x40
-	zipMethodBzip2         = 12
 )
 
 type zipArchive struct {
@@ -34,7 +34,7 @@ func openZip(r io.ReaderAt, size int64) (Archive, error) {
 	if len(zr.File) > MaxEntries {
 		return nil, codedf(protocol.ErrArchiveCorrupt, "list zip: %d entries exceeds the limit of %d", len(zr.File), MaxEntries)
 	}
-	zr.RegisterDecompressor(zipMethodBzip2, func(r io.Reader) io.ReadCloser { return io.NopCloser(bzip2.NewReader(r)) })
+	registerZipMethods(zr)
 	raw := make([]rawEntry, 0, len(zr.File))
 	for i, f := range zr.File {
 		dir := f.FileInfo().IsDir()
@@ -66,15 +66,15 @@ func (a *zipArchive) read(e Entry, limit int64) ([]byte, error) {
 		return nil, codedf(protocol.ErrArchiveCorrupt, "read %q: no such entry", e.Name)
 	}
 	f := a.files[e.index]
-	rc, err := f.Open()
+	rc, err := openZipEntry(f)
 	if err != nil {
-		if errors.Is(err, zip.ErrAlgorithm) {
-			return nil, codedf(protocol.ErrArchiveCorrupt, "read %q: unsupported zip compression method %d", e.Name, f.Method)
-		}
 		return nil, classify(err, "read "+e.Name)
 	}
 	defer rc.Close()
 	data, err := readBounded(rc, e, limit)
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return nil, codedf(protocol.ErrSourceTooLarge, "read %q: Zstandard window over the limit of %d MiB", e.Name, MaxDictionary>>20)
+	}
 	if err != nil {
 		return nil, classify(err, "read "+e.Name)
 	}

@@ -37,6 +37,10 @@ type FileRecord struct {
 	// CoverStatus is the status of the file's newest thumbnail row; NULL
 	// when no cover was ever requested.
 	CoverStatus sql.NullString `db:"cover_status"`
+	// CoverErrorCode and CoverErrorMessage say why the newest thumbnail
+	// row failed; NULL unless it did.
+	CoverErrorCode    sql.NullString `db:"cover_error_code"`
+	CoverErrorMessage sql.NullString `db:"cover_error_message"`
 	// CoverThumbnailID is the newest ready thumbnail row of the file, NULL
 	// when none is ready (an older cover stays servable while a new one
 	// renders).
@@ -85,6 +89,10 @@ const fileCols = `f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns,
 	f.series_id, s.name AS series_name, f.is_missing, f.missing_since, f.hash_algorithm, f.content_hash,
 	f.analysis_error_code, f.analysis_error_message, f.analyzed_at, f.cover_updated_at, f.sort_key, f.path_key, f.role,
 	(SELECT t.status FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_status,
+	(SELECT CASE WHEN t.status = 'failed' THEN t.error_code END
+	 FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_error_code,
+	(SELECT CASE WHEN t.status = 'failed' THEN t.error_message END
+	 FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_error_message,
 	(SELECT t.id FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready' ORDER BY t.id DESC LIMIT 1) AS cover_thumbnail_id,
 	f.created_at, f.updated_at`
 

@@ -131,7 +131,7 @@ export function showDialog(title, content) {
 export function cover(file, alt) {
   const c = file.cover || { status: 'none' };
   const box = h('figure', { class: 'cover', dataset: { fileId: file.id } });
-  const label = c.url ? 'loading…' : (c.status === 'failed' ? 'cover failed' : c.status === 'none' ? 'no cover' : 'cover ' + c.status);
+  const label = c.url ? 'loading…' : (c.status === 'failed' ? coverFailure(c.error) : c.status === 'none' ? 'no cover' : 'cover ' + c.status);
   box.append(h('span', { class: 'nocover' }, label));
   if (c.url) {
     const img = h('img', { alt: alt || '', loading: 'lazy', decoding: 'async', src: c.url, dataset: { src: c.url } });
@@ -143,6 +143,17 @@ export function cover(file, alt) {
     box.prepend(img);
   }
   return box;
+}
+
+/**
+ * coverFailure says why a cover could not be rendered; a compression
+ * method Bindery cannot decode is named ("PPMd inside zip").
+ */
+export function coverFailure(err) {
+  if (!err) return 'cover failed';
+  const m = err.code === 'unsupported_compression' && /(zip|7z) method [^(]*\(([^)]+)\)/.exec(err.message || '');
+  if (m) return `cover unavailable: ${m[2]} inside ${m[1]} is not supported`;
+  return `cover failed: ${err.code}`;
 }
 
 /** setCover swaps the cover of a box in place (a thumbnail became ready). */

@@ -1,0 +1,161 @@
+package archive
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+
+	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// methodCase is one archive 7-Zip writes with one method: either every
+// page reads back byte for byte, or a page read is unsupported_compression
+// naming the method, while the listing still has every page.
+type methodCase struct {
+	name        string
+	opt         fixtures.SevenZipOptions
+	unsupported string // the method name the error must give; "" = readable
+}
+
+var methodCases = []methodCase{
+	{"zip Store", fixtures.SevenZipOptions{Zip: true, Method: "Copy"}, ""},
+	{"zip Deflate", fixtures.SevenZipOptions{Zip: true, Method: "Deflate"}, ""},
+	{"zip Deflate64", fixtures.SevenZipOptions{Zip: true, Method: "Deflate64"}, "zip method 9 (Deflate64)"},
+	{"zip BZip2", fixtures.SevenZipOptions{Zip: true, Method: "BZip2"}, ""},
+	{"zip LZMA", fixtures.SevenZipOptions{Zip: true, Method: "LZMA"}, ""},
+	{"zip PPMd", fixtures.SevenZipOptions{Zip: true, Method: "PPMd"}, "zip method 98 (PPMd)"},
+	{"zip XZ", fixtures.SevenZipOptions{Zip: true, Method: "XZ"}, ""},
+	{"7z Copy", fixtures.SevenZipOptions{Method: "Copy"}, ""},
+	{"7z LZMA", fixtures.SevenZipOptions{Method: "LZMA"}, ""},
+	{"7z LZMA2", fixtures.SevenZipOptions{Method: "LZMA2"}, ""},
+	{"7z PPMd", fixtures.SevenZipOptions{Method: "PPMd"}, ""},
+	{"7z BZip2", fixtures.SevenZipOptions{Method: "BZip2"}, ""},
+	{"7z Deflate", fixtures.SevenZipOptions{Method: "Deflate"}, ""},
+	{"7z Deflate64", fixtures.SevenZipOptions{Method: "Deflate64"}, "7z method 04 01 09 (Deflate64)"},
+	{"7z BCJ", fixtures.SevenZipOptions{Filter: "BCJ"}, ""},
+	{"7z BCJ2", fixtures.SevenZipOptions{Filter: "BCJ2"}, ""},
+	{"7z ARM64", fixtures.SevenZipOptions{Filter: "ARM64"}, ""},
+	{"7z solid LZMA2", fixtures.SevenZipOptions{Solid: true}, ""},
+}
+
+// MethodPages are the seven pages every generated method fixture holds.
+func methodPages(t testing.TB) []fixtures.File {
+	t.Helper()
+	pages, err := fixtures.Pages(7, fixtures.PageOptions{W: 48, H: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages
+}
+
+// TestMethods: every method 7-Zip offers when it writes zip or 7z, from
+// archives 7zz writes now (nothing is committed).
+func TestMethods(t *testing.T) {
+	pages := methodPages(t)
+	for _, c := range methodCases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "book.cb7")
+			if c.opt.Zip {
+				path = filepath.Join(filepath.Dir(path), "book.cbz")
+			}
+			if err := fixtures.SevenZip(path, pages, c.opt); errors.Is(err, fixtures.ErrNo7zz) {
+				t.Skip("7zz not installed")
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			checkMethod(t, mustOpen(t, path), pages, c.unsupported)
+		})
+	}
+	t.Run("zip Zstandard", func(t *testing.T) { // 7zz 22 does not write it: Go does
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		zw.RegisterCompressor(zipMethodZstd, func(w io.Writer) (io.WriteCloser, error) { return zstd.NewWriter(w) })
+		for _, p := range pages {
+			w, err := zw.CreateHeader(&zip.FileHeader{Name: p.Name, Method: zipMethodZstd})
+			must(t, err)
+			_, err = w.Write(p.Data)
+			must(t, err)
+		}
+		must(t, zw.Close())
+		checkMethod(t, mustOpen(t, setup(t, "book.cbz", buf.Bytes())), pages, "")
+	})
+}
+
+func checkMethod(t *testing.T, a Archive, pages []fixtures.File, unsupported string) {
+	t.Helper()
+	if len(a.Pages()) != len(pages) {
+		t.Fatalf("%d pages listed, want %d", len(a.Pages()), len(pages))
+	}
+	for i, p := range a.Pages() {
+		data, err := a.ReadEntry(p, 1<<20)
+		if unsupported != "" {
+			wantCode(t, err, protocol.ErrUnsupportedCompression)
+			if !strings.Contains(err.Error(), unsupported) {
+				t.Fatalf("error %q does not name %q", err, unsupported)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("page %s: %v", p.Name, err)
+		}
+		if !bytes.Equal(data, pages[i].Data) {
+			t.Fatalf("page %s: %d bytes differ from the %d written", p.Name, len(data), len(pages[i].Data))
+		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDictionaryLimits: a stream that declares a dictionary past
+// MaxDictionary is refused as source_too_large before anything is
+// allocated, whatever else it holds.
+func TestDictionaryLimits(t *testing.T) {
+	raw := func(method uint16, body []byte) Archive {
+		t.Helper()
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		w, err := zw.CreateRaw(&zip.FileHeader{Name: "p.jpg", Method: method, CompressedSize64: uint64(len(body)), UncompressedSize64: 1000})
+		must(t, err)
+		_, err = w.Write(body)
+		must(t, err)
+		must(t, zw.Close())
+		return mustOpen(t, setup(t, "big.cbz", buf.Bytes()))
+	}
+	t.Run("LZMA", func(t *testing.T) {
+		// version 9.20, 5 property bytes, lc/lp/pb, a 1 GiB dictionary
+		a := raw(zipMethodLZMA, []byte{9, 20, 5, 0, 0x5d, 0, 0, 0, 0x40, 1, 2, 3})
+		_, err := a.ReadEntry(a.Pages()[0], 1<<20)
+		wantCode(t, err, protocol.ErrSourceTooLarge)
+	})
+	t.Run("XZ", func(t *testing.T) {
+		var x bytes.Buffer
+		xw, err := xz.NewWriter(&x)
+		must(t, err)
+		_, err = xw.Write([]byte("page"))
+		must(t, err)
+		must(t, xw.Close())
+		stream := x.Bytes()
+		// The block header's LZMA2 filter: id 0x21, 1 property byte.
+		i := bytes.Index(stream[12:], []byte{0x21, 0x01}) + 12
+		if i < 12 {
+			t.Fatal("no LZMA2 filter in the block header")
+		}
+		stream[i+2] = 40 // 4 GiB - 1
+		a := raw(zipMethodXZ, stream)
+		_, err = a.ReadEntry(a.Pages()[0], 1<<20)
+		wantCode(t, err, protocol.ErrSourceTooLarge)
+	})
+}
