@@ -50,7 +50,9 @@ func openRar(src io.ReaderAt, size int64) (Archive, error) {
 		if f.UnKnownSize || size < 0 {
 			size = 0
 		}
-		raw = append(raw, rawEntry{name: f.Name, size: size, dir: f.IsDir, index: i})
+		// A RAR5 link (symlink, hard link, file copy) holds no data of its
+		// own: it is never a page.
+		raw = append(raw, rawEntry{name: f.Name, size: size, dir: f.IsDir || f.LinkType != 0, index: i})
 	}
 	a := &rarArchive{src: src, size: size, files: files}
 	a.common = common{format: protocol.FormatRar, sel: selectEntries(raw), read: a.read}

@@ -20,9 +20,17 @@ type sevenZipArchive struct {
 // open7z prescans the header (encryption, counts), then lets sevenzip
 // parse the listing. No folder is decoded to list pages.
 func open7z(r io.ReaderAt, size int64) (Archive, error) {
-	unsupported, err := prescan7z(r, size)
+	scan, err := prescan7z(r, size)
+	if errors.Is(err, errEmpty7z) { // a sound archive of nothing: no_pages
+		a := &sevenZipArchive{}
+		a.common = common{format: protocol.FormatSevenZip, read: a.read}
+		return a, nil
+	}
 	if err != nil {
 		return nil, err
+	}
+	if scan.header != nil {
+		r, size = rewrittenHeader(r, size, scan.header)
 	}
 	zr, err := sevenzip.NewReader(r, size)
 	if err != nil {
@@ -35,7 +43,7 @@ func open7z(r io.ReaderAt, size int64) (Archive, error) {
 	for i, f := range zr.File {
 		raw = append(raw, rawEntry{name: f.Name, size: int64(min(f.UncompressedSize, 1<<62)), dir: f.FileInfo().IsDir(), index: i})
 	}
-	a := &sevenZipArchive{files: zr.File, unsupported: unsupported}
+	a := &sevenZipArchive{files: zr.File, unsupported: scan.unsupported}
 	a.common = common{format: protocol.FormatSevenZip, sel: selectEntries(raw), read: a.read}
 	return a, nil
 }

@@ -110,61 +110,127 @@ func (s *szStreams) encrypted() bool {
 	return false
 }
 
+// errEmpty7z is a valid 7z archive without a header: 7-Zip writes one for
+// an empty folder.
+var errEmpty7z = errors.New("empty 7z archive")
+
+// szScan is what the prescan learned for the decoder.
+type szScan struct {
+	// unsupported names a coder of the entries that no decoder reads
+	// ("" when all can).
+	unsupported string
+	// header, when set, is the plain header the decoder must be given
+	// instead of the archive's: the same without its archive properties,
+	// an optional record the decoder does not know (7-Zip skips it).
+	header []byte
+}
+
 // prescan7z checks the signature header, the header CRC, encryption of
-// the header or of any folder, and the entry count. It returns the name of
-// a coder of the entries that the decoders cannot read ("" when all can).
-func prescan7z(r io.ReaderAt, size int64) (string, error) {
+// the header or of any folder, and the entry count, or returns
+// errEmpty7z.
+func prescan7z(r io.ReaderAt, size int64) (szScan, error) {
 	var sig [szSigHdrSize]byte
 	if _, err := r.ReadAt(sig[:], 0); err != nil {
-		return "", classify(err, "read 7z signature header")
+		return szScan{}, classify(err, "read 7z signature header")
 	}
 	if crc32.ChecksumIEEE(sig[12:32]) != binary.LittleEndian.Uint32(sig[8:12]) {
-		return "", codedf(protocol.ErrArchiveCorrupt, "7z start header: bad checksum")
+		return szScan{}, codedf(protocol.ErrArchiveCorrupt, "7z start header: bad checksum")
 	}
 	off, n := binary.LittleEndian.Uint64(sig[12:20]), binary.LittleEndian.Uint64(sig[20:28])
 	if n == 0 {
-		return "", nil // empty archive
+		return szScan{}, errEmpty7z
 	}
 	if n > szMaxHeader || off > uint64(size) || szSigHdrSize+off+n > uint64(size) {
-		return "", codedf(protocol.ErrArchiveCorrupt, "7z header: %d bytes at %d outside a %d-byte file (truncated?)", n, off, size)
+		return szScan{}, codedf(protocol.ErrArchiveCorrupt, "7z header: %d bytes at %d outside a %d-byte file (truncated?)", n, off, size)
 	}
 	hdr := make([]byte, n)
 	if _, err := r.ReadAt(hdr, int64(szSigHdrSize+off)); err != nil {
-		return "", classify(err, "read 7z header")
+		return szScan{}, classify(err, "read 7z header")
 	}
 	if crc32.ChecksumIEEE(hdr) != binary.LittleEndian.Uint32(sig[28:32]) {
-		return "", codedf(protocol.ErrArchiveCorrupt, "7z header: bad checksum")
+		return szScan{}, codedf(protocol.ErrArchiveCorrupt, "7z header: bad checksum")
 	}
 	return scanHeader(r, hdr, true)
 }
 
 // scanHeader walks a plain or encoded header; an LZMA-encoded one is
 // decoded (once) and walked in turn.
-func scanHeader(r io.ReaderAt, hdr []byte, mayDecode bool) (string, error) {
+func scanHeader(r io.ReaderAt, hdr []byte, mayDecode bool) (szScan, error) {
 	h := &szReader{b: hdr}
 	id, err := h.byte()
 	if err != nil {
-		return "", corrupt7z(err)
+		return szScan{}, corrupt7z(err)
 	}
 	switch {
 	case id == szHeader:
-		err := h.header()
-		return h.unsupported, corrupt7z(err)
+		if err := h.header(); err != nil {
+			return szScan{}, corrupt7z(err)
+		}
+		scan := szScan{unsupported: h.unsupported}
+		if h.props[1] > 0 {
+			scan.header = append(append([]byte{szHeader}, hdr[1:h.props[0]]...), hdr[h.props[1]:]...)
+		}
+		return scan, nil
 	case id == szEncodedHeader && mayDecode:
 		var s szStreams
 		if err := h.streams(&s); err != nil {
-			return "", corrupt7z(err)
+			return szScan{}, corrupt7z(err)
 		}
 		if s.encrypted() {
-			return "", codedf(protocol.ErrArchiveEncrypted, "7z header is encrypted")
+			return szScan{}, codedf(protocol.ErrArchiveEncrypted, "7z header is encrypted")
 		}
 		plain, err := decodeHeader(r, &s)
 		if err != nil {
-			return "", err
+			return szScan{}, err
 		}
 		return scanHeader(r, plain, false)
 	}
-	return "", corrupt7z(errSzFormat)
+	return szScan{}, corrupt7z(errSzFormat)
+}
+
+// rewrittenHeader presents r with its header replaced by a plain one,
+// appended past the end of the archive (so no packed stream is touched),
+// and the start header pointing at it with fresh checksums. It returns
+// the new reader and its size.
+func rewrittenHeader(r io.ReaderAt, size int64, hdr []byte) (io.ReaderAt, int64) {
+	var sig [szSigHdrSize]byte
+	_, _ = r.ReadAt(sig[:], 0) // read by prescan7z already
+	binary.LittleEndian.PutUint64(sig[12:20], uint64(size-szSigHdrSize))
+	binary.LittleEndian.PutUint64(sig[20:28], uint64(len(hdr)))
+	binary.LittleEndian.PutUint32(sig[28:32], crc32.ChecksumIEEE(hdr))
+	binary.LittleEndian.PutUint32(sig[8:12], crc32.ChecksumIEEE(sig[12:32]))
+	return overlay{r: r, size: size, head: sig[:], tail: hdr}, size + int64(len(hdr))
+}
+
+// overlay reads head over the start of r and tail past its end.
+type overlay struct {
+	r          io.ReaderAt
+	size       int64
+	head, tail []byte
+}
+
+func (o overlay) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		pos := off + int64(n)
+		var m int
+		var err error
+		switch {
+		case pos < int64(len(o.head)):
+			m = copy(p[n:], o.head[pos:])
+		case pos < o.size:
+			m, err = o.r.ReadAt(p[n:min(len(p), n+int(o.size-pos))], pos)
+		case pos < o.size+int64(len(o.tail)):
+			m = copy(p[n:], o.tail[pos-o.size:])
+		default:
+			return n, io.EOF
+		}
+		n += m
+		if err != nil && !(errors.Is(err, io.EOF) && pos+int64(m) == o.size) {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 func corrupt7z(err error) error {

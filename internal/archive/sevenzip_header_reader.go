@@ -18,6 +18,8 @@ type szReader struct {
 	off int
 	// unsupported names a coder of the entries no decoder reads ("").
 	unsupported string
+	// props is where the archive properties lie in b ([0, 0] when none).
+	props [2]int
 }
 
 func (h *szReader) byte() (byte, error) {
@@ -92,9 +94,11 @@ func (h *szReader) header() error {
 		case szEnd:
 			return nil
 		case szArchiveProps:
+			start := h.off - 1
 			if err := h.skipProps(); err != nil {
 				return err
 			}
+			h.props = [2]int{start, h.off}
 		case szAdditionalStream, szMainStreams:
 			var s szStreams
 			if err := h.streams(&s); err != nil {

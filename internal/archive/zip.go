@@ -2,6 +2,8 @@ package archive
 
 import (
 	"archive/zip"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"unicode/utf8"
@@ -16,6 +18,9 @@ import (
 const (
 	zipFlagEncrypted       = 0x1
 	zipFlagStrongEncrypted = 0x40
+	// zipFlagDirectoryEncrypted: the central directory is encrypted and
+	// the local headers masked.
+	zipFlagDirectoryEncrypted = 0x2000
 )
 
 type zipArchive struct {
@@ -29,6 +34,9 @@ type zipArchive struct {
 func openZip(r io.ReaderAt, size int64) (Archive, error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		if centralDirectoryEncrypted(r) {
+			return nil, codedf(protocol.ErrArchiveEncrypted, "list zip: the central directory is encrypted (PKWARE strong encryption)")
+		}
 		return nil, classify(err, "list zip")
 	}
 	if len(zr.File) > MaxEntries {
@@ -46,6 +54,19 @@ func openZip(r io.ReaderAt, size int64) (Archive, error) {
 	a := &zipArchive{files: zr.File}
 	a.common = common{format: protocol.FormatZip, sel: selectEntries(raw), read: a.read}
 	return a, nil
+}
+
+// centralDirectoryEncrypted reports a zip whose listing is encrypted
+// (APPNOTE 7.3: the first local header flags encryption, strong
+// encryption and a masked directory, bits 0, 6 and 13): Go's reader
+// cannot find a central directory there, and without a password nobody can.
+func centralDirectoryEncrypted(r io.ReaderAt) bool {
+	var head [8]byte
+	if _, err := r.ReadAt(head[:], 0); err != nil || !bytes.Equal(head[:4], magicZip) {
+		return false
+	}
+	const strong = zipFlagEncrypted | zipFlagStrongEncrypted | zipFlagDirectoryEncrypted
+	return binary.LittleEndian.Uint16(head[6:8])&strong == strong
 }
 
 // zipName decodes names written without the UTF-8 flag by old Windows
