@@ -3,8 +3,11 @@ package archive
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -158,4 +161,57 @@ func TestDictionaryLimits(t *testing.T) {
 		_, err = a.ReadEntry(a.Pages()[0], 1<<20)
 		wantCode(t, err, protocol.ErrSourceTooLarge)
 	})
+}
+
+// TestSevenZipOptionalRecords: what 7-Zip reads cleanly is not corrupt. An
+// archive of no entries (a bare start header) has no pages; a plain header
+// with archive properties (an optional record the decoder does not know)
+// reads every page.
+func TestSevenZipOptionalRecords(t *testing.T) {
+	t.Run("empty", func(t *testing.T) {
+		sig := append([]byte("7z\xbc\xaf\x27\x1c\x00\x04"), make([]byte, 24)...)
+		binary.LittleEndian.PutUint32(sig[8:12], crc32.ChecksumIEEE(sig[12:32]))
+		a := mustOpen(t, setup(t, "empty.cb7", sig))
+		if len(a.Pages()) != 0 {
+			t.Fatalf("pages %q", pageNames(a))
+		}
+	})
+	t.Run("archive properties", func(t *testing.T) {
+		pages := methodPages(t)
+		path := filepath.Join(t.TempDir(), "props.cb7")
+		if err := fixtures.SevenZip(path, pages, fixtures.SevenZipOptions{Method: "Copy", PlainHeader: true}); errors.Is(err, fixtures.ErrNo7zz) {
+			t.Skip("7zz not installed")
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		must(t, err)
+		off, n := binary.LittleEndian.Uint64(data[12:20]), binary.LittleEndian.Uint64(data[20:28])
+		hdr := data[32+off : 32+off+n]
+		if hdr[0] != 0x01 {
+			t.Fatalf("header starts with %#x: not plain", hdr[0])
+		}
+		// kHeader, kArchiveProperties {type 1, 1 byte: 0xaa}, kEnd, the rest.
+		patched := append([]byte{0x01, 0x02, 0x01, 0x01, 0xaa, 0x00}, hdr[1:]...)
+		out := append(append([]byte{}, data[:32+off]...), patched...)
+		binary.LittleEndian.PutUint64(out[20:28], uint64(len(patched)))
+		binary.LittleEndian.PutUint32(out[28:32], crc32.ChecksumIEEE(patched))
+		binary.LittleEndian.PutUint32(out[8:12], crc32.ChecksumIEEE(out[12:32]))
+		checkMethod(t, mustOpen(t, setup(t, "props.cb7", out)), pages, "")
+	})
+}
+
+// TestZipEncryptedDirectory: a zip whose central directory PKWARE strong
+// encryption hid is locked, not broken; junk whose flags happen to have
+// bit 13 set stays corrupt.
+func TestZipEncryptedDirectory(t *testing.T) {
+	local := func(flags uint16) []byte {
+		h := append([]byte("PK\x03\x04\x33\x00"), 0, 0)
+		binary.LittleEndian.PutUint16(h[6:8], flags)
+		return append(h, bytes.Repeat([]byte{0x5a}, 200)...)
+	}
+	_, err := Open(setup(t, "locked.cbz", local(0x2041)))
+	wantCode(t, err, protocol.ErrArchiveEncrypted)
+	_, err = Open(setup(t, "junk.cbz", local(0x3030)))
+	wantCode(t, err, protocol.ErrArchiveCorrupt)
 }
