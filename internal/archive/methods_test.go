@@ -215,3 +215,32 @@ func TestZipEncryptedDirectory(t *testing.T) {
 	_, err = Open(setup(t, "junk.cbz", local(0x3030)))
 	wantCode(t, err, protocol.ErrArchiveCorrupt)
 }
+
+// TestEmbeddedArchives: an archive behind a stub (a self-extracting .exe)
+// or behind stray bytes is read as the archive it is.
+func TestEmbeddedArchives(t *testing.T) {
+	pages := methodPages(t)
+	stub := append([]byte("MZ\x90\x00"), bytes.Repeat([]byte{0x4d}, 70_000)...)
+	zipped, err := fixtures.Zip(pages, zip.Deflate)
+	must(t, err)
+	for name, data := range map[string][]byte{"zip": zipped, "rar5": fixtures.RAR5(pages), "rar4": fixtures.RAR4(pages)} {
+		t.Run(name, func(t *testing.T) {
+			checkMethod(t, mustOpen(t, setup(t, "sfx.exe", append(append([]byte{}, stub...), data...))), pages, "")
+		})
+	}
+	t.Run("7z", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "book.7z")
+		if err := fixtures.SevenZip(path, pages, fixtures.SevenZipOptions{}); errors.Is(err, fixtures.ErrNo7zz) {
+			t.Skip("7zz not installed")
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		must(t, err)
+		checkMethod(t, mustOpen(t, setup(t, "sfx.exe", append(append([]byte{}, stub...), data...))), pages, "")
+	})
+	t.Run("nothing inside", func(t *testing.T) {
+		_, err := Open(setup(t, "plain.exe", stub))
+		wantCode(t, err, protocol.ErrArchiveCorrupt)
+	})
+}

@@ -126,6 +126,9 @@ func OpenReaderAt(r io.ReaderAt, size int64, name string) (a Archive, err error)
 	}
 	format, err := DetectBytes(head)
 	if err != nil {
+		if a, ok := openEmbedded(r, size); ok {
+			return a, nil
+		}
 		return nil, err
 	}
 	switch format {
@@ -207,4 +210,34 @@ func readBounded(r io.Reader, e Entry, limit int64) ([]byte, error) {
 		return nil, errTooLarge(e.Name, n, limit)
 	}
 	return buf.Bytes(), nil
+}
+
+// embedScan is how far into a file a self-extracting stub may push the
+// archive: WinRAR's and 7-Zip's stubs are a few hundred KiB.
+const embedScan = 1 << 20
+
+// openEmbedded reads an archive behind other bytes: a self-extracting
+// .exe (a library must add the extension: it is not a default) or a zip
+// with data before its first entry, which unzip and 7-Zip read. A zip is
+// found from its end record, a 7z or RAR by its signature in the first
+// MiB. Nothing found: ok=false, and the caller reports the unknown magic.
+func openEmbedded(r io.ReaderAt, size int64) (Archive, bool) {
+	if a, err := openZip(r, size); err == nil {
+		return a, true
+	}
+	head := make([]byte, min(size, embedScan))
+	n, _ := r.ReadAt(head, 0)
+	head = head[:n]
+	for _, m := range []struct {
+		magic []byte
+		open  func(io.ReaderAt, int64) (Archive, error)
+	}{{magic7z, open7z}, {magicRar, openRar}} {
+		if i := bytes.Index(head[1:], m.magic); i >= 0 {
+			off := int64(i + 1)
+			if a, err := m.open(io.NewSectionReader(r, off, size-off), size-off); err == nil {
+				return a, true
+			}
+		}
+	}
+	return nil, false
 }

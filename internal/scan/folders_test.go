@@ -145,3 +145,25 @@ func TestFolderBookOfTenThousandImages(t *testing.T) {
 		t.Fatalf("%s series, want 1", got)
 	}
 }
+
+// TestSelfExtractingArchives: a self-extracting .exe is no comic by
+// default; a library that adds .exe to scan.extensions gets it read as
+// the archive inside.
+func TestSelfExtractingArchives(t *testing.T) {
+	e := setup(t)
+	pagesOf, err := fixtures.Pages(3, fixtures.PageOptions{W: 8, H: 8})
+	must(t, err)
+	stub := append([]byte("MZ\x90\x00"), make([]byte, 4096)...)
+	e.file("Old/Book 01.exe", append(stub, fixtures.RAR5(pagesOf)...), t0)
+	e.file("Old/Book 02.cbz", cbz(t, "", pages(2)...), t0)
+	e.scan()
+	if got := e.one(`SELECT count(*) FROM library_files`); got != "1" {
+		t.Fatalf("%s rows: the .exe was indexed by default", got)
+	}
+	e.set(map[string]string{"scan.extensions": ".cbz,.exe"})
+	e.scan()
+	if got := e.one(`SELECT format || ' ' || total_pages || ' ' || ifnull(analysis_error_code, 'ok') FROM library_files
+		WHERE relative_path = 'Old/Book 01.exe'`); got != "rar 3 ok" {
+		t.Fatalf("the .exe: %q, want rar 3 ok", got)
+	}
+}
