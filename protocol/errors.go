@@ -27,9 +27,12 @@ const (
 	// compressed with a method Bindery cannot decode (the message names
 	// it); the file keeps its page count.
 	ErrUnsupportedCompression = "unsupported_compression"
-	ErrLibraryMissing         = "library_missing"
-	ErrRenderCrashed          = "render_crashed"  // the worker died rendering it, MaxRecoveries times
-	ErrCleanupCrashed         = "cleanup_crashed" // the worker died cleaning up, MaxRecoveries times
+	// ErrArchiveIncomplete: a multi-volume archive lacks a volume (the
+	// message names it), or a later volume was opened as if it were a book.
+	ErrArchiveIncomplete = "archive_incomplete"
+	ErrLibraryMissing    = "library_missing"
+	ErrRenderCrashed     = "render_crashed"  // the worker died rendering it, MaxRecoveries times
+	ErrCleanupCrashed    = "cleanup_crashed" // the worker died cleaning up, MaxRecoveries times
 
 	// WAL maintenance.
 	ErrCheckpointBusy   = "checkpoint_busy"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -107,13 +108,26 @@ func Open(path string) (Archive, error) {
 		f.Close()
 		return openFolder(path)
 	}
-	a, err := OpenReaderAt(f, st.Size(), st.Name())
+	a, err := openFile(f, st.Size(), filepath.Dir(path), st.Name())
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	a.(closerSetter).setCloser(f)
 	return a, nil
+}
+
+// openFile opens the content of dir/name: a RAR volume with the rest of
+// its set beside it, anything else on its own.
+func openFile(f *os.File, size int64, dir, name string) (Archive, error) {
+	head := make([]byte, min(size, volumeHeadLen))
+	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, classify(err, "read header")
+	}
+	if role := volumeRoleOf(head); role != NotVolume {
+		return openVolumeSet(dir, name, f, size, role)
+	}
+	return OpenReaderAt(f, size, name)
 }
 
 // OpenReaderAt opens archive content held by r (size bytes). name is used
@@ -135,7 +149,7 @@ func OpenReaderAt(r io.ReaderAt, size int64, name string) (a Archive, err error)
 	case protocol.FormatZip:
 		return openZip(r, size)
 	case protocol.FormatRar:
-		return openRar(r, size)
+		return openRarAlone(r, size)
 	case protocol.FormatSevenZip:
 		return open7z(r, size)
 	case protocol.FormatImage:
@@ -231,7 +245,7 @@ func openEmbedded(r io.ReaderAt, size int64) (Archive, bool) {
 	for _, m := range []struct {
 		magic []byte
 		open  func(io.ReaderAt, int64) (Archive, error)
-	}{{magic7z, open7z}, {magicRar, openRar}} {
+	}{{magic7z, open7z}, {magicRar, openRarAlone}} {
 		if i := bytes.Index(head[1:], m.magic); i >= 0 {
 			off := int64(i + 1)
 			if a, err := m.open(io.NewSectionReader(r, off, size-off), size-off); err == nil {

@@ -11,30 +11,30 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// rarName is the single name the in-memory file system serves; rardecode
-// opens volumes by name, and Bindery reads single-volume archives only.
+// rarName is the name the one-file file system serves an archive under
+// when it comes without its folder (OpenReaderAt).
 const rarName = "archive.rar"
 
 type rarArchive struct {
 	common
-	src   io.ReaderAt
-	size  int64
+	name  string
+	opts  []rardecode.Option
 	files []*rardecode.File
 }
 
-func rarOptions(src io.ReaderAt, size int64) []rardecode.Option {
-	return []rardecode.Option{
-		rardecode.FileSystem(oneFileFS{r: src, size: size}),
-		rardecode.MaxDictionarySize(MaxRarDictionary),
-	}
+// openRarAlone opens RAR content given without its folder: a later volume
+// it needs is reported missing.
+func openRarAlone(src io.ReaderAt, size int64) (Archive, error) {
+	return openRar(rarName, oneFileFS{r: src, size: size})
 }
 
 // openRar lists the block headers (rardecode seeks over packed data, so no
 // page is decompressed). Encrypted headers fail the listing with
 // ErrArchiveEncrypted; encrypted data shows as FileHeader.Encrypted. Either
 // way the archive is archive_encrypted.
-func openRar(src io.ReaderAt, size int64) (Archive, error) {
-	files, err := rardecode.List(rarName, rarOptions(src, size)...)
+func openRar(name string, fsys fs.FS) (Archive, error) {
+	opts := []rardecode.Option{rardecode.FileSystem(fsys), rardecode.MaxDictionarySize(MaxRarDictionary)}
+	files, err := rardecode.List(name, opts...)
 	if err != nil {
 		return nil, rarError(err, "list rar")
 	}
@@ -54,7 +54,7 @@ func openRar(src io.ReaderAt, size int64) (Archive, error) {
 		// own: it is never a page.
 		raw = append(raw, rawEntry{name: f.Name, size: size, dir: f.IsDir || f.LinkType != 0, index: i})
 	}
-	a := &rarArchive{src: src, size: size, files: files}
+	a := &rarArchive{name: name, opts: opts, files: files}
 	a.common = common{format: protocol.FormatRar, sel: selectEntries(raw), read: a.read}
 	return a, nil
 }
@@ -67,8 +67,13 @@ func rarError(err error, what string) error {
 		return coded(protocol.ErrArchiveEncrypted, err, what)
 	case errors.Is(err, rardecode.ErrDictionaryTooLarge):
 		return coded(protocol.ErrSourceTooLarge, err, what)
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, rardecode.ErrMultiVolume):
-		return coded(protocol.ErrArchiveCorrupt, err, what+": multi-volume archives are not supported")
+	}
+	var missing *missingVolume
+	switch {
+	case errors.As(err, &missing):
+		return codedf(protocol.ErrArchiveIncomplete, "%s: %v", what, missing)
+	case errors.Is(err, rardecode.ErrMultiVolume):
+		return coded(protocol.ErrArchiveIncomplete, err, what+": the archive continues in a volume that is not there")
 	}
 	return classify(err, what)
 }
@@ -96,10 +101,11 @@ func (a *rarArchive) read(e Entry, limit int64) ([]byte, error) {
 }
 
 func (a *rarArchive) readSolid(e Entry, limit int64) ([]byte, error) {
-	r, err := rardecode.NewReader(io.NewSectionReader(a.src, 0, a.size), rardecode.MaxDictionarySize(MaxRarDictionary))
+	r, err := rardecode.OpenReader(a.name, a.opts...)
 	if err != nil {
 		return nil, rarError(err, "read "+e.Name)
 	}
+	defer r.Close()
 	for i := 0; ; i++ {
 		if _, err := r.Next(); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -127,7 +133,7 @@ type oneFileFS struct {
 
 func (o oneFileFS) Open(name string) (fs.File, error) {
 	if name != rarName {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		return nil, &missingVolume{name: name, alone: true, err: fs.ErrNotExist}
 	}
 	return &sectionFile{SectionReader: io.NewSectionReader(o.r, 0, o.size)}, nil
 }

@@ -101,7 +101,7 @@ func parseFolder(raw string) (name string, year int) {
 // its first explicit volume/issue token, or else before its last bare
 // number ("Spider-Man 2099 001" is Spider-Man 2099), with groups removed.
 func parseFileName(file string) (name string, year int) {
-	base := strings.TrimSuffix(file, path.Ext(file))
+	base := StripVolume(strings.TrimSuffix(file, path.Ext(file)))
 	s := strings.ReplaceAll(base, "_", " ")
 	for _, m := range anyGroup.FindAllStringSubmatchIndex(s, -1) {
 		if inner := groupText(s, m); year == 0 && yearText.MatchString(inner) {
