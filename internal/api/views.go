@@ -180,6 +180,7 @@ type fileJSON struct {
 	MtimeNS       int64             `json:"mtime_ns"`
 	Format        *string           `json:"format"`
 	Role          protocol.FileRole `json:"role"`
+	Volumes       *int64            `json:"volumes"`
 	TotalPages    *int64            `json:"total_pages"`
 	Series        *seriesRefJSON    `json:"series"`
 	IsMissing     bool              `json:"is_missing"`
@@ -201,7 +202,7 @@ type analysisJSON struct {
 
 func (s *Server) fileView(f store.FileRecord) fileJSON {
 	v := fileJSON{ID: f.ID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes,
-		Mtime: nsTime(f.MtimeNS), MtimeNS: f.MtimeNS, Format: nstr(f.Format), Role: f.Role, TotalPages: nint(f.TotalPages),
+		Mtime: nsTime(f.MtimeNS), MtimeNS: f.MtimeNS, Format: nstr(f.Format), Role: f.Role, Volumes: nint(f.Volumes), TotalPages: nint(f.TotalPages),
 		IsMissing: f.IsMissing, MissingSince: nts(f.MissingSince), HashAlgorithm: nstr(f.HashAlgorithm),
 		AnalyzedAt: nts(f.AnalyzedAt), CreatedAt: ts(f.CreatedAt), UpdatedAt: ts(f.UpdatedAt),
 		Cover: coverJSON{Status: "none"}}

@@ -33,7 +33,7 @@ type outcome struct {
 func (r *run) hashBatch(ctx context.Context, batch []store.HashCandidate) ([]outcome, error) {
 	var small, large []store.HashCandidate
 	for _, c := range batch {
-		if c.SizeBytes >= r.e.cfg.LargeFileBytes {
+		if c.SizeBytes >= r.e.cfg.LargeFileBytes || c.Volumes >= 2 {
 			large = append(large, c)
 		} else {
 			small = append(small, c)
@@ -65,6 +65,9 @@ func (r *run) hashLarge(ctx context.Context, c store.HashCandidate) (outcome, bo
 	if root == nil {
 		o.unavailable = true
 		return o, true
+	}
+	if c.Volumes >= 2 {
+		return r.hashVolumes(ctx, o, root, c.RelativePath)
 	}
 	f, fi, err := root.open(c.RelativePath)
 	if err != nil {

@@ -84,7 +84,7 @@ func (r *run) readPartials(ctx context.Context, targets []store.HashCandidate) [
 // describes, before or after the read.
 func (r *run) partialOf(ctx context.Context, c store.HashCandidate, buf []byte) (sum []byte, ok bool) {
 	root := r.roots[c.LibraryID]
-	if root == nil || ctx.Err() != nil {
+	if root == nil || ctx.Err() != nil || c.Volumes >= 2 { // a volume set is read whole
 		return nil, false
 	}
 	f, fi, err := root.open(c.RelativePath)

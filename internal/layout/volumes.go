@@ -60,6 +60,9 @@ func LaterVolume(name string) (first string, n int, ok bool) {
 	return m[1] + pad(1, len(m[2])) + m[3], n, true
 }
 
+// Stem is the start every later volume's name shares with the first.
+func (v VolumeNaming) Stem() string { return v.stem }
+
 // Number is the volume number of name in the set (2 for the second
 // volume), or 0 when name is not a later volume of it.
 func (v VolumeNaming) Number(name string) int {

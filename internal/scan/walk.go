@@ -88,9 +88,19 @@ func (w *walker) dir(ctx context.Context, rel string, self fs.DirEntry, ents []f
 	if shape == folderBook {
 		return w.folderBook(rel, self, list, fn)
 	}
+	vols := w.volumeSets(rel, list)
 	for _, de := range list {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if set, ok := vols[de.ent.Name()]; ok && !de.ent.IsDir() {
+			if set.later {
+				continue
+			}
+			if err := w.volumeBook(ctx, path.Join(rel, de.ent.Name()), de, set, fn); err != nil {
+				return err
+			}
+			continue
 		}
 		role := protocol.RoleBook
 		if shape == besideBooks && de.image && layout.IsSidecarName(de.ent.Name()) {

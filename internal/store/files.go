@@ -26,6 +26,15 @@ type FileStat struct {
 	Device    int64
 	// Role is what the walk found the path to be; zero means a book.
 	Role protocol.FileRole
+	// Volumes counts the volumes of a multi-volume RAR book, whose
+	// SizeBytes and MtimeNS are then the sum and the newest of theirs;
+	// zero for every other file.
+	Volumes int
+}
+
+// volumes is the volumes column: NULL unless the book has several.
+func (f FileStat) volumes() sql.NullInt64 {
+	return sql.NullInt64{Int64: int64(f.Volumes), Valid: f.Volumes >= 2}
 }
 
 // role is the row's role, books by default.
@@ -154,8 +163,8 @@ func insertFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-			inode, device, last_seen_scan_id, needs_analysis, needs_hash, needs_cover, sort_key, role, path_key, created_at, updated_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8 <> 'folder', 0, ?9, ?8, ?11, ?10, ?10) ON CONFLICT (library_id, relative_path) DO NOTHING`)
+			inode, device, last_seen_scan_id, needs_analysis, needs_hash, needs_cover, sort_key, role, path_key, volumes, created_at, updated_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8 <> 'folder', 0, ?9, ?8, ?11, ?12, ?10, ?10) ON CONFLICT (library_id, relative_path) DO NOTHING`)
 	if err != nil {
 		return err
 	}
@@ -163,7 +172,7 @@ func insertFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 	for _, f := range b.Insert {
 		if _, err := stmt.ExecContext(ctx, b.LibraryID, f.RelativePath, f.SizeBytes, f.MtimeNS,
 			f.Inode, f.Device, b.SessionID, f.role(), natsort.BookKey("", 0, false, f.RelativePath), now,
-			natsort.Key(f.RelativePath)); err != nil {
+			natsort.Key(f.RelativePath), f.volumes()); err != nil {
 			return fmt.Errorf("insert %s: %w", f.RelativePath, err)
 		}
 	}
@@ -177,7 +186,7 @@ func updateFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 	stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET size_bytes = ?1, mtime_ns = ?2, inode = ?3, device = ?4,
 			needs_analysis = CASE WHEN ?5 OR role <> ?9 THEN 1 ELSE needs_analysis END,
 			needs_hash = CASE WHEN ?9 = 'folder' THEN 0 WHEN ?5 THEN 1 ELSE needs_hash END,
-			series_id = CASE WHEN ?9 IN ('book', 'folder') THEN series_id END, role = ?9,
+			series_id = CASE WHEN ?9 IN ('book', 'folder') THEN series_id END, role = ?9, volumes = ?10,
 			is_missing = 0, missing_since = NULL, last_seen_scan_id = ?6, updated_at = ?7 WHERE id = ?8`)
 	if err != nil {
 		return err
@@ -185,7 +194,7 @@ func updateFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 	defer stmt.Close()
 	for _, f := range b.Update {
 		if _, err := stmt.ExecContext(ctx, f.SizeBytes, f.MtimeNS, f.Inode, f.Device, f.SigChanged,
-			b.SessionID, now, f.ID, f.role()); err != nil {
+			b.SessionID, now, f.ID, f.role(), f.volumes()); err != nil {
 			return fmt.Errorf("update %s: %w", f.RelativePath, err)
 		}
 	}
@@ -435,11 +444,11 @@ func (s *Store) ApplyMove(ctx context.Context, m Move) (bool, error) {
 			return err
 		}
 		res, err = tx.ExecContext(ctx, `UPDATE library_files SET relative_path = ?, sort_key = ?, path_key = ?, size_bytes = ?, mtime_ns = ?,
-				inode = ?, device = ?, role = ?, is_missing = 0, missing_since = NULL, last_seen_scan_id = ?,
+				inode = ?, device = ?, role = ?, volumes = ?, is_missing = 0, missing_since = NULL, last_seen_scan_id = ?,
 				hash_algorithm = ?, content_hash = ?, hashed_size_bytes = ?, hashed_mtime_ns = ?, hashed_at = ?,
 				needs_hash = 0, needs_analysis = 1, updated_at = ?
 			WHERE id = ? AND is_missing = 1`, m.Stat.RelativePath, key, natsort.Key(m.Stat.RelativePath), m.Stat.SizeBytes, m.Stat.MtimeNS,
-			m.Stat.Inode, m.Stat.Device, m.Stat.role(), m.SessionID, m.Hash.Algorithm, m.Hash.Sum, m.Stat.SizeBytes,
+			m.Stat.Inode, m.Stat.Device, m.Stat.role(), m.Stat.volumes(), m.SessionID, m.Hash.Algorithm, m.Hash.Sum, m.Stat.SizeBytes,
 			m.Stat.MtimeNS, now, now, m.OldID)
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ type FileRecord struct {
 	SortKey              string            `db:"sort_key"`
 	PathKey              string            `db:"path_key"`
 	Role                 protocol.FileRole `db:"role"`
+	Volumes              sql.NullInt64     `db:"volumes"`
 	SizeBytes            int64             `db:"size_bytes"`
 	MtimeNS              int64             `db:"mtime_ns"`
 	Format               sql.NullString    `db:"format"`
@@ -87,7 +88,7 @@ type CoverRef struct {
 
 const fileCols = `f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, f.format, f.total_pages,
 	f.series_id, s.name AS series_name, f.is_missing, f.missing_since, f.hash_algorithm, f.content_hash,
-	f.analysis_error_code, f.analysis_error_message, f.analyzed_at, f.cover_updated_at, f.sort_key, f.path_key, f.role,
+	f.analysis_error_code, f.analysis_error_message, f.analyzed_at, f.cover_updated_at, f.sort_key, f.path_key, f.role, f.volumes,
 	(SELECT t.status FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_status,
 	(SELECT CASE WHEN t.status = 'failed' THEN t.error_code END
 	 FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_error_code,

@@ -42,6 +42,9 @@ type HashCandidate struct {
 	RelativePath string `db:"relative_path"`
 	SizeBytes    int64  `db:"size_bytes"`
 	MtimeNS      int64  `db:"mtime_ns"`
+	// Volumes counts the volumes of a multi-volume RAR book (0 for any
+	// other file): its digest covers them all, in order.
+	Volumes int64 `db:"volumes"`
 }
 
 // hashDue selects the live files f of library ?1 (all when NULL) that need
@@ -76,7 +79,7 @@ func (p HashPass) where() string {
 // over the table, whatever the mix of due and done files.
 func (s *Store) HashCandidates(ctx context.Context, p HashPass, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
 	var out []HashCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns
+	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, IFNULL(f.volumes, 0) AS volumes
 		FROM library_files f WHERE f.id > ?4 AND `+p.where()+` ORDER BY f.id LIMIT ?5`,
 		libraryID, string(alg), s.nowText(), afterID, limit)
 	if err != nil {
