@@ -34,6 +34,7 @@ func checkArchive(t *testing.T, data []byte) {
 			t.Fatalf("took %v on %d bytes", d, len(data))
 		}
 	}()
+	volumeRoleOf(data) // must never panic or read past the header
 	a, err := OpenReaderAt(bytes.NewReader(data), int64(len(data)), "fuzz.bin")
 	if err != nil {
 		if !strings.Contains(err.Error(), "_") { // every code has an underscore
@@ -83,7 +84,8 @@ func zipSeeds() [][]byte {
 
 func rarSeeds() [][]byte {
 	r4, r5 := fixtures.RAR4(fuzzFiles()), fixtures.RAR5(fuzzFiles())
-	return [][]byte{r4, r5, r4[:len(r4)/2], r5[:60]}
+	v4, v5 := fixtures.RAR4Volumes(fuzzFiles(), 2), fixtures.RAR5Volumes(fuzzFiles(), 2)
+	return [][]byte{r4, r5, r4[:len(r4)/2], r5[:60], v4[0], v5[1]}
 }
 
 // sevenZipSeeds needs 7zz; without it there are no generated 7z seeds

@@ -14,9 +14,6 @@ var (
 	// newVolumeName is WinRAR's naming since 3.0: Book.part1.rar,
 	// Book.part2.rar … (any zero padding), also with the .cbr extension.
 	newVolumeName = regexp.MustCompile(`(?i)^(.+\.part)([0-9]+)(\.(?:rar|cbr))$`)
-	// oldVolumeFirst is the first volume of the older naming (Book.rar,
-	// then Book.r00, Book.r01 …).
-	oldVolumeFirst = regexp.MustCompile(`(?i)^(.+)\.(rar|cbr)$`)
 )
 
 // VolumeNaming is how the names of a RAR volume set go on from its first
@@ -33,23 +30,47 @@ type VolumeNaming struct {
 // "Book.cbr" in the old one. Only the main header can tell whether a file
 // so named really starts a set.
 func FirstVolume(name string) (VolumeNaming, bool) {
-	if m := newVolumeName.FindStringSubmatch(name); m != nil {
+	if !hasRarExt(name) {
+		return VolumeNaming{}, false
+	}
+	if m := partName(name); m != nil {
 		if n, err := strconv.Atoi(m[2]); err == nil && n == 1 {
 			return VolumeNaming{stem: m[1], tail: m[3], width: len(m[2])}, true
 		}
 		return VolumeNaming{}, false
 	}
-	if m := oldVolumeFirst.FindStringSubmatch(name); m != nil {
-		return VolumeNaming{stem: m[1] + "." + m[2][:1], old: true}, true
+	if len(name) > len(".rar") {
+		return VolumeNaming{stem: name[:len(name)-len("ar")], old: true}, true
 	}
 	return VolumeNaming{}, false
+}
+
+// hasRarExt reports a .rar or .cbr extension, any case: the cheap test
+// every file of a walk meets, before any pattern.
+func hasRarExt(name string) bool {
+	if len(name) < len(".rar") {
+		return false
+	}
+	ext := name[len(name)-len(".rar"):]
+	return strings.EqualFold(ext, ".rar") || strings.EqualFold(ext, ".cbr")
+}
+
+// partName matches the new naming (stem, number, extension), or nil.
+func partName(name string) []string {
+	if !strings.Contains(strings.ToLower(name), ".part") {
+		return nil
+	}
+	return newVolumeName.FindStringSubmatch(name)
 }
 
 // LaterVolume reports that name is volume n ≥ 2 of a set in the new
 // naming, and the name its first volume has. Old-style later volumes
 // (.r00) are not comic extensions, so they are never taken for books.
 func LaterVolume(name string) (first string, n int, ok bool) {
-	m := newVolumeName.FindStringSubmatch(name)
+	if !hasRarExt(name) {
+		return "", 0, false
+	}
+	m := partName(name)
 	if m == nil {
 		return "", 0, false
 	}

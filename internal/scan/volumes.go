@@ -77,18 +77,13 @@ func (w *walker) volumeSets(rel string, list []dirEntry) map[string]volumeSet {
 func laterVolumes(list []dirEntry, naming layout.VolumeNaming) []dirEntry {
 	stem := naming.Stem()
 	i := sort.Search(len(list), func(i int) bool { return list[i].key >= stem })
-	byName := map[string]dirEntry{}
-	var names []string
+	var rest []dirEntry
 	for ; i < len(list) && strings.HasPrefix(list[i].key, stem); i++ {
 		if de := list[i]; de.ent.Type().IsRegular() && naming.Number(de.key) >= 2 {
-			byName[de.key] = de
-			names = append(names, de.key)
+			rest = append(rest, de)
 		}
 	}
-	rest := make([]dirEntry, 0, len(names))
-	for _, name := range naming.Set(names) {
-		rest = append(rest, byName[name])
-	}
+	sort.Slice(rest, func(a, b int) bool { return naming.Number(rest[a].key) < naming.Number(rest[b].key) })
 	return rest
 }
 
