@@ -54,7 +54,7 @@ func (w *walker) volumeSets(rel string, list []dirEntry) map[string]volumeSet {
 			claim(later.ent.Name(), volumeSet{later: true})
 		}
 	}
-	orphans := map[string][]string{}
+	var orphans map[string][]string
 	for _, de := range list {
 		name := de.ent.Name()
 		first, _, ok := layout.LaterVolume(name)
@@ -63,6 +63,9 @@ func (w *walker) volumeSets(rel string, list []dirEntry) map[string]volumeSet {
 			continue
 		}
 		claim(name, volumeSet{later: true})
+		if orphans == nil {
+			orphans = map[string][]string{}
+		}
 		orphans[first] = append(orphans[first], name)
 	}
 	for first, names := range orphans {
