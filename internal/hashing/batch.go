@@ -108,6 +108,10 @@ func (r *run) changedSince(f *os.File, fi os.FileInfo, n int64) (bool, error) {
 	if r.e.afterRead != nil {
 		r.e.afterRead(f.Name())
 	}
+	return changedSince(f, fi, n)
+}
+
+func changedSince(f *os.File, fi os.FileInfo, n int64) (bool, error) {
 	after, err := f.Stat()
 	if err != nil {
 		return false, err

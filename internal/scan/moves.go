@@ -2,8 +2,7 @@ package scan
 
 import (
 	"context"
-	"errors"
-	"io/fs"
+	"path/filepath"
 
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
@@ -48,19 +47,11 @@ func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.M
 	if err != nil {
 		return nil // gone or unsafe now; analysis records what is wrong
 	}
-	st, err := statFile(abs, c.RelativePath, c.Role)
+	st, sum, err := identity(ctx, abs, c, alg)
 	if err != nil || st.SizeBytes != c.SizeBytes || st.MtimeNS != c.MtimeNS {
-		return nil // changed since discovery; the next scan sees it again
-	}
-	sum, err := hashing.File(ctx, abs, alg)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return nil // unreadable: analysis records the error on the file
+		// Changed since discovery (the next scan sees it again), gone, or
+		// unreadable (analysis records the error on the file).
+		return ctx.Err()
 	}
 	h := store.FileHash{Algorithm: string(alg), Sum: sum, SizeBytes: st.SizeBytes, MtimeNS: st.MtimeNS}
 	matches, err := r.st.MissingWithHash(ctx, r.libID, st.SizeBytes, string(alg), sum)
@@ -87,4 +78,23 @@ func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.M
 		r.counts = counts
 	}
 	return nil
+}
+
+// identity stats and hashes the candidate at abs as discovery and the hash
+// job do: a multi-volume RAR book by all its volumes, in order.
+func identity(ctx context.Context, abs string, c store.MoveCandidate, alg protocol.HashAlgorithm) (store.FileStat, []byte, error) {
+	st, err := statFile(abs, c.RelativePath, c.Role)
+	if err != nil {
+		return st, nil, err
+	}
+	if c.Volumes >= 2 {
+		sum, size, mtime, err := hashing.Volumes(ctx, filepath.Dir(abs), filepath.Base(abs), alg)
+		st.SizeBytes, st.MtimeNS, st.Volumes = size, mtime, c.Volumes
+		return st, sum, err
+	}
+	if st.SizeBytes != c.SizeBytes || st.MtimeNS != c.MtimeNS {
+		return st, nil, nil // changed since discovery: not worth a read
+	}
+	sum, err := hashing.File(ctx, abs, alg)
+	return st, sum, err
 }

@@ -82,3 +82,36 @@ func TestMultiVolumeBooks(t *testing.T) {
 		}
 	})
 }
+
+// TestMultiVolumeMove follows a set moved to another folder by the digest
+// of all its volumes, and never takes one volume for the book.
+func TestMultiVolumeMove(t *testing.T) {
+	e := setup(t)
+	pagesOf, err := fixtures.Pages(7, fixtures.PageOptions{W: 8, H: 8})
+	must(t, err)
+	vols := fixtures.RAR5Volumes(pagesOf, 3)
+	names := []string{"Saga v01.part1.rar", "Saga v01.part2.rar", "Saga v01.part3.rar"}
+	for i, name := range names {
+		e.file("Saga/"+name, vols[i], t0)
+	}
+	e.scan()
+	e.hashAll()
+	id := e.one(`SELECT id FROM library_files WHERE relative_path = 'Saga/Saga v01.part1.rar'`)
+	must(t, os.MkdirAll(filepath.Join(e.root, "Saga (2012)"), 0o755))
+	for _, name := range names {
+		must(t, os.Rename(filepath.Join(e.root, "Saga", name), filepath.Join(e.root, "Saga (2012)", name)))
+	}
+	if c := e.scan(); c.Moved != 1 || c.Added != 0 || c.Missing != 0 {
+		t.Fatalf("counts %+v, want the set moved", c)
+	}
+	if got := e.one(`SELECT id || ' ' || volumes FROM library_files WHERE relative_path = 'Saga (2012)/Saga v01.part1.rar'`); got != id+" 3" {
+		t.Fatalf("moved set %q, want row %s with 3 volumes", got, id)
+	}
+
+	// A copy of the first volume alone, where the set was, is a file of its
+	// own: same name, never the book.
+	e.file("Saga/Saga v01.part1.rar", vols[0], t0)
+	if c := e.scan(); c.Moved != 0 || c.Added != 1 {
+		t.Fatalf("counts %+v: a lone first volume must not take the set's row", c)
+	}
+}

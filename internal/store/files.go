@@ -344,6 +344,10 @@ type MoveCandidate struct {
 	FileTarget
 	// LastSeenScanID is the session that inserted the row.
 	LastSeenScanID sql.NullInt64 `db:"last_seen_scan_id"`
+	// Volumes counts the volumes of a multi-volume RAR book (0 for any
+	// other file): a move of the set is recognised by the digest of them
+	// all.
+	Volumes int `db:"volumes"`
 }
 
 // MoveCandidates returns up to limit rows of a library, id > afterID, that
@@ -351,7 +355,7 @@ type MoveCandidate struct {
 // and the same size as some missing row of the library.
 func (s *Store) MoveCandidates(ctx context.Context, libraryID, afterID int64, limit int) ([]MoveCandidate, error) {
 	var out []MoveCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id
+	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id, IFNULL(f.volumes, 0) AS volumes
 		FROM library_files f
 		WHERE f.library_id = ?1 AND f.needs_analysis = 1 AND f.id > ?2 AND f.is_missing = 0 AND f.analyzed_at IS NULL
 		  AND f.role <> 'folder' AND EXISTS (SELECT 1 FROM library_files m
