@@ -33,6 +33,7 @@ func goMigrations() []*goose.Migration {
 		goose.NewGoMigration(9, &goose.GoFunc{RunTx: addSortKeys}, nil),
 		goose.NewGoMigration(11, &goose.GoFunc{RunTx: canonicalTimes}, nil),
 		goose.NewGoMigration(14, &goose.GoFunc{RunTx: addFileRoles}, nil),
+		goose.NewGoMigration(16, &goose.GoFunc{RunTx: addDeletePlans}, nil),
 	}
 }
 

@@ -31,8 +31,11 @@ const (
 	// message names it), or a later volume was opened as if it were a book.
 	ErrArchiveIncomplete = "archive_incomplete"
 	ErrLibraryMissing    = "library_missing"
-	ErrRenderCrashed     = "render_crashed"  // the worker died rendering it, MaxRecoveries times
-	ErrCleanupCrashed    = "cleanup_crashed" // the worker died cleaning up, MaxRecoveries times
+	// ErrReadOnlyFS: a delete job met a library mounted read-only; it stops
+	// with nothing half-moved.
+	ErrReadOnlyFS     = "read_only_filesystem"
+	ErrRenderCrashed  = "render_crashed"  // the worker died rendering it, MaxRecoveries times
+	ErrCleanupCrashed = "cleanup_crashed" // the worker died cleaning up, MaxRecoveries times
 
 	// WAL maintenance.
 	ErrCheckpointBusy   = "checkpoint_busy"

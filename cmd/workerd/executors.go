@@ -7,6 +7,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/scan"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/thumbs"
+	"github.com/bindery-nas/bindery/internal/trash"
 	"github.com/bindery-nas/bindery/internal/walmaint"
 )
 
@@ -28,6 +29,7 @@ func buildExecutors(cfg runConfig, st *store.Store) (engine.Executors, error) {
 	return engine.Executors{
 		Scan:       scan.New(st, scan.Config{LibraryRoots: roots, StateDir: cfg.StateDir}),
 		Hash:       hashing.New(st, hashing.Config{LibraryRoots: roots}),
+		Delete:     trash.New(st, trash.Config{LibraryRoots: roots}),
 		Thumbnail:  thumbs.NewRenderer(st, covers),
 		Cleanup:    thumbs.NewCleaner(st, covers),
 		Checkpoint: walmaint.New(st, walmaint.Config{}),

@@ -86,6 +86,8 @@ func (c Config) withDefaults() (Config, error) {
 // leaves the other kind's rows to other workers).
 type Executors struct {
 	Scan, Hash JobExecutor
+	// Delete carries out the delete plans controld authorized.
+	Delete     JobExecutor
 	Thumbnail  ThumbnailExecutor
 	Cleanup    CleanupExecutor
 	Checkpoint CheckpointExecutor

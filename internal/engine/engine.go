@@ -94,7 +94,7 @@ type lane struct {
 
 func (e *Engine) lanes() []lane {
 	var ls []lane
-	if e.ex.Scan != nil || e.ex.Hash != nil {
+	if e.ex.Scan != nil || e.ex.Hash != nil || e.ex.Delete != nil {
 		ls = append(ls, lane{"jobs", e.jobOnce})
 	}
 	if e.ex.Thumbnail != nil {

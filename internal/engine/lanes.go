@@ -9,7 +9,7 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// jobOnce claims and runs one scan/hash job. Kinds whose executor this
+// jobOnce claims and runs one scan, hash or delete job. Kinds whose executor this
 // process lacks are left to other workers; any other kind in the jobs table
 // is claimed and failed with invalid_payload, so a third party's typo never
 // blocks the queue.
@@ -20,6 +20,12 @@ func (e *Engine) jobOnce(ctx context.Context) (bool, error) {
 	}
 	if e.ex.Hash != nil {
 		kinds = append(kinds, protocol.JobKindHash)
+	}
+	if e.ex.Delete != nil {
+		kinds = append(kinds, protocol.JobKindDelete)
+	}
+	if len(kinds) == 0 {
+		return false, nil
 	}
 	job, err := e.st.ClaimJob(ctx, e.cfg.WorkerID, e.cfg.Lease, kinds...)
 	if err != nil || job == nil {
@@ -135,6 +141,8 @@ func (e *Engine) jobExecutor(job store.Job) (JobExecutor, error) {
 		exec, payload = e.ex.Scan, &protocol.ScanPayload{}
 	case protocol.JobKindHash:
 		exec, payload = e.ex.Hash, &protocol.HashPayload{}
+	case protocol.JobKindDelete:
+		exec, payload = e.ex.Delete, &protocol.DeletePayload{}
 	default:
 		return nil, protocol.Errorf(protocol.ErrInvalidPayload, "workerd does not execute jobs of kind %q", kind)
 	}

@@ -54,6 +54,19 @@ func File(ctx context.Context, path string, alg protocol.HashAlgorithm) (sum []b
 	return h.Sum(nil), nil
 }
 
+// Reader returns the digest with alg of everything r yields, read as File
+// reads: pooled buffers, ctx checked between them.
+func Reader(ctx context.Context, r io.Reader, alg protocol.HashAlgorithm) ([]byte, error) {
+	h, err := newHash(alg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := copyHash(ctx, h, r, nil); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
 // ErrNotRegular is returned for a path that is not a regular file (a FIFO,
 // a device, a folder): reading it could block forever or mean nothing.
 var ErrNotRegular = errors.New("not a regular file")

@@ -18,8 +18,12 @@ type Library struct {
 	Path                string         `db:"path"`
 	ScanIntervalMinutes int64          `db:"scan_interval_minutes"`
 	LastScanRequestedAt sql.NullString `db:"last_scan_requested_at"`
-	CreatedAt           string         `db:"created_at"`
-	UpdatedAt           string         `db:"updated_at"`
+	// AllowDelete lets a delete plan remove copies in the library;
+	// AllowUnlink lets it remove them without the trash. Both default off.
+	AllowDelete bool   `db:"allow_delete"`
+	AllowUnlink bool   `db:"allow_unlink"`
+	CreatedAt   string `db:"created_at"`
+	UpdatedAt   string `db:"updated_at"`
 }
 
 // LibraryStats are the counts shown with one library.
@@ -44,9 +48,11 @@ type NewLibrary struct {
 type LibraryPatch struct {
 	Name                *string
 	ScanIntervalMinutes *int64
+	AllowDelete         *bool
+	AllowUnlink         *bool
 }
 
-const libraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_at, created_at, updated_at`
+const libraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_at, allow_delete, allow_unlink, created_at, updated_at`
 
 // CreateLibrary inserts a library. The same path twice is ErrConflict with
 // code library_exists.
@@ -105,8 +111,10 @@ func (s *Store) UpdateLibrary(ctx context.Context, id int64, p LibraryPatch) (Li
 		return tx.GetContext(ctx, &lib, `UPDATE libraries SET
 				name = coalesce(?, name),
 				scan_interval_minutes = coalesce(?, scan_interval_minutes),
+				allow_delete = coalesce(?, allow_delete),
+				allow_unlink = coalesce(?, allow_unlink),
 				updated_at = ?
-			WHERE id = ? RETURNING `+libraryCols, p.Name, p.ScanIntervalMinutes, now, id)
+			WHERE id = ? RETURNING `+libraryCols, p.Name, p.ScanIntervalMinutes, p.AllowDelete, p.AllowUnlink, now, id)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return lib, missingRow(libraryRow, id)

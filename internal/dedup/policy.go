@@ -1,0 +1,159 @@
+// Package dedup decides how duplicate groups are resolved: which copy of
+// each stays and which go. It is pure: the store reads the groups and keeps
+// the plan, controld authorizes it, workerd carries it out.
+//
+// Only whole books are ever planned for removal: a page of a folder book
+// or a series' cover art is a part of something else, and a multi-volume
+// RAR book is several files. Such members can be the keeper, never a copy
+// to remove. A group with nothing removable is left out of the plan.
+package dedup
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// CodePlanInvalid: the request names a file outside its group, a keeper
+// that is also to be removed, a member that is not a book, or a group
+// without a keeper.
+const CodePlanInvalid = "plan_invalid"
+
+// Policy is how a plan picks the copy that stays.
+type Policy struct {
+	Name protocol.KeepPolicy
+	// LibraryID is the library prefer_library keeps a copy in.
+	LibraryID int64
+	// PathPrefix is the folder (relative to its library) that
+	// prefer_path_prefix keeps a copy under.
+	PathPrefix string
+	// Keep is explicit's keeper of each group, by group key.
+	Keep map[string]int64
+	// Remove, with explicit, narrows the copies removed in a group to
+	// these; by default every removable copy but the keeper goes.
+	Remove map[string][]int64
+}
+
+func invalid(format string, args ...any) error {
+	return &protocol.Error{Code: CodePlanInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+// Decide plans every group: its keeper and the copies to remove.
+func Decide(groups []store.PlanGroup, p Policy) ([]store.PlannedGroup, error) {
+	out := make([]store.PlannedGroup, 0, len(groups))
+	for _, g := range groups {
+		keep, err := p.keeper(g)
+		if err != nil {
+			return nil, err
+		}
+		remove, err := p.removals(g, keep)
+		if err != nil {
+			return nil, err
+		}
+		if len(remove) > 0 {
+			out = append(out, store.PlannedGroup{Key: g.Key, Keep: keep, Remove: remove})
+		}
+	}
+	return out, nil
+}
+
+// removable reports whether a member may be removed: a whole book in one
+// file.
+func removable(m store.PlanMember) bool { return m.Role == protocol.RoleBook && m.Volumes == 0 }
+
+func (p Policy) keeper(g store.PlanGroup) (store.PlanMember, error) {
+	if p.Name == protocol.KeepExplicit {
+		id, ok := p.Keep[g.Key.String()]
+		if !ok {
+			return store.PlanMember{}, invalid("no keeper named for group %s", g.Key)
+		}
+		m, ok := member(g, id)
+		if !ok {
+			return store.PlanMember{}, invalid("file %d is not in group %s", id, g.Key)
+		}
+		return m, nil
+	}
+	ms := append([]store.PlanMember(nil), g.Members...)
+	sort.SliceStable(ms, func(i, j int) bool { return p.before(ms[i], ms[j]) })
+	return ms[0], nil
+}
+
+// before orders members by the policy's preference; ties go to the oldest
+// copy, then the lowest id, so a plan is the same for the same rows.
+func (p Policy) before(a, b store.PlanMember) bool {
+	switch p.Name {
+	case protocol.KeepShortestPath:
+		if len(a.RelativePath) != len(b.RelativePath) {
+			return len(a.RelativePath) < len(b.RelativePath)
+		}
+	case protocol.KeepPreferLibrary:
+		if pa, pb := a.LibraryID == p.LibraryID, b.LibraryID == p.LibraryID; pa != pb {
+			return pa
+		}
+	case protocol.KeepPreferPathPrefix:
+		if pa, pb := under(a.RelativePath, p.PathPrefix), under(b.RelativePath, p.PathPrefix); pa != pb {
+			return pa
+		}
+	}
+	if a.MtimeNS != b.MtimeNS {
+		return a.MtimeNS < b.MtimeNS
+	}
+	return a.FileID < b.FileID
+}
+
+// under reports whether rel lies in the folder prefix ("Comics/Marvel"
+// holds "Comics/Marvel/x.cbz", not "Comics/Marvel2/x.cbz").
+func under(rel, prefix string) bool {
+	prefix = strings.Trim(prefix, "/")
+	return prefix == "" || strings.HasPrefix(rel, prefix+"/")
+}
+
+func (p Policy) removals(g store.PlanGroup, keep store.PlanMember) ([]store.PlanMember, error) {
+	ids, narrowed := p.Remove[g.Key.String()]
+	if !narrowed {
+		var out []store.PlanMember
+		for _, m := range g.Members {
+			if m.FileID != keep.FileID && removable(m) {
+				out = append(out, m)
+			}
+		}
+		return out, nil
+	}
+	out := make([]store.PlanMember, 0, len(ids))
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		m, ok := member(g, id)
+		switch {
+		case !ok:
+			return nil, invalid("file %d is not in group %s", id, g.Key)
+		case id == keep.FileID:
+			return nil, invalid("file %d is the keeper of group %s and cannot be removed", id, g.Key)
+		case !removable(m):
+			return nil, invalid("file %d is a %s, not a whole book: only books are removed", id, describe(m))
+		case seen[id]:
+			continue
+		}
+		seen[id] = true
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func describe(m store.PlanMember) string {
+	if m.Volumes > 0 {
+		return "multi-volume book"
+	}
+	return string(m.Role)
+}
+
+func member(g store.PlanGroup, id int64) (store.PlanMember, bool) {
+	for _, m := range g.Members {
+		if m.FileID == id {
+			return m, true
+		}
+	}
+	return store.PlanMember{}, false
+}

@@ -1,0 +1,329 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// MaxPlanGroups caps the groups of one plan: a plan is read whole by the
+// delete job and shown whole by the API. Larger selections are refused
+// (plan_too_large) and are narrowed by library or minimum size.
+const MaxPlanGroups = 10_000
+
+// maxGroupMembers caps the copies of one group a plan reads.
+const maxGroupMembers = 1_000
+
+// PlanMember is one file of a duplicate group as a plan sees it.
+type PlanMember struct {
+	FileID       int64             `db:"id"`
+	LibraryID    int64             `db:"library_id"`
+	RelativePath string            `db:"relative_path"`
+	SizeBytes    int64             `db:"size_bytes"`
+	MtimeNS      int64             `db:"mtime_ns"`
+	Role         protocol.FileRole `db:"role"`
+	// Volumes counts the volumes of a multi-volume RAR book, 0 otherwise.
+	Volumes int64 `db:"volumes"`
+}
+
+// PlanGroup is a duplicate group with every present, hashed member.
+type PlanGroup struct {
+	Key     protocol.GroupKey
+	Members []PlanMember
+}
+
+// PlanSelection is the groups a plan covers: the listed keys, or all
+// groups with at least one member in LibraryID (0: any) whose files are at
+// least MinSizeBytes.
+type PlanSelection struct {
+	Keys         []protocol.GroupKey
+	LibraryID    int64
+	MinSizeBytes int64
+}
+
+// Codes of plan errors.
+const (
+	CodeGroupNotFound   = "group_not_found"
+	CodePlanNotFound    = "plan_not_found"
+	CodePlanTooLarge    = "plan_too_large"
+	CodePlanExpired     = "plan_expired"
+	CodeLibraryReadOnly = "library_read_only"
+	CodeUnlinkForbidden = "unlink_not_allowed"
+)
+
+var planRow = rowKind{CodePlanNotFound, "plan"}
+
+const planMembersQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role, IFNULL(volumes, 0) AS volumes
+	FROM library_files WHERE hash_algorithm = ? AND content_hash = ? AND ` + groupQualifies + ` ORDER BY id LIMIT ?`
+
+// PlanGroups reads the groups of a selection with their members. A listed
+// key that is no longer a group (fewer than two present copies) is
+// group_not_found.
+func (s *Store) PlanGroups(ctx context.Context, sel PlanSelection) ([]PlanGroup, error) {
+	if len(sel.Keys) > 0 {
+		out := make([]PlanGroup, 0, len(sel.Keys))
+		for _, k := range sel.Keys {
+			g, err := s.planGroup(ctx, k)
+			if err != nil {
+				return nil, err
+			}
+			if len(g.Members) < 2 {
+				return nil, &protocol.Error{Code: CodeGroupNotFound, Message: "no duplicate group " + k.String(), Err: ErrNotFound}
+			}
+			out = append(out, g)
+		}
+		return out, nil
+	}
+	var out []PlanGroup
+	var after *protocol.DuplicateGroupCursor
+	for {
+		page, err := s.DuplicateGroups(ctx, after, 500)
+		if err != nil || len(page) == 0 {
+			return out, err
+		}
+		for _, dg := range page {
+			k, err := protocol.ParseGroupKey(dg.GroupKey)
+			if err != nil {
+				return nil, fmt.Errorf("plan groups: %w", err)
+			}
+			if dg.TotalSizeBytes < sel.MinSizeBytes*dg.FileCount {
+				continue
+			}
+			g, err := s.planGroup(ctx, k)
+			if err != nil {
+				return nil, err
+			}
+			if len(g.Members) < 2 || !g.touches(sel.LibraryID) {
+				continue
+			}
+			if len(out) == MaxPlanGroups {
+				return nil, &protocol.Error{Code: CodePlanTooLarge, Err: ErrConflict,
+					Message: "the selection has more than " + strconv.Itoa(MaxPlanGroups) + " groups: narrow it by library or minimum size"}
+			}
+			out = append(out, g)
+		}
+		c := page[len(page)-1].Cursor()
+		after = &c
+	}
+}
+
+func (s *Store) planGroup(ctx context.Context, k protocol.GroupKey) (PlanGroup, error) {
+	g := PlanGroup{Key: k}
+	if err := s.r.SelectContext(ctx, &g.Members, planMembersQuery, string(k.Algorithm), k.Hash, maxGroupMembers); err != nil {
+		return g, fmt.Errorf("plan group %s: %w", k, err)
+	}
+	return g, nil
+}
+
+func (g PlanGroup) touches(libraryID int64) bool {
+	for _, m := range g.Members {
+		if libraryID == 0 || m.LibraryID == libraryID {
+			return true
+		}
+	}
+	return false
+}
+
+// PlannedGroup is what a plan decided for one group.
+type PlannedGroup struct {
+	Key    protocol.GroupKey
+	Keep   PlanMember
+	Remove []PlanMember
+}
+
+// NewPlan is the input of CreatePlan.
+type NewPlan struct {
+	Policy protocol.KeepPolicy
+	Action protocol.DeleteAction
+	// Request is the client's request, kept for the record (JSON).
+	Request string
+	Groups  []PlannedGroup
+	TTL     time.Duration
+}
+
+// Plan is a row of delete_plans.
+type Plan struct {
+	ID          int64                 `db:"id"`
+	Policy      protocol.KeepPolicy   `db:"policy"`
+	Action      protocol.DeleteAction `db:"action"`
+	Request     string                `db:"request"`
+	GroupCount  int64                 `db:"group_count"`
+	RemoveCount int64                 `db:"remove_count"`
+	BytesFreed  int64                 `db:"bytes_freed"`
+	JobID       sql.NullInt64         `db:"job_id"`
+	CreatedAt   string                `db:"created_at"`
+	ExpiresAt   string                `db:"expires_at"`
+	ExecutedAt  sql.NullString        `db:"executed_at"`
+}
+
+const planCols = `id, policy, action, request, group_count, remove_count, bytes_freed, job_id, created_at, expires_at, executed_at`
+
+// PlanFile is a row of delete_plan_files: one member of a planned group
+// with the identity the plan saw.
+type PlanFile struct {
+	Seq           int64                  `db:"seq"`
+	GroupSeq      int64                  `db:"group_seq"`
+	FileID        int64                  `db:"file_id"`
+	LibraryID     int64                  `db:"library_id"`
+	RelativePath  string                 `db:"relative_path"`
+	Decision      string                 `db:"decision"`
+	SizeBytes     int64                  `db:"size_bytes"`
+	MtimeNS       int64                  `db:"mtime_ns"`
+	HashAlgorithm protocol.HashAlgorithm `db:"hash_algorithm"`
+	ContentHash   []byte                 `db:"content_hash"`
+}
+
+// Decisions of delete_plan_files.decision.
+const (
+	DecisionKeep   = "keep"
+	DecisionRemove = "remove"
+)
+
+// CreatePlan stores a plan and the identity of every member it names.
+func (s *Store) CreatePlan(ctx context.Context, p NewPlan) (Plan, error) {
+	now := s.Now()
+	var plan Plan
+	removes, freed := 0, int64(0)
+	for _, g := range p.Groups {
+		removes += len(g.Remove)
+		for _, m := range g.Remove {
+			freed += m.SizeBytes
+		}
+	}
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		err := tx.GetContext(ctx, &plan, `INSERT INTO delete_plans (policy, action, request, group_count, remove_count,
+				bytes_freed, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+planCols,
+			string(p.Policy), string(p.Action), p.Request, len(p.Groups), removes, freed,
+			protocol.FormatTime(now), protocol.FormatTime(now.Add(p.TTL)))
+		if err != nil {
+			return err
+		}
+		return insertPlanFiles(ctx, tx, plan.ID, p.Groups)
+	})
+	if err != nil {
+		return Plan{}, fmt.Errorf("create plan: %w", err)
+	}
+	return plan, nil
+}
+
+func insertPlanFiles(ctx context.Context, tx *sqlx.Tx, planID int64, groups []PlannedGroup) error {
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id,
+		relative_path, decision, size_bytes, mtime_ns, hash_algorithm, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	seq := 0
+	for gi, g := range groups {
+		add := func(m PlanMember, decision string) error {
+			_, err := stmt.ExecContext(ctx, planID, seq, gi, m.FileID, m.LibraryID, m.RelativePath, decision,
+				m.SizeBytes, m.MtimeNS, string(g.Key.Algorithm), g.Key.Hash)
+			seq++
+			return err
+		}
+		if err := add(g.Keep, DecisionKeep); err != nil {
+			return err
+		}
+		for _, m := range g.Remove {
+			if err := add(m, DecisionRemove); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// GetPlan returns one plan or plan_not_found.
+func (s *Store) GetPlan(ctx context.Context, id int64) (Plan, error) {
+	return getRow[Plan](ctx, s.r, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
+}
+
+// ListPlans returns up to limit plans, newest first, with id < beforeID
+// (0: from the newest).
+func (s *Store) ListPlans(ctx context.Context, beforeID int64, limit int) ([]Plan, error) {
+	var out []Plan
+	err := s.r.SelectContext(ctx, &out, `SELECT `+planCols+` FROM delete_plans
+		WHERE ?1 = 0 OR id < ?1 ORDER BY id DESC LIMIT ?2`, beforeID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list plans: %w", err)
+	}
+	return out, nil
+}
+
+// PlanFiles returns every member a plan names, keepers first in each
+// group, in execution order.
+func (s *Store) PlanFiles(ctx context.Context, planID int64) ([]PlanFile, error) {
+	var out []PlanFile
+	err := s.r.SelectContext(ctx, &out, `SELECT seq, group_seq, file_id, library_id, relative_path, decision,
+		size_bytes, mtime_ns, hash_algorithm, content_hash FROM delete_plan_files WHERE plan_id = ? ORDER BY seq`, planID)
+	if err != nil {
+		return nil, fmt.Errorf("plan files: %w", err)
+	}
+	return out, nil
+}
+
+// AuthorizePlan creates the delete job that carries out a plan, once: a
+// plan executed before answers with its job (created false). It refuses an
+// expired plan (plan_expired), a copy in a library without allow_delete
+// (library_read_only) and unlink where a library lacks allow_unlink
+// (unlink_not_allowed).
+func (s *Store) AuthorizePlan(ctx context.Context, id int64) (job Job, created bool, err error) {
+	now := s.Now()
+	err = s.write(ctx, func(tx *sqlx.Tx) error {
+		plan, err := getRow[Plan](ctx, tx, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if plan.JobID.Valid {
+			job, err = getRow[Job](ctx, tx, jobRow, `SELECT * FROM jobs WHERE id = ?`, plan.JobID.Int64)
+			return err
+		}
+		if plan.ExpiresAt <= protocol.FormatTime(now) {
+			return &protocol.Error{Code: CodePlanExpired, Message: "plan " + strconv.FormatInt(id, 10) + " expired at " + plan.ExpiresAt, Err: ErrConflict}
+		}
+		if err := checkPlanLibraries(ctx, tx, plan); err != nil {
+			return err
+		}
+		nowText := protocol.FormatTime(now)
+		payload := `{"plan_id":` + strconv.FormatInt(id, 10) + `}`
+		if err := tx.GetContext(ctx, &job, `INSERT INTO jobs (kind, status, priority, payload, created_at, updated_at)
+			VALUES ('delete', 'pending', 'normal', ?, ?, ?) RETURNING *`, payload, nowText, nowText); err != nil {
+			return err
+		}
+		created = true
+		_, err = tx.ExecContext(ctx, `UPDATE delete_plans SET job_id = ?, executed_at = ? WHERE id = ?`, job.ID, nowText, id)
+		return err
+	})
+	if err != nil {
+		return Job{}, false, fmt.Errorf("authorize plan: %w", err)
+	}
+	return job, created, nil
+}
+
+// checkPlanLibraries refuses a plan whose copies lie in a library that does
+// not allow what the plan would do to them.
+func checkPlanLibraries(ctx context.Context, tx *sqlx.Tx, plan Plan) error {
+	var libs []Library
+	err := tx.SelectContext(ctx, &libs, `SELECT `+libraryCols+` FROM libraries WHERE id IN
+		(SELECT library_id FROM delete_plan_files WHERE plan_id = ? AND decision = 'remove') ORDER BY id`, plan.ID)
+	if err != nil {
+		return err
+	}
+	for _, l := range libs {
+		switch {
+		case !l.AllowDelete:
+			return &protocol.Error{Code: CodeLibraryReadOnly, Err: ErrConflict,
+				Message: "library " + strconv.FormatInt(l.ID, 10) + " does not allow deletion (PATCH /libraries/{id} allow_delete)"}
+		case plan.Action == protocol.ActionUnlink && !l.AllowUnlink:
+			return &protocol.Error{Code: CodeUnlinkForbidden, Err: ErrConflict,
+				Message: "library " + strconv.FormatInt(l.ID, 10) + " does not allow unlink without the trash (allow_unlink)"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,373 @@
+package trash
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/dedup"
+	"github.com/bindery-nas/bindery/internal/hashing"
+	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+type env struct {
+	t       *testing.T
+	ctx     context.Context
+	control *store.Store
+	worker  *store.Store
+	lib     string
+	x       *Executor
+	ids     map[string]int64
+}
+
+var t0 = time.Date(2024, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// setup makes a library that allows deletion, with the given files (path
+// → content), registered and hashed as a scan and a hash job would leave
+// them.
+func setup(t *testing.T, files map[string]string) *env {
+	t.Helper()
+	db := storetest.MustOpenClockedDB(t)
+	root := t.TempDir()
+	e := &env{t: t, ctx: context.Background(), control: db.Control, worker: db.Worker, lib: filepath.Join(root, "comics"), ids: map[string]int64{}}
+	e.must(os.Mkdir(e.lib, 0o755))
+	e.exec(`INSERT INTO libraries (id, name, path, allow_delete, created_at, updated_at)
+		VALUES (1, 'comics', ?, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib)
+	i := 0
+	for rel, content := range files {
+		i++
+		e.write(rel, content, t0.Add(time.Duration(i)*time.Hour))
+		e.register(rel)
+	}
+	e.x = New(db.Worker, Config{LibraryRoots: pathsafe.Roots{root}})
+	return e
+}
+
+func (e *env) must(err error) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) exec(q string, args ...any) {
+	e.t.Helper()
+	_, err := e.control.Exec(e.ctx, q, args...)
+	e.must(err)
+}
+
+func (e *env) write(rel, content string, mtime time.Time) {
+	p := filepath.Join(e.lib, rel)
+	e.must(os.MkdirAll(filepath.Dir(p), 0o755))
+	e.must(os.WriteFile(p, []byte(content), 0o644))
+	e.must(os.Chtimes(p, mtime, mtime))
+}
+
+func (e *env) register(rel string) {
+	e.t.Helper()
+	p := filepath.Join(e.lib, rel)
+	fi, err := os.Stat(p)
+	e.must(err)
+	sum, err := hashing.File(e.ctx, p, protocol.HashBLAKE3)
+	e.must(err)
+	res, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, needs_hash,
+		hash_algorithm, content_hash, hashed_size_bytes, hashed_mtime_ns, created_at, updated_at)
+		VALUES (1, ?, ?, ?, 0, 'blake3', ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		rel, fi.Size(), fi.ModTime().UnixNano(), sum, fi.Size(), fi.ModTime().UnixNano())
+	e.must(err)
+	e.ids[rel], _ = res.LastInsertId()
+}
+
+// plan plans every group with policy and authorizes it.
+func (e *env) plan(p dedup.Policy, action protocol.DeleteAction) store.Job {
+	e.t.Helper()
+	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{})
+	e.must(err)
+	planned, err := dedup.Decide(groups, p)
+	e.must(err)
+	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: p.Name, Action: action, Groups: planned, TTL: time.Hour})
+	e.must(err)
+	job, created, err := e.control.AuthorizePlan(e.ctx, plan.ID)
+	e.must(err)
+	if !created {
+		e.t.Fatal("a new plan's job was not created")
+	}
+	return job
+}
+
+type nopReporter struct{}
+
+func (nopReporter) Progress(int64, int64) {}
+
+func (e *env) run(job store.Job) (map[string]int64, error) {
+	return e.x.Execute(e.ctx, job, nopReporter{})
+}
+
+// outcomes is file → outcome of a job.
+func (e *env) outcomes(job store.Job) map[string]protocol.DeleteOutcome {
+	e.t.Helper()
+	res, err := e.control.DeleteResults(e.ctx, job.ID)
+	e.must(err)
+	out := map[string]protocol.DeleteOutcome{}
+	for _, r := range res {
+		for rel, id := range e.ids {
+			if id == r.FileID {
+				out[rel] = r.Outcome
+			}
+		}
+	}
+	return out
+}
+
+func (e *env) exists(rel string) bool {
+	_, err := os.Lstat(filepath.Join(e.lib, rel))
+	return err == nil
+}
+
+func TestTrashCopies(t *testing.T) {
+	e := setup(t, map[string]string{"a/Saga 01.cbz": "same", "b/Saga 01.cbz": "same", "c/Saga 01 (1).cbz": "same", "other.cbz": "unique"})
+	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
+	res, err := e.run(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.outcomes(job)
+	keeper := ""
+	for _, rel := range []string{"a/Saga 01.cbz", "b/Saga 01.cbz", "c/Saga 01 (1).cbz"} {
+		if _, ok := got[rel]; !ok {
+			keeper = rel
+		}
+	}
+	if keeper == "" || len(got) != 2 || res["trashed"] != 2 || res["bytes_freed"] != 8 || !e.exists(keeper) || !e.exists("other.cbz") {
+		t.Fatalf("outcomes %v, result %v, keeper %q", got, res, keeper)
+	}
+	for rel, o := range got {
+		trash := filepath.Join(e.lib, protocol.TrashDir, strconv.FormatInt(job.ID, 10), rel)
+		if data, err := os.ReadFile(trash); o != protocol.OutcomeTrashed || err != nil || string(data) != "same" || e.exists(rel) {
+			t.Errorf("%s: %s, trash copy %q %v", rel, o, data, err)
+		}
+		if missing, err := e.control.QueryInt(e.ctx, `SELECT is_missing FROM library_files WHERE id = ?`, e.ids[rel]); err != nil || missing != 1 {
+			t.Errorf("%s: row not marked missing", rel)
+		}
+	}
+	t.Run("a second run changes nothing", func(t *testing.T) {
+		again, err := e.run(job)
+		if err != nil || again["trashed"] != 2 || !e.exists(keeper) {
+			t.Fatalf("rerun %v %v", again, err)
+		}
+	})
+	t.Run("executing twice answers with the same job", func(t *testing.T) {
+		planID, err := e.control.QueryInt(e.ctx, `SELECT id FROM delete_plans WHERE job_id = ?`, job.ID)
+		e.must(err)
+		j, created, err := e.control.AuthorizePlan(e.ctx, planID)
+		if err != nil || created || j.ID != job.ID {
+			t.Fatalf("second authorize: job %d created %v %v", j.ID, created, err)
+		}
+	})
+}
+
+func TestCopiesThatStay(t *testing.T) {
+	e := setup(t, map[string]string{"keep.cbz": "twin", "changed.cbz": "twin", "gone.cbz": "twin", "link.cbz": "twin", "hard.cbz": "twin"})
+	// The plan sees five copies; then the disk changes under it.
+	job := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("keep.cbz"): e.ids["keep.cbz"]}}, protocol.ActionTrash)
+	fi, err := os.Stat(filepath.Join(e.lib, "changed.cbz"))
+	e.must(err)
+	e.write("changed.cbz", "TWIN", fi.ModTime()) // same size and mtime, other content
+	e.must(os.Remove(filepath.Join(e.lib, "gone.cbz")))
+	link := filepath.Join(e.lib, "link.cbz")
+	fi, err = os.Stat(link)
+	e.must(err)
+	e.must(os.Remove(link))
+	e.must(os.Symlink(filepath.Join(e.lib, "keep.cbz"), link))
+	hard := filepath.Join(e.lib, "hard.cbz")
+	e.must(os.Remove(hard))
+	e.must(os.Link(filepath.Join(e.lib, "keep.cbz"), hard))
+	if _, err := e.run(job); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]protocol.DeleteOutcome{"changed.cbz": protocol.OutcomeChanged, "gone.cbz": protocol.OutcomeMissing,
+		"link.cbz": protocol.OutcomePathViolation, "hard.cbz": protocol.OutcomeChanged}
+	got := e.outcomes(job)
+	for rel, o := range want {
+		if got[rel] != o {
+			t.Errorf("%s: %q, want %q", rel, got[rel], o)
+		}
+	}
+	for _, rel := range []string{"keep.cbz", "changed.cbz", "link.cbz", "hard.cbz"} {
+		if !e.exists(rel) {
+			t.Errorf("%s was removed", rel)
+		}
+	}
+}
+
+func (e *env) groupKey(rel string) string {
+	e.t.Helper()
+	sum, err := e.control.QueryText(e.ctx, `SELECT lower(hex(content_hash)) FROM library_files WHERE id = ?`, e.ids[rel])
+	e.must(err)
+	return "blake3:" + sum
+}
+
+func TestKeeperGuards(t *testing.T) {
+	t.Run("a changed keeper keeps every copy", func(t *testing.T) {
+		e := setup(t, map[string]string{"keep.cbz": "data", "copy1.cbz": "data", "copy2.cbz": "data"})
+		job := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("keep.cbz"): e.ids["keep.cbz"]}}, protocol.ActionTrash)
+		e.write("keep.cbz", "edited", t0)
+		if _, err := e.run(job); err != nil {
+			t.Fatal(err)
+		}
+		got := e.outcomes(job)
+		if got["copy1.cbz"] != protocol.OutcomeLastCopy || got["copy2.cbz"] != protocol.OutcomeLastCopy || !e.exists("copy1.cbz") || !e.exists("copy2.cbz") {
+			t.Fatalf("outcomes %v", got)
+		}
+	})
+	t.Run("a keeper that is the copy itself", func(t *testing.T) {
+		e := setup(t, map[string]string{"keep.cbz": "data", "copy.cbz": "data"})
+		job := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("keep.cbz"): e.ids["keep.cbz"]}}, protocol.ActionTrash)
+		fi, err := os.Stat(filepath.Join(e.lib, "keep.cbz"))
+		e.must(err)
+		e.must(os.Remove(filepath.Join(e.lib, "copy.cbz")))
+		e.must(os.Link(filepath.Join(e.lib, "keep.cbz"), filepath.Join(e.lib, "copy.cbz")))
+		e.must(os.Chtimes(filepath.Join(e.lib, "copy.cbz"), fi.ModTime(), fi.ModTime()))
+		e.exec(`UPDATE delete_plan_files SET mtime_ns = ? WHERE file_id = ?`, fi.ModTime().UnixNano(), e.ids["copy.cbz"])
+		if _, err := e.run(job); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.outcomes(job); got["copy.cbz"] != protocol.OutcomeLastCopy || !e.exists("keep.cbz") {
+			t.Fatalf("a hard link of the keeper: %v", got)
+		}
+	})
+}
+
+func TestUnauthorizedJobs(t *testing.T) {
+	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
+	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
+	forged := job
+	forged.ID = job.ID + 100
+	if _, err := e.run(forged); protocol.CodeOf(err, "") != protocol.ErrInvalidPayload {
+		t.Fatalf("a job the plan does not name: %v", err)
+	}
+	bad := job
+	bad.Payload = `{"plan_id": "1"}`
+	if _, err := e.run(bad); protocol.CodeOf(err, "") != protocol.ErrInvalidPayload {
+		t.Fatalf("a bad payload: %v", err)
+	}
+	e.exec(`UPDATE libraries SET allow_delete = 0`)
+	if _, err := e.run(job); protocol.CodeOf(err, "") != store.CodeLibraryReadOnly {
+		t.Fatalf("a library that no longer allows deletion: %v", err)
+	}
+	if !e.exists("a.cbz") || !e.exists("b.cbz") {
+		t.Fatal("a refused job removed a file")
+	}
+}
+
+func TestUnlink(t *testing.T) {
+	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
+	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{})
+	e.must(err)
+	planned, err := dedup.Decide(groups, dedup.Policy{Name: protocol.KeepOldest})
+	e.must(err)
+	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: protocol.KeepOldest, Action: protocol.ActionUnlink, Groups: planned, TTL: time.Hour})
+	e.must(err)
+	if _, _, err := e.control.AuthorizePlan(e.ctx, plan.ID); protocol.CodeOf(err, "") != store.CodeUnlinkForbidden {
+		t.Fatalf("unlink without allow_unlink: %v", err)
+	}
+	e.exec(`UPDATE libraries SET allow_unlink = 1`)
+	job, _, err := e.control.AuthorizePlan(e.ctx, plan.ID)
+	e.must(err)
+	if _, err := e.run(job); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.outcomes(job); got["b.cbz"] != protocol.OutcomeUnlinked || e.exists("b.cbz") || !e.exists("a.cbz") ||
+		e.exists(protocol.TrashDir) {
+		t.Fatalf("unlink: %v", got)
+	}
+}
+
+// TestResume: a job cancelled mid-plan, then one killed between a rename
+// and its record (the copy already in the trash), both finish on retry
+// with every copy in exactly one place.
+func TestResume(t *testing.T) {
+	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x", "c.cbz": "x", "d.cbz": "x"})
+	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
+	removes, err := e.control.PlanFiles(e.ctx, mustPlanID(e, job))
+	e.must(err)
+	var copies []string
+	for _, f := range removes {
+		if f.Decision == store.DecisionRemove {
+			copies = append(copies, f.RelativePath)
+		}
+	}
+	// Killed after the rename of the last copy, before its record.
+	trash := filepath.Join(e.lib, protocol.TrashDir, strconv.FormatInt(job.ID, 10))
+	e.must(os.MkdirAll(trash, 0o755))
+	e.must(os.Rename(filepath.Join(e.lib, copies[2]), filepath.Join(trash, copies[2])))
+	// Cancelled after the first removal.
+	ctx, cancel := context.WithCancel(context.Background())
+	e.x.beforeRemove = func(string) { cancel() }
+	if _, err := e.x.Execute(ctx, job, nopReporter{}); err == nil {
+		t.Fatal("a cancelled job returned no error")
+	}
+	if got := e.outcomes(job); len(got) != 1 {
+		t.Fatalf("after the cancel: %v", got)
+	}
+	e.x.beforeRemove = nil
+	res, err := e.run(job)
+	if err != nil || res["trashed"] != 3 {
+		t.Fatalf("resumed run %v %v", res, err)
+	}
+	n := 0
+	e.must(filepath.WalkDir(trash, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, _ := os.ReadFile(p); !bytes.Equal(data, []byte("x")) {
+				t.Errorf("%s holds %q", p, data)
+			}
+			n++
+		}
+		return err
+	}))
+	for _, rel := range copies {
+		if e.exists(rel) {
+			t.Errorf("%s is both in place and in the trash", rel)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d files in the trash, want 3", n)
+	}
+}
+
+func mustPlanID(e *env, job store.Job) int64 {
+	e.t.Helper()
+	id, err := e.control.QueryInt(e.ctx, `SELECT id FROM delete_plans WHERE job_id = ?`, job.ID)
+	e.must(err)
+	return id
+}
+
+// TestWorkerCannotAuthorize: workerd's connections may record outcomes
+// but never write a plan: the authorization is controld's alone.
+func TestWorkerCannotAuthorize(t *testing.T) {
+	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
+	e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
+	for _, q := range []string{
+		`UPDATE delete_plans SET job_id = 99`,
+		`UPDATE delete_plans SET action = 'unlink'`,
+		`INSERT INTO delete_plans (policy, group_count, remove_count, bytes_freed, created_at, expires_at) VALUES ('oldest', 0, 0, 0, '2026-01-01 00:00:00.000', '2030-01-01 00:00:00.000')`,
+		`DELETE FROM delete_plans`,
+		`UPDATE delete_plan_files SET decision = 'remove'`,
+		`INSERT INTO delete_plan_files SELECT * FROM delete_plan_files`,
+		`DELETE FROM delete_plan_files`,
+		`UPDATE libraries SET allow_delete = 1`,
+		`UPDATE libraries SET allow_unlink = 1`,
+	} {
+		if _, err := e.worker.Exec(e.ctx, q); err == nil || !store.IsAuthDenied(err) {
+			t.Errorf("workerd ran %q: %v", strings.Fields(q)[0]+" "+strings.Fields(q)[1], err)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package protocol
+
+// KeepPolicy is delete_plans.policy (Bindery): how a plan picks the copy
+// of each duplicate group that stays.
+type KeepPolicy string
+
+const (
+	// KeepOldest keeps the copy with the smallest mtime.
+	KeepOldest KeepPolicy = "oldest"
+	// KeepShortestPath keeps the copy with the shortest relative path.
+	KeepShortestPath KeepPolicy = "shortest_path"
+	// KeepPreferLibrary keeps a copy in the given library, else the oldest.
+	KeepPreferLibrary KeepPolicy = "prefer_library"
+	// KeepPreferPathPrefix keeps a copy under the given folder, else the
+	// oldest.
+	KeepPreferPathPrefix KeepPolicy = "prefer_path_prefix"
+	// KeepExplicit keeps the copy the request names for each group.
+	KeepExplicit KeepPolicy = "explicit"
+)
+
+var KeepPolicies = []KeepPolicy{KeepOldest, KeepShortestPath, KeepPreferLibrary, KeepPreferPathPrefix, KeepExplicit}
+
+func ParseKeepPolicy(s string) (KeepPolicy, error) { return parseEnum("keep policy", s, KeepPolicies) }
+
+// DeleteAction is delete_plans.action (Bindery): what happens to a copy.
+type DeleteAction string
+
+const (
+	// ActionTrash renames the copy into <library>/.bindery-trash/<job id>/.
+	ActionTrash DeleteAction = "trash"
+	// ActionUnlink removes it; only on a library with allow_unlink.
+	ActionUnlink DeleteAction = "unlink"
+)
+
+var DeleteActions = []DeleteAction{ActionTrash, ActionUnlink}
+
+func ParseDeleteAction(s string) (DeleteAction, error) {
+	return parseEnum("delete action", s, DeleteActions)
+}
+
+// DeleteOutcome is delete_outcomes.outcome (Bindery): what a delete job
+// did with one planned copy. Only trashed and unlinked removed anything.
+type DeleteOutcome string
+
+const (
+	OutcomeTrashed  DeleteOutcome = "trashed"
+	OutcomeUnlinked DeleteOutcome = "unlinked"
+	// OutcomeChanged: the copy's size, mtime or content is not the plan's.
+	OutcomeChanged DeleteOutcome = "changed_since_plan"
+	// OutcomeMissing: the copy is gone from its path.
+	OutcomeMissing DeleteOutcome = "missing"
+	// OutcomePathViolation: the path leaves the library (symlink, ..).
+	OutcomePathViolation DeleteOutcome = "path_violation"
+	// OutcomeLastCopy: the group's keeper is not on disk as planned, so
+	// this copy may be the last one: it stays.
+	OutcomeLastCopy DeleteOutcome = "last_copy"
+	// OutcomeReadOnly: the library is mounted read-only; the job stops.
+	OutcomeReadOnly DeleteOutcome = "read_only_filesystem"
+	OutcomeIOError  DeleteOutcome = "io_error"
+)
+
+var DeleteOutcomes = []DeleteOutcome{OutcomeTrashed, OutcomeUnlinked, OutcomeChanged, OutcomeMissing,
+	OutcomePathViolation, OutcomeLastCopy, OutcomeReadOnly, OutcomeIOError}
+
+// Removed reports whether the copy left its path.
+func (o DeleteOutcome) Removed() bool { return o == OutcomeTrashed || o == OutcomeUnlinked }
+
+// TrashDir is the folder, at the root of each library, that holds what
+// delete jobs trashed: <library>/.bindery-trash/<job id>/<relative path>.
+// The scanner never walks it (dot-folders are skipped).
+const TrashDir = ".bindery-trash"
+
+// DeletePayload is the payload of a delete job: the plan it carries out.
+// The plan's job_id must name the job, or the job is refused: only
+// controld authorizes a plan, by writing that column.
+type DeletePayload struct {
+	PlanID int64 `json:"plan_id"`
+}
