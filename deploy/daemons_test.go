@@ -158,7 +158,9 @@ func TestDaemonsRunAsUnits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foldersThroughAPI(t, apiClient{base: "http://" + addr, token: strings.TrimSpace(string(token))}, library)
+	client := apiClient{base: "http://" + addr, token: strings.TrimSpace(string(token))}
+	foldersThroughAPI(t, client, library)
+	resolveThroughAPI(t, client, library)
 
 	wrk.stop(t, stopTimeout)
 	if out, code := runEnv(t, env, "bash", deployPath(t, "healthcheck.sh"), "workerd"); code == 0 {

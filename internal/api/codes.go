@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/store"
 )
 
@@ -77,6 +78,13 @@ var codes = map[string]codeInfo{
 	store.CodeSeriesNotFound:    {http.StatusNotFound, "no series has this id"},
 	store.CodeThumbnailNotFound: {http.StatusNotFound, "no thumbnail row has this id"},
 	store.CodeCoverNotReady:     {http.StatusNotFound, "the file has no rendered cover yet"},
+	store.CodePlanNotFound:      {http.StatusNotFound, "no delete plan has this id"},
+	store.CodeGroupNotFound:     {http.StatusNotFound, "a listed group key is no longer a duplicate group (fewer than two present copies)"},
+	dedup.CodePlanInvalid:       {http.StatusBadRequest, "a plan names a file outside its group, removes its keeper or a part of a book, or lacks a keeper"},
+	store.CodePlanTooLarge:      {http.StatusBadRequest, "the selection has more groups than one plan holds; narrow it by library or minimum size"},
+	store.CodePlanExpired:       {http.StatusConflict, "the plan is older than delete.plan_ttl_hours; make a new one"},
+	store.CodeLibraryReadOnly:   {http.StatusConflict, "a copy lies in a library without allow_delete"},
+	store.CodeUnlinkForbidden:   {http.StatusConflict, "unlink was asked in a library without allow_unlink"},
 	CodeBadRequest:              {http.StatusBadRequest, "the request is malformed in a way no other code names"},
 	CodeMethodNotAllowed:        {http.StatusMethodNotAllowed, "the route does not take this method"},
 	CodeConflict:                {http.StatusConflict, "the row's state forbids the change"},
@@ -91,6 +99,9 @@ var codes = map[string]codeInfo{
 	CodeInternal:                {http.StatusInternalServerError, "an unexpected error; the log says what"},
 	CodeUnavailable:             {http.StatusServiceUnavailable, "the database cannot be reached or is shutting down"},
 }
+
+// known reports whether the table has code.
+func known(code string) bool { _, ok := codes[code]; return ok }
 
 // statusOf is code's HTTP status; a code missing from the table is a bug,
 // answered as 500.

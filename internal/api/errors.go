@@ -58,9 +58,14 @@ func toAPIError(err error) (*Error, bool) {
 	var he *echo.HTTPError
 	var mb *http.MaxBytesError
 	var se *settings.InvalidError
+	var pe *protocol.Error
 	switch {
 	case errors.As(err, &ae):
 		return ae, true
+	case errors.As(err, &pe) && pe.Err == nil && known(pe.Code):
+		// A coded error without a store sentinel (dedup's plan_invalid):
+		// the table alone gives its status.
+		return storeErr(err, pe.Code, pe.Message), true
 	case errors.As(err, &mb):
 		return apiErr(CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes), true
 	case errors.As(err, &se):

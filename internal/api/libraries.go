@@ -22,6 +22,8 @@ type createLibraryBody struct {
 type patchLibraryBody struct {
 	Name                *string `json:"name"`
 	ScanIntervalMinutes *int64  `json:"scan_interval_minutes"`
+	AllowDelete         *bool   `json:"allow_delete"`
+	AllowUnlink         *bool   `json:"allow_unlink"`
 }
 
 // maxScanInterval is one year: anything larger is a typo.
@@ -183,7 +185,8 @@ func (s *Server) patchLibrary(c echo.Context) error {
 		n := strings.TrimSpace(*b.Name)
 		b.Name = &n
 	}
-	lib, err := s.st.UpdateLibrary(c.Request().Context(), id, store.LibraryPatch{Name: b.Name, ScanIntervalMinutes: b.ScanIntervalMinutes})
+	lib, err := s.st.UpdateLibrary(c.Request().Context(), id, store.LibraryPatch{Name: b.Name, ScanIntervalMinutes: b.ScanIntervalMinutes,
+		AllowDelete: b.AllowDelete, AllowUnlink: b.AllowUnlink})
 	if err != nil {
 		return err
 	}

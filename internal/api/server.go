@@ -186,6 +186,10 @@ func (s *Server) router() *echo.Echo {
 
 	g.GET("/duplicates/groups", s.listDuplicateGroups)
 	g.GET("/duplicates/groups/:key/files", s.listDuplicateFiles)
+	g.POST("/duplicates/plans", s.createPlan)
+	g.GET("/duplicates/plans", s.listPlans)
+	g.GET("/duplicates/plans/:id", s.getPlan)
+	g.POST("/duplicates/plans/:id/execute", s.executePlan)
 
 	g.POST("/thumbnails", s.createThumbnail)
 	g.GET("/thumbnails/metrics", s.thumbnailMetrics)

@@ -99,6 +99,8 @@ type libraryJSON struct {
 	Name                string    `json:"name"`
 	Path                string    `json:"path"`
 	ScanIntervalMinutes int64     `json:"scan_interval_minutes"`
+	AllowDelete         bool      `json:"allow_delete"`
+	AllowUnlink         bool      `json:"allow_unlink"`
 	LastScanRequestedAt *string   `json:"last_scan_requested_at"`
 	CreatedAt           string    `json:"created_at"`
 	UpdatedAt           string    `json:"updated_at"`
@@ -110,7 +112,7 @@ type libraryJSON struct {
 
 func libraryView(l store.Library) libraryJSON {
 	return libraryJSON{ID: l.ID, Name: l.Name, Path: l.Path, ScanIntervalMinutes: l.ScanIntervalMinutes,
-		LastScanRequestedAt: nts(l.LastScanRequestedAt), CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
+		AllowDelete: l.AllowDelete, AllowUnlink: l.AllowUnlink, LastScanRequestedAt: nts(l.LastScanRequestedAt), CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
 }
 
 type jobJSON struct {

@@ -244,12 +244,10 @@ func (s *Store) GetPlan(ctx context.Context, id int64) (Plan, error) {
 	return getRow[Plan](ctx, s.r, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
 }
 
-// ListPlans returns up to limit plans, newest first, with id < beforeID
-// (0: from the newest).
-func (s *Store) ListPlans(ctx context.Context, beforeID int64, limit int) ([]Plan, error) {
+// ListPlans returns up to limit plans with id > afterID, in id order.
+func (s *Store) ListPlans(ctx context.Context, afterID int64, limit int) ([]Plan, error) {
 	var out []Plan
-	err := s.r.SelectContext(ctx, &out, `SELECT `+planCols+` FROM delete_plans
-		WHERE ?1 = 0 OR id < ?1 ORDER BY id DESC LIMIT ?2`, beforeID, limit)
+	err := s.r.SelectContext(ctx, &out, `SELECT `+planCols+` FROM delete_plans WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list plans: %w", err)
 	}

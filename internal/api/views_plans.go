@@ -1,0 +1,72 @@
+package api
+
+import (
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+type planSummaryJSON struct {
+	ID          int64                 `json:"id"`
+	Policy      protocol.KeepPolicy   `json:"policy"`
+	Action      protocol.DeleteAction `json:"action"`
+	GroupCount  int64                 `json:"group_count"`
+	RemoveCount int64                 `json:"remove_count"`
+	BytesFreed  int64                 `json:"bytes_freed"`
+	JobID       *int64                `json:"job_id"`
+	CreatedAt   string                `json:"created_at"`
+	ExpiresAt   string                `json:"expires_at"`
+	ExecutedAt  *string               `json:"executed_at"`
+}
+
+type planJSON struct {
+	planSummaryJSON
+	Groups []planGroupJSON `json:"groups"`
+}
+
+type planGroupJSON struct {
+	GroupKey string         `json:"group_key"`
+	Keep     planFileJSON   `json:"keep"`
+	Remove   []planFileJSON `json:"remove"`
+}
+
+// planFileJSON is one planned file; outcome, message and trash_path are
+// set once the plan's job has dealt with a copy.
+type planFileJSON struct {
+	FileID       int64                   `json:"file_id"`
+	LibraryID    int64                   `json:"library_id"`
+	RelativePath string                  `json:"relative_path"`
+	SizeBytes    int64                   `json:"size_bytes"`
+	MtimeNS      int64                   `json:"mtime_ns"`
+	Outcome      *protocol.DeleteOutcome `json:"outcome,omitempty"`
+	Message      *string                 `json:"message,omitempty"`
+	TrashPath    *string                 `json:"trash_path,omitempty"`
+}
+
+func planSummary(p store.Plan) planSummaryJSON {
+	return planSummaryJSON{ID: p.ID, Policy: p.Policy, Action: p.Action, GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
+		BytesFreed: p.BytesFreed, JobID: nint(p.JobID), CreatedAt: ts(p.CreatedAt), ExpiresAt: ts(p.ExpiresAt),
+		ExecutedAt: nts(p.ExecutedAt)}
+}
+
+func planView(p store.Plan, files []store.PlanFile, results []store.DeleteResult) planJSON {
+	byFile := make(map[int64]store.DeleteResult, len(results))
+	for _, r := range results {
+		byFile[r.FileID] = r
+	}
+	v := planJSON{planSummaryJSON: planSummary(p), Groups: []planGroupJSON{}}
+	for _, f := range files {
+		pf := planFileJSON{FileID: f.FileID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes, MtimeNS: f.MtimeNS}
+		if f.Decision == store.DecisionKeep {
+			key := protocol.GroupKey{Algorithm: f.HashAlgorithm, Hash: f.ContentHash}
+			v.Groups = append(v.Groups, planGroupJSON{GroupKey: key.String(), Keep: pf, Remove: []planFileJSON{}})
+			continue
+		}
+		if r, ok := byFile[f.FileID]; ok {
+			o, msg := r.Outcome, r.Message
+			pf.Outcome, pf.Message, pf.TrashPath = &o, &msg, nstr(r.TrashPath)
+		}
+		g := &v.Groups[len(v.Groups)-1]
+		g.Remove = append(g.Remove, pf)
+	}
+	return v
+}
