@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // TestFolderBooks: a folder of page images is one book, its images pages
@@ -165,5 +166,17 @@ func TestSelfExtractingArchives(t *testing.T) {
 	if got := e.one(`SELECT format || ' ' || total_pages || ' ' || ifnull(analysis_error_code, 'ok') FROM library_files
 		WHERE relative_path = 'Old/Book 01.exe'`); got != "rar 3 ok" {
 		t.Fatalf("the .exe: %q, want rar 3 ok", got)
+	}
+}
+
+// TestTrashIsNeverScanned: what a delete job moved into a library's trash
+// is not indexed again, and its row stays missing.
+func TestTrashIsNeverScanned(t *testing.T) {
+	e := setup(t)
+	e.file("Saga/Saga 01.cbz", cbz(t, "", pages(2)...), t0)
+	e.file(protocol.TrashDir+"/7/Inbox/Saga 01.cbz", cbz(t, "", pages(2)...), t0)
+	e.scan()
+	if got := e.one(`SELECT group_concat(relative_path) FROM library_files`); got != "Saga/Saga 01.cbz" {
+		t.Fatalf("indexed %q", got)
 	}
 }

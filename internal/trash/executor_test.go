@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -368,6 +369,39 @@ func TestWorkerCannotAuthorize(t *testing.T) {
 	} {
 		if _, err := e.worker.Exec(e.ctx, q); err == nil || !store.IsAuthDenied(err) {
 			t.Errorf("workerd ran %q: %v", strings.Fields(q)[0]+" "+strings.Fields(q)[1], err)
+		}
+	}
+}
+
+// TestReadOnlyLibrary: on a library mounted read-only, the first copy is
+// recorded read_only_filesystem, the job fails with that code, and nothing
+// is half-moved.
+func TestReadOnlyLibrary(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a read-only bind mount needs root")
+	}
+	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x", "c.cbz": "x"})
+	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
+	if out, err := exec.Command("mount", "--bind", "-o", "ro", e.lib, e.lib).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount read-only here: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", e.lib).Run() })
+	_, err := e.run(job)
+	if protocol.CodeOf(err, "") != protocol.ErrReadOnlyFS {
+		t.Fatalf("job error %v, want read_only_filesystem", err)
+	}
+	got := e.outcomes(job)
+	if len(got) != 1 {
+		t.Fatalf("outcomes %v: want the first copy only", got)
+	}
+	for _, o := range got {
+		if o != protocol.OutcomeReadOnly {
+			t.Fatalf("outcome %q", o)
+		}
+	}
+	for _, rel := range []string{"a.cbz", "b.cbz", "c.cbz"} {
+		if !e.exists(rel) {
+			t.Errorf("%s moved on a read-only library", rel)
 		}
 	}
 }
