@@ -118,4 +118,19 @@ func resolveThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 			t.Errorf("outcome %q, want trashed", r.Outcome)
 		}
 	}
+
+	var restore struct{ ID int64 }
+	if code := c.do(t, "POST", fmt.Sprintf("/trash/%d/restore", job.ID), "", &restore); code != 202 {
+		t.Fatalf("restore: %d", code)
+	}
+	waitFor(t, "the restore job", 60*time.Second, func() bool {
+		var j struct{ Status string }
+		c.do(t, "GET", fmt.Sprintf("/jobs/%d", restore.ID), "", &j)
+		return j.Status == "completed"
+	})
+	for _, rel := range copies {
+		if data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel))); err != nil || string(data) != string(book) {
+			t.Errorf("%s after the restore: %v", rel, err)
+		}
+	}
 }

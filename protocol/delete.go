@@ -30,9 +30,11 @@ const (
 	ActionTrash DeleteAction = "trash"
 	// ActionUnlink removes it; only on a library with allow_unlink.
 	ActionUnlink DeleteAction = "unlink"
+	// ActionRestore moves back what a delete job trashed.
+	ActionRestore DeleteAction = "restore"
 )
 
-var DeleteActions = []DeleteAction{ActionTrash, ActionUnlink}
+var DeleteActions = []DeleteAction{ActionTrash, ActionUnlink, ActionRestore}
 
 func ParseDeleteAction(s string) (DeleteAction, error) {
 	return parseEnum("delete action", s, DeleteActions)
@@ -45,6 +47,10 @@ type DeleteOutcome string
 const (
 	OutcomeTrashed  DeleteOutcome = "trashed"
 	OutcomeUnlinked DeleteOutcome = "unlinked"
+	// OutcomeRestored: a trashed copy is back at its path.
+	OutcomeRestored DeleteOutcome = "restored"
+	// OutcomeRestoreConflict: its path is taken; the trash copy stays.
+	OutcomeRestoreConflict DeleteOutcome = "restore_conflict"
 	// OutcomeChanged: the copy's size, mtime or content is not the plan's.
 	OutcomeChanged DeleteOutcome = "changed_since_plan"
 	// OutcomeMissing: the copy is gone from its path.
@@ -59,7 +65,7 @@ const (
 	OutcomeIOError  DeleteOutcome = "io_error"
 )
 
-var DeleteOutcomes = []DeleteOutcome{OutcomeTrashed, OutcomeUnlinked, OutcomeChanged, OutcomeMissing,
+var DeleteOutcomes = []DeleteOutcome{OutcomeTrashed, OutcomeUnlinked, OutcomeRestored, OutcomeRestoreConflict, OutcomeChanged, OutcomeMissing,
 	OutcomePathViolation, OutcomeLastCopy, OutcomeReadOnly, OutcomeIOError}
 
 // Removed reports whether the copy left its path.

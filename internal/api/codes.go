@@ -85,6 +85,7 @@ var codes = map[string]codeInfo{
 	store.CodePlanExpired:       {http.StatusConflict, "the plan is older than delete.plan_ttl_hours; make a new one"},
 	store.CodeLibraryReadOnly:   {http.StatusConflict, "a copy lies in a library without allow_delete"},
 	store.CodeUnlinkForbidden:   {http.StatusConflict, "unlink was asked in a library without allow_unlink"},
+	store.CodeNotInTrash:        {http.StatusBadRequest, "a restore names a file its delete job did not trash, or the job trashed nothing"},
 	CodeBadRequest:              {http.StatusBadRequest, "the request is malformed in a way no other code names"},
 	CodeMethodNotAllowed:        {http.StatusMethodNotAllowed, "the route does not take this method"},
 	CodeConflict:                {http.StatusConflict, "the row's state forbids the change"},

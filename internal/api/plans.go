@@ -95,7 +95,7 @@ func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAct
 	}
 	action := protocol.ActionTrash
 	if b.Action != "" {
-		if action, err = protocol.ParseDeleteAction(b.Action); err != nil {
+		if action, err = protocol.ParseDeleteAction(b.Action); err != nil || action == protocol.ActionRestore {
 			return sel, pol, "", fieldf("action", "want trash or unlink")
 		}
 	}
@@ -207,4 +207,38 @@ func (s *Server) planJSON(c echo.Context, status int, plan store.Plan) error {
 		}
 	}
 	return c.JSON(status, planView(plan, files, results))
+}
+
+// restoreBody is POST /trash/{job_id}/restore: the files to move back, or
+// all that the job trashed.
+type restoreBody struct {
+	FileIDs []int64 `json:"file_ids"`
+}
+
+// restoreTrash authorizes a job that moves back what a delete job trashed.
+func (s *Server) restoreTrash(c echo.Context) error {
+	id, err := pathID(c, "job_id")
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var b restoreBody
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := decodeBody(body, &b); err != nil {
+			return err
+		}
+	}
+	for _, f := range b.FileIDs {
+		if f <= 0 {
+			return fieldf("file_ids", "want file ids")
+		}
+	}
+	job, err := s.st.CreateRestore(c.Request().Context(), id, b.FileIDs)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, jobView(job))
 }

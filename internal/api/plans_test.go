@@ -108,6 +108,46 @@ func TestPlans(t *testing.T) {
 			t.Fatalf("second execute made job %d, first %d", same.ID, job.ID)
 		}
 		e.expect(e.call("POST", "/api/v1/duplicates/plans/999/execute", ""), 404, "plan_not_found")
+
+		restore := fmt.Sprintf("/api/v1/trash/%d/restore", job.ID)
+		e.unchanged(func() {
+			e.expect(e.call("POST", restore, ""), 400, "not_in_trash")
+			e.expect(e.call("POST", "/api/v1/trash/999/restore", ""), 404, "job_not_found")
+			e.expect(e.call("POST", restore, `{"file_ids": [-1]}`), 400, "invalid_field")
+			e.expect(e.call("POST", restore, `{"files": [1]}`), 400, "unknown_field")
+		})
+		var trashed int64
+		for _, g := range p.Groups {
+			trashed = g.Remove[0].FileID
+		}
+		if _, err := e.worker.Exec(e.ctx, `INSERT INTO delete_outcomes (job_id, file_id, outcome, trash_path, created_at)
+			VALUES (?, ?, 'trashed', 'x', ?)`, job.ID, trashed, e.now()); err != nil {
+			t.Fatal(err)
+		}
+		e.expect(e.call("POST", restore, fmt.Sprintf(`{"file_ids": [%d]}`, a1)), 400, "not_in_trash")
+		r = e.call("POST", restore, fmt.Sprintf(`{"file_ids": [%d]}`, trashed))
+		e.expect(r, 202, "")
+		var back struct {
+			Kind    string
+			Payload struct {
+				PlanID int64 `json:"plan_id"`
+			}
+		}
+		r.decode(t, &back)
+		if back.Kind != "delete" {
+			t.Fatalf("restore job %+v", back)
+		}
+		var rp struct {
+			Action        string
+			RestoresJobID int64 `json:"restores_job_id"`
+			Restore       []struct {
+				FileID int64 `json:"file_id"`
+			}
+		}
+		e.call("GET", fmt.Sprintf("/api/v1/duplicates/plans/%d", back.Payload.PlanID), "").decode(t, &rp)
+		if rp.Action != "restore" || rp.RestoresJobID != job.ID || len(rp.Restore) != 1 || rp.Restore[0].FileID != trashed {
+			t.Fatalf("restore plan %+v", rp)
+		}
 	})
 	t.Run("unlink needs allow_unlink", func(t *testing.T) {
 		r := e.call("POST", "/api/v1/duplicates/plans", `{"all": true, "policy": "oldest", "action": "unlink"}`)

@@ -92,6 +92,11 @@ func decodeJSON(c echo.Context, dst any) error {
 	if err != nil {
 		return err
 	}
+	return decodeBody(body, dst)
+}
+
+// decodeBody is decodeJSON of a body already read.
+func decodeBody(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return apiErr(CodeInvalidJSON, "empty request body: want a JSON object")
 	}

@@ -190,6 +190,7 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/duplicates/plans", s.listPlans)
 	g.GET("/duplicates/plans/:id", s.getPlan)
 	g.POST("/duplicates/plans/:id/execute", s.executePlan)
+	g.POST("/trash/:job_id/restore", s.restoreTrash)
 
 	g.POST("/thumbnails", s.createThumbnail)
 	g.GET("/thumbnails/metrics", s.thumbnailMetrics)

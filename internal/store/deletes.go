@@ -33,8 +33,9 @@ func (s *Store) DeleteResults(ctx context.Context, jobID int64) ([]DeleteResult,
 }
 
 // RecordDeleteResult stores the outcome of one copy, once (a retried job
-// keeps the first). A removed copy's row is marked missing in the same
-// transaction, so its group and counts update at once; a rescan agrees.
+// keeps the first). A removed copy's row is marked missing, and a restored
+// one present again, in the same transaction, so groups and counts update
+// at once; a rescan agrees.
 func (s *Store) RecordDeleteResult(ctx context.Context, r DeleteResult) error {
 	now := s.nowText()
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
@@ -44,11 +45,16 @@ func (s *Store) RecordDeleteResult(ctx context.Context, r DeleteResult) error {
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 || !r.Outcome.Removed() {
+		switch n, _ := res.RowsAffected(); {
+		case n == 0:
 			return nil
+		case r.Outcome.Removed():
+			_, err = tx.ExecContext(ctx, `UPDATE library_files SET is_missing = 1, missing_since = ?, updated_at = ?
+				WHERE id = ? AND is_missing = 0`, now, now, r.FileID)
+		case r.Outcome == protocol.OutcomeRestored:
+			_, err = tx.ExecContext(ctx, `UPDATE library_files SET is_missing = 0, missing_since = NULL, updated_at = ?
+				WHERE id = ? AND is_missing = 1`, now, r.FileID)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE library_files SET is_missing = 1, missing_since = ?, updated_at = ?
-			WHERE id = ? AND is_missing = 0`, now, now, r.FileID)
 		return err
 	})
 	if err != nil {

@@ -157,12 +157,16 @@ type Plan struct {
 	RemoveCount int64                 `db:"remove_count"`
 	BytesFreed  int64                 `db:"bytes_freed"`
 	JobID       sql.NullInt64         `db:"job_id"`
-	CreatedAt   string                `db:"created_at"`
-	ExpiresAt   string                `db:"expires_at"`
-	ExecutedAt  sql.NullString        `db:"executed_at"`
+	// RestoresJobID is, for a restore plan, the delete job whose trash it
+	// moves back.
+	RestoresJobID sql.NullInt64  `db:"restores_job_id"`
+	CreatedAt     string         `db:"created_at"`
+	ExpiresAt     string         `db:"expires_at"`
+	ExecutedAt    sql.NullString `db:"executed_at"`
 }
 
-const planCols = `id, policy, action, request, group_count, remove_count, bytes_freed, job_id, created_at, expires_at, executed_at`
+const planCols = `id, policy, action, request, group_count, remove_count, bytes_freed, job_id, restores_job_id, created_at,
+	expires_at, executed_at`
 
 // PlanFile is a row of delete_plan_files: one member of a planned group
 // with the identity the plan saw.
@@ -183,6 +187,8 @@ type PlanFile struct {
 const (
 	DecisionKeep   = "keep"
 	DecisionRemove = "remove"
+	// DecisionRestore: a restore plan moves the file back from the trash.
+	DecisionRestore = "restore"
 )
 
 // CreatePlan stores a plan and the identity of every member it names.
@@ -288,20 +294,27 @@ func (s *Store) AuthorizePlan(ctx context.Context, id int64) (job Job, created b
 		if err := checkPlanLibraries(ctx, tx, plan); err != nil {
 			return err
 		}
-		nowText := protocol.FormatTime(now)
-		payload := `{"plan_id":` + strconv.FormatInt(id, 10) + `}`
-		if err := tx.GetContext(ctx, &job, `INSERT INTO jobs (kind, status, priority, payload, created_at, updated_at)
-			VALUES ('delete', 'pending', 'normal', ?, ?, ?) RETURNING *`, payload, nowText, nowText); err != nil {
-			return err
-		}
-		created = true
-		_, err = tx.ExecContext(ctx, `UPDATE delete_plans SET job_id = ?, executed_at = ? WHERE id = ?`, job.ID, nowText, id)
+		job, err = insertPlanJob(ctx, tx, id, protocol.FormatTime(now))
+		created = err == nil
 		return err
 	})
 	if err != nil {
 		return Job{}, false, fmt.Errorf("authorize plan: %w", err)
 	}
 	return job, created, nil
+}
+
+// insertPlanJob creates the delete job that carries out plan id and binds
+// the plan to it: the binding is the authorization workerd checks.
+func insertPlanJob(ctx context.Context, tx *sqlx.Tx, id int64, now string) (Job, error) {
+	var job Job
+	payload := `{"plan_id":` + strconv.FormatInt(id, 10) + `}`
+	if err := tx.GetContext(ctx, &job, `INSERT INTO jobs (kind, status, priority, payload, created_at, updated_at)
+		VALUES ('delete', 'pending', 'normal', ?, ?, ?) RETURNING *`, payload, now, now); err != nil {
+		return Job{}, err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE delete_plans SET job_id = ?, executed_at = ? WHERE id = ?`, job.ID, now, id)
+	return job, err
 }
 
 // checkPlanLibraries refuses a plan whose copies lie in a library that does

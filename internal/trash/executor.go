@@ -72,7 +72,7 @@ func (x *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 	defer r.close()
 	total := int64(0)
 	for _, f := range files {
-		if f.Decision == store.DecisionRemove {
+		if f.Decision != store.DecisionKeep {
 			total++
 		}
 	}
@@ -87,7 +87,13 @@ func (x *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 		if err := ctx.Err(); err != nil {
 			return r.counts, err
 		}
-		if !r.done[f.FileID] {
+		switch {
+		case r.done[f.FileID]:
+		case f.Decision == store.DecisionRestore:
+			if err := r.restore(ctx, f); err != nil {
+				return r.counts, err
+			}
+		default:
 			k := keepers[f.GroupSeq]
 			if err := r.remove(ctx, f, &k); err != nil {
 				return r.counts, err

@@ -405,3 +405,57 @@ func TestReadOnlyLibrary(t *testing.T) {
 		}
 	}
 }
+
+func TestRestore(t *testing.T) {
+	e := setup(t, map[string]string{"a.cbz": "x", "b/b.cbz": "x", "c/c.cbz": "x"})
+	del := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("a.cbz"): e.ids["a.cbz"]}}, protocol.ActionTrash)
+	if _, err := e.run(del); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a file its job did not trash", func(t *testing.T) {
+		if _, err := e.control.CreateRestore(e.ctx, del.ID, []int64{e.ids["a.cbz"]}); protocol.CodeOf(err, "") != store.CodeNotInTrash {
+			t.Fatalf("restoring the keeper: %v", err)
+		}
+		if _, err := e.control.CreateRestore(e.ctx, 999, nil); protocol.CodeOf(err, "") != store.CodeJobNotFound {
+			t.Fatalf("restoring an unknown job: %v", err)
+		}
+	})
+	// b's path is taken again by the time of the restore: it stays in the trash.
+	e.write("b/b.cbz", "new", t0)
+	job, err := e.control.CreateRestore(e.ctx, del.ID, nil)
+	e.must(err)
+	if _, err := e.run(job); err != nil {
+		t.Fatal(err)
+	}
+	got := e.outcomes(job)
+	if got["c/c.cbz"] != protocol.OutcomeRestored || got["b/b.cbz"] != protocol.OutcomeRestoreConflict {
+		t.Fatalf("restore outcomes %v", got)
+	}
+	if data, err := os.ReadFile(filepath.Join(e.lib, "b/b.cbz")); err != nil || string(data) != "new" {
+		t.Fatalf("the file that took b's path: %q %v", data, err)
+	}
+	trashB := filepath.Join(e.lib, protocol.TrashDir, strconv.FormatInt(del.ID, 10), "b/b.cbz")
+	if data, err := os.ReadFile(trashB); err != nil || string(data) != "x" {
+		t.Fatalf("b's trash copy: %q %v", data, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(e.lib, "c/c.cbz")); err != nil || string(data) != "x" {
+		t.Fatalf("c restored: %q %v", data, err)
+	}
+	if missing, err := e.control.QueryInt(e.ctx, `SELECT is_missing FROM library_files WHERE id = ?`, e.ids["c/c.cbz"]); err != nil || missing != 0 {
+		t.Fatalf("c's row after its restore: missing=%d %v", missing, err)
+	}
+	t.Run("once b's path is free again", func(t *testing.T) {
+		e.must(os.Remove(filepath.Join(e.lib, "b/b.cbz")))
+		job, err := e.control.CreateRestore(e.ctx, del.ID, []int64{e.ids["b/b.cbz"]})
+		e.must(err)
+		if _, err := e.run(job); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.outcomes(job); got["b/b.cbz"] != protocol.OutcomeRestored || !e.exists("b/b.cbz") {
+			t.Fatalf("outcomes %v", got)
+		}
+		if _, err := os.Stat(trashB); !os.IsNotExist(err) {
+			t.Fatalf("the trash copy is still there: %v", err)
+		}
+	})
+}

@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// CodeNotInTrash: a restore names a file its delete job did not trash, or
+// the job trashed nothing.
+const CodeNotInTrash = "not_in_trash"
+
+// CreateRestore authorizes moving back what delete job deleteJobID
+// trashed: all of it, or the listed files. It is a plan like any other
+// (action restore, one row per file with the identity the file had when
+// it was trashed) bound at once to a new delete job, which it returns.
+func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []int64) (Job, error) {
+	now := protocol.FormatTime(s.Now())
+	var job Job
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		var original Plan
+		err := tx.GetContext(ctx, &original, `SELECT `+planCols+` FROM delete_plans WHERE job_id = ? AND action = 'trash'`, deleteJobID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return missingRow(jobRow, deleteJobID)
+		}
+		if err != nil {
+			return err
+		}
+		var files []PlanFile
+		if err := tx.SelectContext(ctx, &files, `SELECT f.seq, f.group_seq, f.file_id, f.library_id, f.relative_path, f.decision,
+				f.size_bytes, f.mtime_ns, f.hash_algorithm, f.content_hash
+			FROM delete_plan_files f JOIN delete_outcomes o ON o.job_id = ? AND o.file_id = f.file_id AND o.outcome = 'trashed'
+			WHERE f.plan_id = ? ORDER BY f.seq`, deleteJobID, original.ID); err != nil {
+			return err
+		}
+		files, err = pickTrashed(files, fileIDs, deleteJobID)
+		if err != nil {
+			return err
+		}
+		var plan Plan
+		if err := tx.GetContext(ctx, &plan, `INSERT INTO delete_plans (policy, action, restores_job_id, group_count, remove_count,
+				bytes_freed, created_at, expires_at) VALUES ('explicit', 'restore', ?, 0, ?, 0, ?, ?) RETURNING `+planCols,
+			deleteJobID, len(files), now, now); err != nil {
+			return err
+		}
+		for i, f := range files {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id,
+				relative_path, decision, size_bytes, mtime_ns, hash_algorithm, content_hash) VALUES (?, ?, ?, ?, ?, ?, 'restore', ?, ?, ?, ?)`,
+				plan.ID, i, i, f.FileID, f.LibraryID, f.RelativePath, f.SizeBytes, f.MtimeNS, string(f.HashAlgorithm), f.ContentHash); err != nil {
+				return err
+			}
+		}
+		job, err = insertPlanJob(ctx, tx, plan.ID, now)
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("create restore: %w", err)
+	}
+	return job, nil
+}
+
+// pickTrashed keeps the trashed files that ids lists (all when ids is
+// empty); an id that was not trashed is an error.
+func pickTrashed(trashed []PlanFile, ids []int64, jobID int64) ([]PlanFile, error) {
+	if len(trashed) == 0 {
+		return nil, &protocol.Error{Code: CodeNotInTrash,
+			Message: "job " + strconv.FormatInt(jobID, 10) + " has nothing in the trash"}
+	}
+	if len(ids) == 0 {
+		return trashed, nil
+	}
+	out := make([]PlanFile, 0, len(ids))
+	for _, id := range ids {
+		i := slices.IndexFunc(trashed, func(f PlanFile) bool { return f.FileID == id })
+		if i < 0 {
+			return nil, &protocol.Error{Code: CodeNotInTrash,
+				Message: "file " + strconv.FormatInt(id, 10) + " was not trashed by job " + strconv.FormatInt(jobID, 10)}
+		}
+		if !slices.ContainsFunc(out, func(f PlanFile) bool { return f.FileID == id }) {
+			out = append(out, trashed[i])
+		}
+	}
+	return out, nil
+}
