@@ -61,6 +61,9 @@ type run struct {
 	roots  map[int64]*os.Root
 	done   map[int64]bool
 	counts map[string]int64
+	// keepers holds each group's keeper, by group_seq; the plan lists it
+	// before the group's copies.
+	keepers map[int64]*keeperCheck
 }
 
 // Execute carries out the plan the job's payload names.
@@ -77,33 +80,37 @@ func (x *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 		}
 	}
 	rep.Progress(0, total)
-	keepers := map[int64]keeperCheck{}
 	processed := int64(0)
 	for _, f := range files {
 		if f.Decision == store.DecisionKeep {
-			keepers[f.GroupSeq] = keeperCheck{file: f}
+			r.keepers[f.GroupSeq] = &keeperCheck{file: f}
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return r.counts, err
 		}
-		switch {
-		case r.done[f.FileID]:
-		case f.Decision == store.DecisionRestore:
-			if err := r.restore(ctx, f); err != nil {
-				return r.counts, err
-			}
-		default:
-			k := keepers[f.GroupSeq]
-			if err := r.remove(ctx, f, &k); err != nil {
-				return r.counts, err
-			}
-			keepers[f.GroupSeq] = k
+		if err := r.one(ctx, f); err != nil {
+			return r.counts, err
 		}
 		processed++
 		rep.Progress(processed, total)
 	}
 	return r.counts, nil
+}
+
+// one deals with one planned file, unless an earlier attempt did.
+func (r *run) one(ctx context.Context, f store.PlanFile) error {
+	switch {
+	case r.done[f.FileID]:
+		return nil
+	case f.Decision == store.DecisionRestore:
+		return r.restore(ctx, f)
+	}
+	k := r.keepers[f.GroupSeq]
+	if k == nil {
+		return protocol.Errorf(protocol.ErrInvalidPayload, "plan %d lists file %d without a keeper", r.plan.ID, f.FileID)
+	}
+	return r.remove(ctx, f, k)
 }
 
 // start checks the job's authorization and opens the libraries it touches.
@@ -127,7 +134,8 @@ func (x *Executor) start(ctx context.Context, job store.Job) (*run, []store.Plan
 	if err != nil {
 		return nil, nil, err
 	}
-	r := &run{x: x, job: job, plan: plan, roots: map[int64]*os.Root{}, done: map[int64]bool{}, counts: map[string]int64{}}
+	r := &run{x: x, job: job, plan: plan, roots: map[int64]*os.Root{}, done: map[int64]bool{}, counts: map[string]int64{},
+		keepers: map[int64]*keeperCheck{}}
 	for _, res := range results {
 		r.done[res.FileID] = true
 		r.count(res.Outcome, 0)
