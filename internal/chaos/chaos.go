@@ -54,6 +54,10 @@ type Config struct {
 	MinGap, MaxGap time.Duration
 	// DrainTimeout bounds the final drain (default 3m).
 	DrainTimeout time.Duration
+	// DeleteGroups is the size of the duplicate library of the delete
+	// phase (default 200 groups of two or three copies); DeleteKills how
+	// many times the worker running its delete job is SIGKILLed (default 3).
+	DeleteGroups, DeleteKills int
 	// Seed makes the fault schedule reproducible (default: the clock).
 	Seed uint64
 	// Log receives progress lines (default io.Discard).
@@ -88,6 +92,12 @@ func (c Config) withDefaults() Config {
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 3 * time.Minute
 	}
+	if c.DeleteGroups <= 0 {
+		c.DeleteGroups = 200
+	}
+	if c.DeleteKills <= 0 {
+		c.DeleteKills = 3
+	}
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
@@ -111,6 +121,7 @@ type Report struct {
 	FastForwards                 int64
 	Samples, SampleErrors        int
 	MaxActiveScanHash            int64
+	DeleteKills                  int
 	CleanDuration, ChaosDuration time.Duration
 	Checks                       []check
 }
@@ -139,6 +150,7 @@ func (r *Report) String() string {
 	sort.Strings(tables)
 	fmt.Fprintf(&b, "  recoveries seen: %s; job rows seen lease_expired: %d; scan/hash retries (attempt-1): %d; retry times pulled forward: %d; hash yields to scans: %d\n",
 		strings.Join(tables, ", "), r.LeaseExpiredJobs, r.Retries, r.FastForwards, r.Yields)
+	fmt.Fprintf(&b, "  delete phase: %d workerd SIGKILLs while the delete job ran\n", r.DeleteKills)
 	fmt.Fprintf(&b, "  sampler: %d samples, %d errors, max active scan/hash rows %d\n", r.Samples, r.SampleErrors, r.MaxActiveScanHash)
 	for _, c := range r.Checks {
 		fmt.Fprintf(&b, "  %s\n", c)
@@ -169,7 +181,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := h.chaosRun(ctx); err != nil {
 		return r, fmt.Errorf("chaos run: %w", err)
 	}
-	return r, h.verify(ctx, want, before)
+	defer h.ro.Close()
+	defer h.op.Close()
+	if err := h.verify(ctx, want, before); err != nil {
+		return r, err
+	}
+	if err := h.deletePhase(ctx); err != nil {
+		return r, fmt.Errorf("delete phase: %w", err)
+	}
+	return r, nil
 }
 
 type harness struct {
@@ -361,8 +381,6 @@ func (h *harness) finish(ctx context.Context) error {
 
 // verify checks the invariants on the stopped system.
 func (h *harness) verify(ctx context.Context, want map[string]fileRow, before map[string]string) error {
-	defer h.ro.Close()
-	defer h.op.Close()
 	r := h.r
 	r.Samples, r.SampleErrors, r.MaxActiveScanHash, r.Recoveries = h.smp.snapshot()
 	r.LeaseExpiredJobs = h.smp.leaseExpiredJobs()

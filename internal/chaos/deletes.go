@@ -1,0 +1,251 @@
+package chaos
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// deletePhase resolves duplicates under fire: a library of DeleteGroups
+// groups of two or three identical files is scanned and hashed, a plan
+// keeping the oldest copy of each is executed, and the workers are
+// SIGKILLed again and again while the delete job runs. Then it proves that
+// every planned file is in exactly one place, in the library or in the
+// trash, bytes unchanged; that no keeper moved; and that restoring the
+// whole trash gives back the library's original checksums exactly.
+func (h *harness) deletePhase(ctx context.Context) error {
+	c := h.c
+	dir := filepath.Join(h.root, "dupes")
+	if err := writeDupes(dir, h.cfg.DeleteGroups, h.rng); err != nil {
+		return err
+	}
+	before, err := fileSums(dir)
+	if err != nil {
+		return err
+	}
+	if err := c.startControl(ctx); err != nil {
+		return err
+	}
+	for _, slot := range []string{"a", "b"} {
+		if _, err := c.startWorker(slot); err != nil {
+			return err
+		}
+	}
+	defer c.killAll()
+	lid, err := c.setup(ctx, dir, map[string]any{"io.hash_rate_limit_mb_s": 0})
+	if err != nil {
+		return err
+	}
+	if err := c.api(ctx, "PATCH", "/libraries/"+strconv.FormatInt(lid, 10), map[string]any{"allow_delete": true}, nil); err != nil {
+		return err
+	}
+	if err := c.requestScan(ctx, lid); err != nil {
+		return err
+	}
+	if err := h.drain(ctx); err != nil {
+		return err
+	}
+	var plan planReply
+	if err := c.api(ctx, "POST", "/duplicates/plans", map[string]any{"all": true, "library_id": lid, "policy": "oldest"}, &plan); err != nil {
+		return err
+	}
+	var job struct{ ID int64 }
+	if err := c.api(ctx, "POST", fmt.Sprintf("/duplicates/plans/%d/execute", plan.ID), nil, &job); err != nil {
+		return err
+	}
+	if err := h.killDuringDelete(ctx, job.ID); err != nil {
+		return err
+	}
+	if err := h.drain(ctx); err != nil {
+		return err
+	}
+	if err := c.api(ctx, "GET", fmt.Sprintf("/duplicates/plans/%d", plan.ID), nil, &plan); err != nil {
+		return err
+	}
+	h.r.Checks = append(h.r.Checks, h.checkDeleteJob(ctx, job.ID), checkPlanned(dir, job.ID, plan, before))
+
+	if err := c.api(ctx, "POST", fmt.Sprintf("/trash/%d/restore", job.ID), nil, nil); err != nil {
+		return err
+	}
+	if err := h.drain(ctx); err != nil {
+		return err
+	}
+	after, err := fileSums(dir)
+	if err != nil {
+		return err
+	}
+	restored := compareChecksums(before, after)
+	restored.Name = "restoring the whole trash gives back the library's checksums (sha256 of every file)"
+	h.r.Checks = append(h.r.Checks, restored)
+	return c.stopAll()
+}
+
+// drain waits for the jobs to settle, pulling retry times forward.
+func (h *harness) drain(ctx context.Context) error {
+	tick := func() {
+		n, _ := fastForward(ctx, h.op)
+		h.r.FastForwards += n
+	}
+	_, err := waitDrained(ctx, h.ro, 2*time.Second, h.cfg.DrainTimeout, tick)
+	return err
+}
+
+// killDuringDelete SIGKILLs the worker running the delete job, DeleteKills
+// times, at random moments while it has files left.
+func (h *harness) killDuringDelete(ctx context.Context, jobID int64) error {
+	for h.r.DeleteKills < h.cfg.DeleteKills {
+		time.Sleep(time.Duration(h.rng.Int64N(int64(60*time.Millisecond))) + 10*time.Millisecond)
+		var status, owner string
+		var left int64
+		err := h.ro.QueryRowContext(ctx, `SELECT status, ifnull(worker_id, ''),
+			(SELECT count(*) FROM delete_plan_files f JOIN delete_plans p ON p.id = f.plan_id
+			 WHERE p.job_id = jobs.id AND f.decision = 'remove'
+			   AND f.file_id NOT IN (SELECT file_id FROM delete_outcomes WHERE job_id = jobs.id))
+			FROM jobs WHERE id = ?`, jobID).Scan(&status, &owner, &left)
+		if err != nil {
+			return err
+		}
+		if n, _ := fastForward(ctx, h.op); n > 0 {
+			h.r.FastForwards += n
+		}
+		switch {
+		case left == 0, protocol.JobStatus(status).Terminal():
+			return nil // done (or failed, which checkDeleteJob reports) before all kills landed
+		case status != string(protocol.JobRunning) || owner == "":
+			continue
+		}
+		for _, slot := range []string{"a", "b"} {
+			if w := h.c.worker(slot); w.name == owner {
+				w.kill()
+				h.r.DeleteKills++
+				h.logf("SIGKILL %s during the delete job (%d copies left)", w.name, left)
+				if _, err := h.c.startWorker(slot); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (h *harness) checkDeleteJob(ctx context.Context, jobID int64) check {
+	c := check{Name: "the delete job completed, every copy accounted for"}
+	var status string
+	var outcomes, trashed int64
+	err := h.ro.QueryRowContext(ctx, `SELECT status,
+		(SELECT count(*) FROM delete_outcomes WHERE job_id = jobs.id),
+		(SELECT count(*) FROM delete_outcomes WHERE job_id = jobs.id AND outcome = 'trashed')
+		FROM jobs WHERE id = ?`, jobID).Scan(&status, &outcomes, &trashed)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	c.OK = status == "completed" && outcomes == trashed && trashed > 0
+	c.Detail = fmt.Sprintf("%s; %d outcomes, %d trashed; %d workerd SIGKILLs mid-plan", status, outcomes, trashed, h.r.DeleteKills)
+	return c
+}
+
+type planReply struct {
+	ID     int64 `json:"id"`
+	Groups []struct {
+		Keep struct {
+			RelativePath string `json:"relative_path"`
+		} `json:"keep"`
+		Remove []struct {
+			RelativePath string `json:"relative_path"`
+			Outcome      string `json:"outcome"`
+		} `json:"remove"`
+	} `json:"groups"`
+}
+
+// checkPlanned: each keeper is in place, each copy in exactly one place
+// (its path or the job's trash), every byte as before.
+func checkPlanned(dir string, jobID int64, plan planReply, before map[string]string) check {
+	c := check{Name: "every planned file in exactly one place, bytes unchanged; no keeper moved"}
+	trash := filepath.Join(protocol.TrashDir, strconv.FormatInt(jobID, 10))
+	var bad []string
+	files := 0
+	for _, g := range plan.Groups {
+		if sum(dir, g.Keep.RelativePath) != before[g.Keep.RelativePath] {
+			bad = append(bad, "keeper "+g.Keep.RelativePath)
+		}
+		for _, r := range g.Remove {
+			files++
+			here, there := sum(dir, r.RelativePath), sum(dir, filepath.Join(trash, r.RelativePath))
+			if (here == "") == (there == "") || here+there != before[r.RelativePath] {
+				bad = append(bad, fmt.Sprintf("%s (in place %v, in trash %v, outcome %s)", r.RelativePath, here != "", there != "", r.Outcome))
+			}
+		}
+	}
+	c.OK = len(bad) == 0 && files > 0
+	c.Detail = fmt.Sprintf("%d groups, %d copies", len(plan.Groups), files)
+	if len(bad) > 0 {
+		c.Detail += "; wrong: " + strings.Join(bad[:min(len(bad), 5)], ", ")
+	}
+	return c
+}
+
+// sum is the sha256 of dir/rel, or "" when it is not there.
+func sum(dir, rel string) string {
+	data, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		return ""
+	}
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// fileSums is the sha256 of every regular file under dir outside the
+// trash, by relative path.
+func fileSums(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == protocol.TrashDir {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out[rel] = sum(dir, rel)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// writeDupes writes groups of two or three identical files of 8 to 40 KiB,
+// each copy with its own mtime (the first the oldest).
+func writeDupes(dir string, groups int, rng *rand.Rand) error {
+	for g := range groups {
+		data := make([]byte, 8<<10+rng.IntN(32<<10))
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		for i := range 2 + rng.IntN(2) {
+			p := filepath.Join(dir, fmt.Sprintf("g%03d", g), fmt.Sprintf("copy %d.cbz", i))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				return err
+			}
+			mtime := time.Date(2020, 1, 1+i, 0, 0, 0, 0, time.UTC)
+			if err := os.Chtimes(p, mtime, mtime); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
