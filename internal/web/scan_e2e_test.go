@@ -275,6 +275,35 @@ func TestScanLive(t *testing.T) {
 		}
 	})
 
+	step("resolve duplicates", func(t *testing.T) {
+		confirm := chromedp.Click(chromedp.CSS(`dialog.confirm button[value=yes]`))
+		run(t, ctx, "plan", chromedp.Click(chromedp.CSS("#resolve-plan-btn")),
+			waitJS(`document.getElementById('resolve-summary')`),
+			e.shot("24-resolve-plan"))
+		keepers := eval[int](t, ctx, `document.querySelectorAll('#resolve-groups li.keep').length`)
+		removes := eval[int](t, ctx, `document.querySelectorAll('#resolve-groups li.remove').length`)
+		if keepers != len(wantGroups) || removes == 0 {
+			t.Fatalf("plan shows %d keepers and %d copies for %d groups", keepers, removes, len(wantGroups))
+		}
+		run(t, ctx, "refused", chromedp.Click(chromedp.CSS("#resolve-execute")), confirm,
+			waitJS(`(document.querySelector('#resolve-status .error') || {}).textContent?.includes('does not allow deletion')`))
+		if code, _ := e.call(t, "PATCH", "/libraries/1", map[string]any{"allow_delete": true}); code != 200 {
+			t.Fatalf("allow delete: %d", code)
+		}
+		run(t, ctx, "execute", chromedp.Click(chromedp.CSS("#resolve-execute")), confirm,
+			waitJS(`document.getElementById('resolve-status').dataset.status === 'completed'`),
+			waitJS(`document.getElementById('resolve-restore')`),
+			e.shot("25-resolve-done"))
+		if got := eval[[]string](t, ctx, `[...document.querySelectorAll('#resolve-groups li.remove .badge')].map((b) => b.textContent)`); len(got) != removes ||
+			strings.Count(strings.Join(got, " "), "trashed") != removes {
+			t.Fatalf("outcomes shown %v", got)
+		}
+		run(t, ctx, "restore", chromedp.Click(chromedp.CSS("#resolve-restore")),
+			waitJS(`document.getElementById('resolve-status').textContent.includes('restored')`))
+		run(t, ctx, "trash list", clickText(".resolve summary", "Trash"),
+			waitJS(`document.querySelectorAll('#trash-list li[data-job-id]').length === 1`))
+	})
+
 	step("every request is a documented API route", func(t *testing.T) {
 		reqs, _ := net.snapshot()
 		checkRequests(t, reqs, 8)

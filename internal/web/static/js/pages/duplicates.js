@@ -4,6 +4,7 @@
 
 import { Pager, get } from '../api.js';
 import { badge, cover, errorText, fileName, fmtBytes, fmtNum, h, moreButton, replace } from '../ui.js';
+import { resolvePanel } from './resolve.js';
 
 export const title = 'Duplicates';
 
@@ -13,7 +14,7 @@ export async function render(root) {
   const search = h('p', { id: 'dup-search', class: 'hint' });
   root.append(h('h1', {}, 'Duplicates'), search,
     h('p', { class: 'hint' }, 'Files whose content hash is equal. Wasted bytes is what keeping one copy of each group would free.'),
-    total, list);
+    total, resolvePanel(), list);
   const pager = new Pager('/duplicates/groups', {}, 20);
   let groups = 0;
   let wasted = 0;
