@@ -33,11 +33,14 @@ type RetentionPolicy struct {
 // DeleteOldJobs deletes up to limit terminal jobs older than the policy. A
 // row without finished_at (written by hand) counts from updated_at. Rows
 // referencing a deleted job (scan_sessions.job_id) are set to NULL by the
-// schema; job_followups rows go with their job.
+// schema; job_followups rows go with their job. A delete job bound to a
+// plan stays: its outcomes say what is in the trash, and a restore needs
+// them.
 func (s *Store) DeleteOldJobs(ctx context.Context, p RetentionPolicy, limit int) (int64, error) {
 	n, err := s.deleteBatch(ctx, `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs
-		WHERE (status IN ('completed','cancelled') AND coalesce(finished_at, updated_at) < ?)
-		   OR (status = 'failed' AND coalesce(finished_at, updated_at) < ?)
+		WHERE ((status IN ('completed','cancelled') AND coalesce(finished_at, updated_at) < ?)
+		   OR (status = 'failed' AND coalesce(finished_at, updated_at) < ?))
+		  AND id NOT IN (SELECT job_id FROM delete_plans WHERE job_id IS NOT NULL)
 		ORDER BY id LIMIT ?)`, protocol.FormatTime(p.JobsBefore), protocol.FormatTime(p.FailedBefore), limit)
 	if err != nil {
 		return 0, fmt.Errorf("delete old jobs: %w", err)

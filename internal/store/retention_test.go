@@ -44,6 +44,13 @@ func TestRetention(t *testing.T) {
 			keep[insertJobAt(t, e.st, "thumbnail", "retryable", old)] = true // not terminal
 		}
 		keep[insertJobAt(t, e.st, "scan", "running", old)] = true
+		// A delete job that carried out a plan holds the record of its trash.
+		bound := insertJobAt(t, e.st, "delete", "completed", old)
+		if _, err := e.st.Exec(ctx, `INSERT INTO delete_plans (policy, group_count, remove_count, bytes_freed, job_id, created_at, expires_at)
+			VALUES ('oldest', 0, 0, 0, ?, ?, ?)`, bound, protocol.FormatTime(old), protocol.FormatTime(old)); err != nil {
+			t.Fatal(err)
+		}
+		keep[bound] = true
 		p := store.RetentionPolicy{JobsBefore: now.Add(-24 * time.Hour), FailedBefore: now.Add(-7 * 24 * time.Hour)}
 
 		// a writer inserts fresh terminal jobs all along
