@@ -51,9 +51,9 @@ ALTER TABLE libraries ADD COLUMN allow_unlink INTEGER NOT NULL DEFAULT 0 CHECK (
 CREATE TABLE delete_plans (
     id           INTEGER PRIMARY KEY,
     policy       TEXT    NOT NULL CHECK (policy IN ('oldest', 'shortest_path', 'prefer_library', 'prefer_path_prefix', 'explicit')),
-    action       TEXT    NOT NULL DEFAULT 'trash' CHECK (action IN ('trash', 'unlink', 'restore')),
-    -- A restore plan (action restore) moves back what this delete job trashed.
-    restores_job_id INTEGER REFERENCES jobs(id) ON DELETE SET NULL,
+    action       TEXT    NOT NULL DEFAULT 'trash' CHECK (action IN ('trash', 'unlink', 'restore', 'purge')),
+    -- A restore or purge plan acts on what this delete job trashed.
+    trash_job_id INTEGER REFERENCES jobs(id) ON DELETE SET NULL,
     request      TEXT    NOT NULL DEFAULT '{}',
     group_count  INTEGER NOT NULL CHECK (group_count >= 0),
     remove_count INTEGER NOT NULL CHECK (remove_count >= 0),
@@ -65,6 +65,7 @@ CREATE TABLE delete_plans (
 );
 CREATE INDEX ix_delete_plans_created ON delete_plans (created_at DESC, id DESC);
 CREATE UNIQUE INDEX ix_delete_plans_job ON delete_plans (job_id) WHERE job_id IS NOT NULL;
+CREATE INDEX ix_delete_plans_trash_job ON delete_plans (trash_job_id, action) WHERE trash_job_id IS NOT NULL;
 
 -- Every member of every planned group, keeper and copies, with the identity
 -- the plan saw: a copy is removed only while its file still has exactly this
@@ -76,7 +77,7 @@ CREATE TABLE delete_plan_files (
     file_id        INTEGER NOT NULL,
     library_id     INTEGER NOT NULL,
     relative_path  TEXT    NOT NULL,
-    decision       TEXT    NOT NULL CHECK (decision IN ('keep', 'remove', 'restore')),
+    decision       TEXT    NOT NULL CHECK (decision IN ('keep', 'remove', 'restore', 'purge')),
     size_bytes     INTEGER NOT NULL,
     mtime_ns       INTEGER NOT NULL,
     hash_algorithm TEXT    NOT NULL CHECK (hash_algorithm IN ('blake3', 'sha256')),
@@ -88,7 +89,7 @@ CREATE TABLE delete_plan_files (
 CREATE TABLE delete_outcomes (
     job_id     INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
     file_id    INTEGER NOT NULL,
-    outcome    TEXT    NOT NULL CHECK (outcome IN ('trashed', 'unlinked', 'restored', 'restore_conflict', 'changed_since_plan', 'missing',
+    outcome    TEXT    NOT NULL CHECK (outcome IN ('trashed', 'unlinked', 'restored', 'restore_conflict', 'purged', 'changed_since_plan', 'missing',
                    'path_violation', 'last_copy', 'read_only_filesystem', 'io_error')),
     message    TEXT    NOT NULL DEFAULT '',
     trash_path TEXT,

@@ -32,9 +32,12 @@ const (
 	ActionUnlink DeleteAction = "unlink"
 	// ActionRestore moves back what a delete job trashed.
 	ActionRestore DeleteAction = "restore"
+	// ActionPurge removes for good what a delete job trashed, once it is
+	// older than trash.retention_days.
+	ActionPurge DeleteAction = "purge"
 )
 
-var DeleteActions = []DeleteAction{ActionTrash, ActionUnlink, ActionRestore}
+var DeleteActions = []DeleteAction{ActionTrash, ActionUnlink, ActionRestore, ActionPurge}
 
 func ParseDeleteAction(s string) (DeleteAction, error) {
 	return parseEnum("delete action", s, DeleteActions)
@@ -51,6 +54,8 @@ const (
 	OutcomeRestored DeleteOutcome = "restored"
 	// OutcomeRestoreConflict: its path is taken; the trash copy stays.
 	OutcomeRestoreConflict DeleteOutcome = "restore_conflict"
+	// OutcomePurged: the trash copy was removed for good.
+	OutcomePurged DeleteOutcome = "purged"
 	// OutcomeChanged: the copy's size, mtime or content is not the plan's.
 	OutcomeChanged DeleteOutcome = "changed_since_plan"
 	// OutcomeMissing: the copy is gone from its path.
@@ -65,7 +70,7 @@ const (
 	OutcomeIOError  DeleteOutcome = "io_error"
 )
 
-var DeleteOutcomes = []DeleteOutcome{OutcomeTrashed, OutcomeUnlinked, OutcomeRestored, OutcomeRestoreConflict, OutcomeChanged, OutcomeMissing,
+var DeleteOutcomes = []DeleteOutcome{OutcomeTrashed, OutcomeUnlinked, OutcomeRestored, OutcomeRestoreConflict, OutcomePurged, OutcomeChanged, OutcomeMissing,
 	OutcomePathViolation, OutcomeLastCopy, OutcomeReadOnly, OutcomeIOError}
 
 // Removed reports whether the copy left its path.

@@ -95,7 +95,7 @@ func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAct
 	}
 	action := protocol.ActionTrash
 	if b.Action != "" {
-		if action, err = protocol.ParseDeleteAction(b.Action); err != nil || action == protocol.ActionRestore {
+		if action, err = protocol.ParseDeleteAction(b.Action); err != nil || (action != protocol.ActionTrash && action != protocol.ActionUnlink) {
 			return sel, pol, "", fieldf("action", "want trash or unlink")
 		}
 	}

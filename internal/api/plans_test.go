@@ -138,14 +138,14 @@ func TestPlans(t *testing.T) {
 			t.Fatalf("restore job %+v", back)
 		}
 		var rp struct {
-			Action        string
-			RestoresJobID int64 `json:"restores_job_id"`
-			Restore       []struct {
+			Action     string
+			TrashJobID int64 `json:"trash_job_id"`
+			Trash      []struct {
 				FileID int64 `json:"file_id"`
 			}
 		}
 		e.call("GET", fmt.Sprintf("/api/v1/duplicates/plans/%d", back.Payload.PlanID), "").decode(t, &rp)
-		if rp.Action != "restore" || rp.RestoresJobID != job.ID || len(rp.Restore) != 1 || rp.Restore[0].FileID != trashed {
+		if rp.Action != "restore" || rp.TrashJobID != job.ID || len(rp.Trash) != 1 || rp.Trash[0].FileID != trashed {
 			t.Fatalf("restore plan %+v", rp)
 		}
 	})

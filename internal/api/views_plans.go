@@ -6,24 +6,24 @@ import (
 )
 
 type planSummaryJSON struct {
-	ID            int64                 `json:"id"`
-	Policy        protocol.KeepPolicy   `json:"policy"`
-	Action        protocol.DeleteAction `json:"action"`
-	RestoresJobID *int64                `json:"restores_job_id"`
-	GroupCount    int64                 `json:"group_count"`
-	RemoveCount   int64                 `json:"remove_count"`
-	BytesFreed    int64                 `json:"bytes_freed"`
-	JobID         *int64                `json:"job_id"`
-	CreatedAt     string                `json:"created_at"`
-	ExpiresAt     string                `json:"expires_at"`
-	ExecutedAt    *string               `json:"executed_at"`
+	ID          int64                 `json:"id"`
+	Policy      protocol.KeepPolicy   `json:"policy"`
+	Action      protocol.DeleteAction `json:"action"`
+	TrashJobID  *int64                `json:"trash_job_id"`
+	GroupCount  int64                 `json:"group_count"`
+	RemoveCount int64                 `json:"remove_count"`
+	BytesFreed  int64                 `json:"bytes_freed"`
+	JobID       *int64                `json:"job_id"`
+	CreatedAt   string                `json:"created_at"`
+	ExpiresAt   string                `json:"expires_at"`
+	ExecutedAt  *string               `json:"executed_at"`
 }
 
 type planJSON struct {
 	planSummaryJSON
 	Groups []planGroupJSON `json:"groups"`
-	// Restore lists the files a restore plan moves back.
-	Restore []planFileJSON `json:"restore,omitempty"`
+	// Trash lists the files a restore or purge plan acts on.
+	Trash []planFileJSON `json:"trash,omitempty"`
 }
 
 type planGroupJSON struct {
@@ -46,7 +46,7 @@ type planFileJSON struct {
 }
 
 func planSummary(p store.Plan) planSummaryJSON {
-	return planSummaryJSON{ID: p.ID, Policy: p.Policy, Action: p.Action, RestoresJobID: nint(p.RestoresJobID), GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
+	return planSummaryJSON{ID: p.ID, Policy: p.Policy, Action: p.Action, TrashJobID: nint(p.TrashJobID), GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
 		BytesFreed: p.BytesFreed, JobID: nint(p.JobID), CreatedAt: ts(p.CreatedAt), ExpiresAt: ts(p.ExpiresAt),
 		ExecutedAt: nts(p.ExecutedAt)}
 }
@@ -68,8 +68,8 @@ func planView(p store.Plan, files []store.PlanFile, results []store.DeleteResult
 			o, msg := r.Outcome, r.Message
 			pf.Outcome, pf.Message, pf.TrashPath = &o, &msg, nstr(r.TrashPath)
 		}
-		if f.Decision == store.DecisionRestore || len(v.Groups) == 0 {
-			v.Restore = append(v.Restore, pf)
+		if f.Decision != store.DecisionRemove || len(v.Groups) == 0 {
+			v.Trash = append(v.Trash, pf)
 			continue
 		}
 		g := &v.Groups[len(v.Groups)-1]

@@ -87,6 +87,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		newService("retention", s.cfg.RetentionInterval, s.retention, s),
 		newService("wal", s.cfg.WALInterval, s.walCheckpoints, s),
 		newService("cleanups", s.cfg.CleanupInterval, s.missingCleanups, s),
+		newService("trash", s.cfg.CleanupInterval, s.trashPurges, s),
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
 	for _, sv := range services {

@@ -278,3 +278,20 @@ func (s *Scheduler) missingCleanups(ctx context.Context) (int64, error) {
 	s.cfg.Logger.Info("cover layout changed", "shard_count", shards, "flagged", flagged)
 	return n + flagged + 1, nil
 }
+
+// trashPurges schedules the purge of every delete job's trash older than
+// trash.retention_days (0 keeps it); workerd removes the files.
+func (s *Scheduler) trashPurges(ctx context.Context) (int64, error) {
+	v, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return 0, err
+	}
+	days := v.Int(settings.TrashRetentionDays)
+	if days == 0 {
+		return 0, nil
+	}
+	return s.st.SchedulePurges(ctx, s.st.Now().Add(-time.Duration(days)*24*time.Hour), purgeBatch)
+}
+
+// purgeBatch bounds the purges one pass schedules.
+const purgeBatch = 100

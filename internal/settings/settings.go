@@ -140,6 +140,7 @@ var (
 	IOThumbnailRateLimitMBs   = defineInt("io.thumbnail_rate_limit_mb_s", 0, 0, 100000, "Global cover source read budget, MB/s; 0 = unlimited.")
 	CleanupMissingAfterHours  = defineInt("cleanup.missing_after_hours", 168, 1, 87600, "Covers of files missing this long are cleaned up.")
 	ScanMissingPurgeAfterDays = defineInt("scan.missing.purge_after_days", 30, 0, 3650, "A scan deletes the rows of files missing this many days, once their covers are cleaned up; 0 keeps them.")
+	TrashRetentionDays        = defineInt("trash.retention_days", 30, 0, 3650, "Days a delete job's trash is kept before it is purged for good; 0 keeps it.")
 	DeletePlanTTLHours        = defineInt("delete.plan_ttl_hours", 24, 1, 8760, "How long a duplicate-resolution plan can be executed after it was made.")
 )
 

@@ -157,15 +157,15 @@ type Plan struct {
 	RemoveCount int64                 `db:"remove_count"`
 	BytesFreed  int64                 `db:"bytes_freed"`
 	JobID       sql.NullInt64         `db:"job_id"`
-	// RestoresJobID is, for a restore plan, the delete job whose trash it
+	// TrashJobID is, for a restore plan, the delete job whose trash it
 	// moves back.
-	RestoresJobID sql.NullInt64  `db:"restores_job_id"`
-	CreatedAt     string         `db:"created_at"`
-	ExpiresAt     string         `db:"expires_at"`
-	ExecutedAt    sql.NullString `db:"executed_at"`
+	TrashJobID sql.NullInt64  `db:"trash_job_id"`
+	CreatedAt  string         `db:"created_at"`
+	ExpiresAt  string         `db:"expires_at"`
+	ExecutedAt sql.NullString `db:"executed_at"`
 }
 
-const planCols = `id, policy, action, request, group_count, remove_count, bytes_freed, job_id, restores_job_id, created_at,
+const planCols = `id, policy, action, request, group_count, remove_count, bytes_freed, job_id, trash_job_id, created_at,
 	expires_at, executed_at`
 
 // PlanFile is a row of delete_plan_files: one member of a planned group
@@ -189,6 +189,8 @@ const (
 	DecisionRemove = "remove"
 	// DecisionRestore: a restore plan moves the file back from the trash.
 	DecisionRestore = "restore"
+	// DecisionPurge: a purge plan removes the trash copy for good.
+	DecisionPurge = "purge"
 )
 
 // CreatePlan stores a plan and the identity of every member it names.

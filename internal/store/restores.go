@@ -17,6 +17,16 @@ import (
 // the job trashed nothing.
 const CodeNotInTrash = "not_in_trash"
 
+// inTrashQuery selects the files delete job ?1 (of plan ?2) trashed that
+// no restore or purge has since taken out of its trash.
+const inTrashQuery = `SELECT f.seq, f.group_seq, f.file_id, f.library_id, f.relative_path, f.decision,
+		f.size_bytes, f.mtime_ns, f.hash_algorithm, f.content_hash
+	FROM delete_plan_files f JOIN delete_outcomes o ON o.job_id = ?1 AND o.file_id = f.file_id AND o.outcome = 'trashed'
+	WHERE f.plan_id = ?2 AND f.file_id NOT IN (SELECT ro.file_id FROM delete_plans rp
+		JOIN delete_outcomes ro ON ro.job_id = rp.job_id
+		WHERE rp.trash_job_id = ?1 AND ro.outcome IN ('restored', 'purged'))
+	ORDER BY f.seq`
+
 // CreateRestore authorizes moving back what delete job deleteJobID
 // trashed: all of it, or the listed files. It is a plan like any other
 // (action restore, one row per file with the identity the file had when
@@ -34,30 +44,14 @@ func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []
 			return err
 		}
 		var files []PlanFile
-		if err := tx.SelectContext(ctx, &files, `SELECT f.seq, f.group_seq, f.file_id, f.library_id, f.relative_path, f.decision,
-				f.size_bytes, f.mtime_ns, f.hash_algorithm, f.content_hash
-			FROM delete_plan_files f JOIN delete_outcomes o ON o.job_id = ? AND o.file_id = f.file_id AND o.outcome = 'trashed'
-			WHERE f.plan_id = ? ORDER BY f.seq`, deleteJobID, original.ID); err != nil {
+		if err := tx.SelectContext(ctx, &files, inTrashQuery, deleteJobID, original.ID); err != nil {
 			return err
 		}
 		files, err = pickTrashed(files, fileIDs, deleteJobID)
 		if err != nil {
 			return err
 		}
-		var plan Plan
-		if err := tx.GetContext(ctx, &plan, `INSERT INTO delete_plans (policy, action, restores_job_id, group_count, remove_count,
-				bytes_freed, created_at, expires_at) VALUES ('explicit', 'restore', ?, 0, ?, 0, ?, ?) RETURNING `+planCols,
-			deleteJobID, len(files), now, now); err != nil {
-			return err
-		}
-		for i, f := range files {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id,
-				relative_path, decision, size_bytes, mtime_ns, hash_algorithm, content_hash) VALUES (?, ?, ?, ?, ?, ?, 'restore', ?, ?, ?, ?)`,
-				plan.ID, i, i, f.FileID, f.LibraryID, f.RelativePath, f.SizeBytes, f.MtimeNS, string(f.HashAlgorithm), f.ContentHash); err != nil {
-				return err
-			}
-		}
-		job, err = insertPlanJob(ctx, tx, plan.ID, now)
+		job, err = insertTrashPlan(ctx, tx, protocol.ActionRestore, deleteJobID, files, now)
 		return err
 	})
 	if err != nil {
@@ -88,4 +82,24 @@ func pickTrashed(trashed []PlanFile, ids []int64, jobID int64) ([]PlanFile, erro
 		}
 	}
 	return out, nil
+}
+
+// insertTrashPlan stores a plan that acts on a delete job's trash (restore
+// or purge), one row per file with the decision named like the action, and
+// binds it at once to a new delete job.
+func insertTrashPlan(ctx context.Context, tx *sqlx.Tx, action protocol.DeleteAction, trashJobID int64, files []PlanFile, now string) (Job, error) {
+	var plan Plan
+	if err := tx.GetContext(ctx, &plan, `INSERT INTO delete_plans (policy, action, trash_job_id, group_count, remove_count,
+			bytes_freed, created_at, expires_at) VALUES ('explicit', ?, ?, 0, ?, 0, ?, ?) RETURNING `+planCols,
+		string(action), trashJobID, len(files), now, now); err != nil {
+		return Job{}, err
+	}
+	for i, f := range files {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id,
+			relative_path, decision, size_bytes, mtime_ns, hash_algorithm, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			plan.ID, i, i, f.FileID, f.LibraryID, f.RelativePath, string(action), f.SizeBytes, f.MtimeNS, string(f.HashAlgorithm), f.ContentHash); err != nil {
+			return Job{}, err
+		}
+	}
+	return insertPlanJob(ctx, tx, plan.ID, now)
 }

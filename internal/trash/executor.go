@@ -95,6 +95,9 @@ func (x *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 		processed++
 		rep.Progress(processed, total)
 	}
+	if r.plan.Action == protocol.ActionPurge {
+		r.pruneTrash(files)
+	}
 	return r.counts, nil
 }
 
@@ -105,6 +108,8 @@ func (r *run) one(ctx context.Context, f store.PlanFile) error {
 		return nil
 	case f.Decision == store.DecisionRestore:
 		return r.restore(ctx, f)
+	case f.Decision == store.DecisionPurge:
+		return r.purge(f)
 	}
 	k := r.keepers[f.GroupSeq]
 	if k == nil {

@@ -459,3 +459,54 @@ func TestRestore(t *testing.T) {
 		}
 	})
 }
+
+func TestPurge(t *testing.T) {
+	e := setup(t, map[string]string{"a.cbz": "x", "b/b.cbz": "x", "c/d/c.cbz": "x", "e/e.cbz": "x"})
+	del := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("a.cbz"): e.ids["a.cbz"]}}, protocol.ActionTrash)
+	if _, err := e.run(del); err != nil {
+		t.Fatal(err)
+	}
+	finish := func(job store.Job) {
+		e.exec(`UPDATE jobs SET status = 'completed', finished_at = '2026-01-01 00:00:00.000' WHERE id = ?`, job.ID)
+	}
+	finish(del)
+	restore, err := e.control.CreateRestore(e.ctx, del.ID, []int64{e.ids["b/b.cbz"]})
+	e.must(err)
+	if _, err := e.run(restore); err != nil {
+		t.Fatal(err)
+	}
+	// Someone rewrote a trash copy since: it is not the trashed file.
+	trash := filepath.Join(e.lib, protocol.TrashDir, strconv.FormatInt(del.ID, 10))
+	e.write(filepath.Join(protocol.TrashDir, strconv.FormatInt(del.ID, 10), "e/e.cbz"), "other", t0)
+
+	if n, err := e.control.SchedulePurges(e.ctx, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), 10); err != nil || n != 0 {
+		t.Fatalf("a purge scheduled before the trash is old enough: %d %v", n, err)
+	}
+	n, err := e.control.SchedulePurges(e.ctx, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), 10)
+	if err != nil || n != 1 {
+		t.Fatalf("scheduled %d purges: %v", n, err)
+	}
+	if n, err := e.control.SchedulePurges(e.ctx, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), 10); err != nil || n != 0 {
+		t.Fatalf("the same trash purged twice: %d %v", n, err)
+	}
+	jobID, err := e.control.QueryInt(e.ctx, `SELECT job_id FROM delete_plans WHERE action = 'purge'`)
+	e.must(err)
+	purge, err := e.control.GetJob(e.ctx, jobID)
+	e.must(err)
+	if _, err := e.run(purge); err != nil {
+		t.Fatal(err)
+	}
+	got := e.outcomes(purge)
+	if len(got) != 2 || got["c/d/c.cbz"] != protocol.OutcomePurged || got["e/e.cbz"] != protocol.OutcomeChanged {
+		t.Fatalf("purge outcomes %v: the restored b is not purged, c is, e stays", got)
+	}
+	if _, err := os.Stat(filepath.Join(trash, "c")); !os.IsNotExist(err) {
+		t.Errorf("c's emptied trash folders remain: %v", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(trash, "e/e.cbz")); err != nil || string(data) != "other" {
+		t.Errorf("a file that is not the trashed one was purged: %v", err)
+	}
+	if !e.exists("b/b.cbz") || !e.exists("a.cbz") {
+		t.Error("a restored file or the keeper was purged")
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strconv"
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -18,7 +17,7 @@ import (
 // that appeared there since, and the trash copy then stays.
 func (r *run) restore(ctx context.Context, f store.PlanFile) error {
 	root := r.roots[f.LibraryID]
-	trashRel := path.Join(protocol.TrashDir, strconv.FormatInt(r.plan.RestoresJobID.Int64, 10), f.RelativePath)
+	trashRel := r.trashPath(f)
 	if isBack(root, f, trashRel) { // moved back by an earlier attempt of this job
 		return r.record(f, protocol.OutcomeRestored, "", "")
 	}
