@@ -201,12 +201,16 @@ func (s *Server) planJSON(c echo.Context, status int, plan store.Plan) error {
 		return err
 	}
 	var results []store.DeleteResult
+	var fates map[int64]protocol.DeleteOutcome
 	if plan.JobID.Valid {
 		if results, err = s.st.DeleteResults(ctx, plan.JobID.Int64); err != nil {
 			return err
 		}
+		if fates, err = s.st.TrashFates(ctx, plan.JobID.Int64); err != nil {
+			return err
+		}
 	}
-	return c.JSON(status, planView(plan, files, results))
+	return c.JSON(status, planView(plan, files, results, fates))
 }
 
 // restoreBody is POST /trash/{job_id}/restore: the files to move back, or

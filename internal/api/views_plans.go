@@ -43,6 +43,8 @@ type planFileJSON struct {
 	Outcome      *protocol.DeleteOutcome `json:"outcome,omitempty"`
 	Message      *string                 `json:"message,omitempty"`
 	TrashPath    *string                 `json:"trash_path,omitempty"`
+	// Later is what a restore or purge did since with a trashed copy.
+	Later *protocol.DeleteOutcome `json:"later,omitempty"`
 }
 
 func planSummary(p store.Plan) planSummaryJSON {
@@ -51,7 +53,7 @@ func planSummary(p store.Plan) planSummaryJSON {
 		ExecutedAt: nts(p.ExecutedAt)}
 }
 
-func planView(p store.Plan, files []store.PlanFile, results []store.DeleteResult) planJSON {
+func planView(p store.Plan, files []store.PlanFile, results []store.DeleteResult, fates map[int64]protocol.DeleteOutcome) planJSON {
 	byFile := make(map[int64]store.DeleteResult, len(results))
 	for _, r := range results {
 		byFile[r.FileID] = r
@@ -67,6 +69,9 @@ func planView(p store.Plan, files []store.PlanFile, results []store.DeleteResult
 		if r, ok := byFile[f.FileID]; ok {
 			o, msg := r.Outcome, r.Message
 			pf.Outcome, pf.Message, pf.TrashPath = &o, &msg, nstr(r.TrashPath)
+		}
+		if later, ok := fates[f.FileID]; ok {
+			pf.Later = &later
 		}
 		if f.Decision != store.DecisionRemove || len(v.Groups) == 0 {
 			v.Trash = append(v.Trash, pf)

@@ -62,3 +62,24 @@ func (s *Store) RecordDeleteResult(ctx context.Context, r DeleteResult) error {
 	}
 	return nil
 }
+
+// TrashFates returns, by file, what a restore or purge later did with the
+// files delete job jobID trashed (restored or purged); a file still in
+// the trash is absent.
+func (s *Store) TrashFates(ctx context.Context, jobID int64) (map[int64]protocol.DeleteOutcome, error) {
+	var rows []struct {
+		FileID  int64                  `db:"file_id"`
+		Outcome protocol.DeleteOutcome `db:"outcome"`
+	}
+	err := s.r.SelectContext(ctx, &rows, `SELECT o.file_id, o.outcome FROM delete_plans p
+		JOIN delete_outcomes o ON o.job_id = p.job_id
+		WHERE p.trash_job_id = ? AND o.outcome IN ('restored', 'purged') ORDER BY o.job_id`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("trash fates: %w", err)
+	}
+	out := make(map[int64]protocol.DeleteOutcome, len(rows))
+	for _, r := range rows {
+		out[r.FileID] = r.Outcome
+	}
+	return out, nil
+}

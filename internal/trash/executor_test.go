@@ -509,4 +509,9 @@ func TestPurge(t *testing.T) {
 	if !e.exists("b/b.cbz") || !e.exists("a.cbz") {
 		t.Error("a restored file or the keeper was purged")
 	}
+	fates, err := e.control.TrashFates(e.ctx, del.ID)
+	e.must(err)
+	if len(fates) != 2 || fates[e.ids["b/b.cbz"]] != protocol.OutcomeRestored || fates[e.ids["c/d/c.cbz"]] != protocol.OutcomePurged {
+		t.Errorf("trash fates %v", fates)
+	}
 }

@@ -301,7 +301,11 @@ func TestScanLive(t *testing.T) {
 		run(t, ctx, "restore", chromedp.Click(chromedp.CSS("#resolve-restore")),
 			waitJS(`document.getElementById('resolve-status').textContent.includes('restored')`))
 		run(t, ctx, "trash list", clickText(".resolve summary", "Trash"),
-			waitJS(`document.querySelectorAll('#trash-list li[data-job-id]').length === 1`))
+			waitJS(`document.querySelectorAll('#trash-list li[data-job-id]').length === 1`),
+			chromedp.Click(chromedp.CSS("#trash-list li[data-job-id] details summary")),
+			waitJS(`document.querySelectorAll('#trash-list .trash-files li[data-file-id]').length === `+fmt.Sprint(removes)),
+			waitJS(`[...document.querySelectorAll('#trash-list .trash-files .badge')].every((b) => b.textContent === 'restored')`),
+			e.shot("26-trash"))
 	})
 
 	step("every request is a documented API route", func(t *testing.T) {

@@ -41,12 +41,8 @@ function trashList() {
     try {
       const page = await get('/duplicates/plans?limit=200');
       const trashed = page.items.filter((p) => p.action === 'trash' && p.job_id);
-      replace(list, ...(trashed.length ? trashed.map((p) => {
-        const status = h('span', { role: 'status' });
-        return h('li', { dataset: { jobId: p.job_id } },
-          `Plan ${p.id}: ${count(p.remove_count, 'copy', 'copies')} (${fmtBytes(p.bytes_freed)}), job ${p.job_id} `,
-          restoreButton(p.job_id, status), ' ', status);
-      }) : [h('li', { class: 'hint' }, 'Nothing was moved to the trash yet.')]));
+      replace(list, ...(trashed.length ? trashed.map(trashEntry)
+        : [h('li', { class: 'hint' }, 'Nothing was moved to the trash yet.')]));
     } catch (e) {
       replace(list, h('li', { class: 'error' }, errorText(e)));
     }
@@ -91,6 +87,27 @@ function planGroup(g) {
     badge(what, what === 'keep' ? 'ok' : what === 'trashed' ? 'muted' : 'warn'), ' ',
     h('span', { class: 'mono' }, f.relative_path), f.message ? h('span', { class: 'hint' }, ' ' + f.message) : '');
   return h('ul', { class: 'plan-group' }, row(g.keep, 'keep'), ...g.remove.map((f) => row(f, f.outcome || 'remove')));
+}
+
+// trashEntry is one resolution: its job, a restore button, and the files
+// it moved (loaded when opened) with where each one went.
+function trashEntry(p) {
+  const status = h('span', { role: 'status' });
+  const files = h('ul', { class: 'trash-files' });
+  const more = h('details', {}, h('summary', {}, count(p.remove_count, 'file', 'files')), files);
+  more.addEventListener('toggle', async () => {
+    if (!more.open || files.childElementCount) return;
+    try {
+      const plan = await get(`/duplicates/plans/${p.id}`);
+      const moved = plan.groups.flatMap((g) => g.remove);
+      files.append(...moved.map((f) => h('li', { dataset: { fileId: f.file_id } }, badge(f.later || f.outcome || 'planned'), ' ',
+        h('span', { class: 'mono' }, f.relative_path), f.trash_path && !f.later ? h('span', { class: 'hint' }, ' → ' + f.trash_path) : '')));
+    } catch (e) {
+      files.append(h('li', { class: 'error' }, errorText(e)));
+    }
+  });
+  return h('li', { dataset: { jobId: p.job_id } },
+    `Job ${p.job_id} (${fmtBytes(p.bytes_freed)}) `, restoreButton(p.job_id, status), ' ', status, more);
 }
 
 // follow polls a job until it ends, showing its progress.
