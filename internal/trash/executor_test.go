@@ -20,7 +20,7 @@ import (
 )
 
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	control *store.Store
 	worker  *store.Store
@@ -34,7 +34,7 @@ var t0 = time.Date(2024, 3, 4, 5, 6, 7, 0, time.UTC)
 // setup makes a library that allows deletion, with the given files (path
 // → content), registered and hashed as a scan and a hash job would leave
 // them.
-func setup(t *testing.T, files map[string]string) *env {
+func setup(t testing.TB, files map[string]string) *env {
 	t.Helper()
 	db := storetest.MustOpenClockedDB(t)
 	root := t.TempDir()
