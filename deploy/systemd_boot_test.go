@@ -122,7 +122,13 @@ func TestSystemdBoot(t *testing.T) {
 
 	h.must("systemctl stop bindery.target")
 	for _, unit := range []string{"bindery-controld.service", "bindery-workerd.service"} {
-		out := h.must("systemctl show -p Result -p ExecMainStatus -p ActiveState " + unit)
+		// The target's stop returns once its own job is done; the units it
+		// pulls down (PartOf=) may still be stopping on a loaded machine.
+		var out string
+		waitFor(t, unit+" stopped", 30*time.Second, func() bool {
+			out = h.must("systemctl show -p Result -p ExecMainStatus -p ActiveState " + unit)
+			return strings.Contains(out, "ActiveState=inactive") || strings.Contains(out, "ActiveState=failed")
+		})
 		if !strings.Contains(out, "Result=success") || !strings.Contains(out, "ExecMainStatus=0") ||
 			!strings.Contains(out, "ActiveState=inactive") {
 			t.Errorf("%s after systemctl stop:\n%s", unit, out)
