@@ -59,7 +59,7 @@ and monitoring; set BINDERY_WORKER_ID for both "run" and "healthcheck".`,
 func judge(ws []store.Worker, workerID string, now time.Time, maxAge time.Duration) (string, error) {
 	var w *store.Worker
 	for i := range ws {
-		if (workerID == "" && ws[i].StoppedAt == nil) || ws[i].WorkerID == workerID {
+		if (workerID == "" && !ws[i].StoppedAt.Valid) || ws[i].WorkerID == workerID {
 			w = &ws[i]
 			break
 		}
@@ -70,14 +70,10 @@ func judge(ws []store.Worker, workerID string, now time.Time, maxAge time.Durati
 		}
 		return "", fmt.Errorf("%w: worker %s is not registered", errUnhealthy, workerID)
 	}
-	if w.StoppedAt != nil {
-		return "", fmt.Errorf("%w: worker %s stopped at %s", errUnhealthy, w.WorkerID, *w.StoppedAt)
+	if w.StoppedAt.Valid {
+		return "", fmt.Errorf("%w: worker %s stopped at %s", errUnhealthy, w.WorkerID, w.StoppedAt)
 	}
-	seen, err := protocol.ParseTime(w.LastSeenAt)
-	if err != nil {
-		return "", fmt.Errorf("%w: worker %s: bad last_seen_at %q", errUnhealthy, w.WorkerID, w.LastSeenAt)
-	}
-	if age := now.Sub(seen); age > maxAge {
+	if age := now.Sub(w.LastSeenAt.Time); age > maxAge {
 		return "", fmt.Errorf("%w: worker %s last seen %s ago (limit %s)", errUnhealthy, w.WorkerID, age.Round(time.Millisecond), maxAge)
 	}
 	return fmt.Sprintf("ok: worker %s last seen %s", w.WorkerID, w.LastSeenAt), nil

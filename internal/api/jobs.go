@@ -102,7 +102,7 @@ func (s *Server) listJobs(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, makePage(jobs, limit, jobView, func(j store.Job) string {
-		return protocol.EncodeCursor(protocol.JobCursor{CreatedAt: j.CreatedAt, ID: j.ID})
+		return protocol.EncodeCursor(protocol.JobCursor{CreatedAt: j.CreatedAt.String(), ID: j.ID})
 	}))
 }
 

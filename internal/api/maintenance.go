@@ -143,10 +143,9 @@ func (s *Server) listWorkers(c echo.Context) error {
 	now := s.st.Now()
 	items := make([]workerJSON, 0, len(ws))
 	for _, w := range ws {
-		seen, err := protocol.ParseTime(w.LastSeenAt)
-		live := w.StoppedAt == nil && err == nil && now.Sub(seen) <= workerLiveWindow
+		live := !w.StoppedAt.Valid && now.Sub(w.LastSeenAt.Time) <= workerLiveWindow
 		items = append(items, workerJSON{WorkerID: w.WorkerID, Host: w.Host, PID: w.PID, Version: w.Version,
-			Live: live, StartedAt: ts(w.StartedAt), LastSeenAt: ts(w.LastSeenAt), StoppedAt: pts(w.StoppedAt)})
+			Live: live, StartedAt: w.StartedAt, LastSeenAt: w.LastSeenAt, StoppedAt: w.StoppedAt})
 	}
 	return c.JSON(http.StatusOK, page[workerJSON]{Items: items})
 }

@@ -11,37 +11,8 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// JSON views of the store's rows. Timestamps go out as RFC 3339 UTC with
-// milliseconds; NULL columns go out as null.
-
-const rfc3339Milli = "2006-01-02T15:04:05.000Z07:00"
-
-// ts converts a protocol timestamp to RFC 3339. A value that does not parse
-// (written by hand by a third party) is passed through unchanged rather
-// than hidden.
-func ts(s string) string {
-	t, err := protocol.ParseTime(s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format(rfc3339Milli)
-}
-
-func nts(s sql.NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	v := ts(s.String)
-	return &v
-}
-
-func pts(s *string) *string {
-	if s == nil {
-		return nil
-	}
-	v := ts(*s)
-	return &v
-}
+// JSON views of the store's rows. Timestamps are protocol.Time, which goes
+// out as RFC 3339 UTC with milliseconds; NULL columns go out as null.
 
 // nsTime renders a file mtime (Unix nanoseconds) in RFC 3339 UTC.
 func nsTime(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
@@ -72,47 +43,47 @@ func rawObject(s string) json.RawMessage {
 // leaseJSON is the lease of a claimable row (jobs, thumbnails): who holds
 // it and until when. Embedded, its fields stand in the row's own object.
 type leaseJSON struct {
-	WorkerID          *string `json:"worker_id"`
-	WorkerHeartbeatAt *string `json:"worker_heartbeat_at"`
-	LeaseExpiresAt    *string `json:"lease_expires_at"`
+	WorkerID          *string           `json:"worker_id"`
+	WorkerHeartbeatAt protocol.NullTime `json:"worker_heartbeat_at"`
+	LeaseExpiresAt    protocol.NullTime `json:"lease_expires_at"`
 }
 
-func leaseView(worker, heartbeat, expires sql.NullString) leaseJSON {
-	return leaseJSON{WorkerID: nstr(worker), WorkerHeartbeatAt: nts(heartbeat), LeaseExpiresAt: nts(expires)}
+func leaseView(worker sql.NullString, heartbeat, expires protocol.NullTime) leaseJSON {
+	return leaseJSON{WorkerID: nstr(worker), WorkerHeartbeatAt: heartbeat, LeaseExpiresAt: expires}
 }
 
 // runTimesJSON closes the object of a row that runs (jobs, thumbnails,
 // checkpoints): when it was created, last changed, started and finished.
 type runTimesJSON struct {
-	CreatedAt  string  `json:"created_at"`
-	UpdatedAt  string  `json:"updated_at"`
-	StartedAt  *string `json:"started_at"`
-	FinishedAt *string `json:"finished_at"`
+	CreatedAt  protocol.Time     `json:"created_at"`
+	UpdatedAt  protocol.Time     `json:"updated_at"`
+	StartedAt  protocol.NullTime `json:"started_at"`
+	FinishedAt protocol.NullTime `json:"finished_at"`
 }
 
-func runTimesView(created, updated string, started, finished sql.NullString) runTimesJSON {
-	return runTimesJSON{CreatedAt: ts(created), UpdatedAt: ts(updated), StartedAt: nts(started), FinishedAt: nts(finished)}
+func runTimesView(created, updated protocol.Time, started, finished protocol.NullTime) runTimesJSON {
+	return runTimesJSON{CreatedAt: created, UpdatedAt: updated, StartedAt: started, FinishedAt: finished}
 }
 
 type libraryJSON struct {
-	ID                  int64     `json:"id"`
-	Name                string    `json:"name"`
-	Path                string    `json:"path"`
-	ScanIntervalMinutes int64     `json:"scan_interval_minutes"`
-	AllowDelete         bool      `json:"allow_delete"`
-	AllowUnlink         bool      `json:"allow_unlink"`
-	LastScanRequestedAt *string   `json:"last_scan_requested_at"`
-	CreatedAt           string    `json:"created_at"`
-	UpdatedAt           string    `json:"updated_at"`
-	FileCount           *int64    `json:"file_count,omitempty"`
-	MissingCount        *int64    `json:"missing_count,omitempty"`
-	SeriesCount         *int64    `json:"series_count,omitempty"`
-	LastScan            *scanJSON `json:"last_scan,omitempty"`
+	ID                  int64             `json:"id"`
+	Name                string            `json:"name"`
+	Path                string            `json:"path"`
+	ScanIntervalMinutes int64             `json:"scan_interval_minutes"`
+	AllowDelete         bool              `json:"allow_delete"`
+	AllowUnlink         bool              `json:"allow_unlink"`
+	LastScanRequestedAt protocol.NullTime `json:"last_scan_requested_at"`
+	CreatedAt           protocol.Time     `json:"created_at"`
+	UpdatedAt           protocol.Time     `json:"updated_at"`
+	FileCount           *int64            `json:"file_count,omitempty"`
+	MissingCount        *int64            `json:"missing_count,omitempty"`
+	SeriesCount         *int64            `json:"series_count,omitempty"`
+	LastScan            *scanJSON         `json:"last_scan,omitempty"`
 }
 
 func libraryView(l store.Library) libraryJSON {
 	return libraryJSON{ID: l.ID, Name: l.Name, Path: l.Path, ScanIntervalMinutes: l.ScanIntervalMinutes,
-		AllowDelete: l.AllowDelete, AllowUnlink: l.AllowUnlink, LastScanRequestedAt: nts(l.LastScanRequestedAt), CreatedAt: ts(l.CreatedAt), UpdatedAt: ts(l.UpdatedAt)}
+		AllowDelete: l.AllowDelete, AllowUnlink: l.AllowUnlink, LastScanRequestedAt: l.LastScanRequestedAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
 }
 
 type jobJSON struct {
@@ -125,13 +96,13 @@ type jobJSON struct {
 	ProcessedItems int64              `json:"processed_items"`
 	TotalItems     *int64             `json:"total_items"`
 	leaseJSON
-	Attempt         int64           `json:"attempt"`
-	RetryAfter      *string         `json:"retry_after"`
-	ErrorCode       *string         `json:"error_code"`
-	ErrorMessage    *string         `json:"error_message"`
-	Payload         json.RawMessage `json:"payload"`
-	Result          json.RawMessage `json:"result"`
-	CancelRequested bool            `json:"cancel_requested"`
+	Attempt         int64             `json:"attempt"`
+	RetryAfter      protocol.NullTime `json:"retry_after"`
+	ErrorCode       *string           `json:"error_code"`
+	ErrorMessage    *string           `json:"error_message"`
+	Payload         json.RawMessage   `json:"payload"`
+	Result          json.RawMessage   `json:"result"`
+	CancelRequested bool              `json:"cancel_requested"`
 	runTimesJSON
 }
 
@@ -139,7 +110,7 @@ func jobView(j store.Job) jobJSON {
 	return jobJSON{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: nint(j.LibraryID), Priority: j.Priority,
 		Progress: j.Progress, ProcessedItems: j.ProcessedItems, TotalItems: nint(j.TotalItems),
 		leaseJSON: leaseView(j.WorkerID, j.WorkerHeartbeatAt, j.LeaseExpiresAt),
-		Attempt:   j.Attempt, RetryAfter: nts(j.RetryAfter), ErrorCode: nstr(j.ErrorCode), ErrorMessage: nstr(j.ErrorMessage),
+		Attempt:   j.Attempt, RetryAfter: j.RetryAfter, ErrorCode: nstr(j.ErrorCode), ErrorMessage: nstr(j.ErrorMessage),
 		Payload: rawObject(j.Payload), Result: rawObject(j.Result.String), CancelRequested: j.CancelRequested,
 		runTimesJSON: runTimesView(j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)}
 }
@@ -151,13 +122,13 @@ type queueEntryJSON struct {
 	Priority  protocol.Priority `json:"priority"`
 	Reason    string            `json:"reason"`
 	Position  int               `json:"position"`
-	CreatedAt string            `json:"created_at"`
-	UpdatedAt string            `json:"updated_at"`
+	CreatedAt protocol.Time     `json:"created_at"`
+	UpdatedAt protocol.Time     `json:"updated_at"`
 }
 
 func queueView(q store.ScanRequest, pos int) queueEntryJSON {
 	return queueEntryJSON{ID: q.ID, Kind: q.Kind, LibraryID: q.LibraryID, Priority: q.Priority, Reason: q.Reason,
-		Position: pos, CreatedAt: ts(q.CreatedAt), UpdatedAt: ts(q.UpdatedAt)}
+		Position: pos, CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt}
 }
 
 type coverJSON struct {
@@ -186,15 +157,15 @@ type fileJSON struct {
 	TotalPages    *int64            `json:"total_pages"`
 	Series        *seriesRefJSON    `json:"series"`
 	IsMissing     bool              `json:"is_missing"`
-	MissingSince  *string           `json:"missing_since"`
+	MissingSince  protocol.NullTime `json:"missing_since"`
 	HashAlgorithm *string           `json:"hash_algorithm"`
 	ContentHash   *string           `json:"content_hash"`
 	AnalysisError *analysisJSON     `json:"analysis_error"`
-	AnalyzedAt    *string           `json:"analyzed_at"`
+	AnalyzedAt    protocol.NullTime `json:"analyzed_at"`
 	Cover         coverJSON         `json:"cover"`
 	Metadata      *metadataJSON     `json:"metadata,omitempty"`
-	CreatedAt     string            `json:"created_at"`
-	UpdatedAt     string            `json:"updated_at"`
+	CreatedAt     protocol.Time     `json:"created_at"`
+	UpdatedAt     protocol.Time     `json:"updated_at"`
 }
 
 type analysisJSON struct {
@@ -205,8 +176,8 @@ type analysisJSON struct {
 func (s *Server) fileView(f store.FileRecord) fileJSON {
 	v := fileJSON{ID: f.ID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes,
 		Mtime: nsTime(f.MtimeNS), MtimeNS: f.MtimeNS, Format: nstr(f.Format), Role: f.Role, Volumes: nint(f.Volumes), TotalPages: nint(f.TotalPages),
-		IsMissing: f.IsMissing, MissingSince: nts(f.MissingSince), HashAlgorithm: nstr(f.HashAlgorithm),
-		AnalyzedAt: nts(f.AnalyzedAt), CreatedAt: ts(f.CreatedAt), UpdatedAt: ts(f.UpdatedAt),
+		IsMissing: f.IsMissing, MissingSince: f.MissingSince, HashAlgorithm: nstr(f.HashAlgorithm),
+		AnalyzedAt: f.AnalyzedAt, CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
 		Cover: coverJSON{Status: "none"}}
 	if f.SeriesID.Valid {
 		v.Series = &seriesRefJSON{ID: f.SeriesID.Int64, Name: f.SeriesName.String}
@@ -232,24 +203,24 @@ func (s *Server) fileView(f store.FileRecord) fileJSON {
 }
 
 type metadataJSON struct {
-	Source         string  `json:"source"`
-	Series         *string `json:"series"`
-	Number         *string `json:"number"`
-	Volume         *int64  `json:"volume"`
-	Title          *string `json:"title"`
-	Year           *int64  `json:"year"`
-	Month          *int64  `json:"month"`
-	Publisher      *string `json:"publisher"`
-	Genre          *string `json:"genre"`
-	Tags           *string `json:"tags"`
-	AgeRating      *string `json:"age_rating"`
-	LanguageISO    *string `json:"language_iso"`
-	Writer         *string `json:"writer"`
-	Penciller      *string `json:"penciller"`
-	Summary        *string `json:"summary"`
-	Web            *string `json:"web"`
-	FrontCoverPage *int64  `json:"front_cover_page"`
-	UpdatedAt      string  `json:"updated_at"`
+	Source         string        `json:"source"`
+	Series         *string       `json:"series"`
+	Number         *string       `json:"number"`
+	Volume         *int64        `json:"volume"`
+	Title          *string       `json:"title"`
+	Year           *int64        `json:"year"`
+	Month          *int64        `json:"month"`
+	Publisher      *string       `json:"publisher"`
+	Genre          *string       `json:"genre"`
+	Tags           *string       `json:"tags"`
+	AgeRating      *string       `json:"age_rating"`
+	LanguageISO    *string       `json:"language_iso"`
+	Writer         *string       `json:"writer"`
+	Penciller      *string       `json:"penciller"`
+	Summary        *string       `json:"summary"`
+	Web            *string       `json:"web"`
+	FrontCoverPage *int64        `json:"front_cover_page"`
+	UpdatedAt      protocol.Time `json:"updated_at"`
 }
 
 func metadataView(m store.FileMetadata) *metadataJSON {
@@ -257,19 +228,19 @@ func metadataView(m store.FileMetadata) *metadataJSON {
 		Title: nstr(m.Title), Year: nint(m.Year), Month: nint(m.Month), Publisher: nstr(m.Publisher),
 		Genre: nstr(m.Genre), Tags: nstr(m.Tags), AgeRating: nstr(m.AgeRating), LanguageISO: nstr(m.LanguageISO),
 		Writer: nstr(m.Writer), Penciller: nstr(m.Penciller), Summary: nstr(m.Summary), Web: nstr(m.Web),
-		FrontCoverPage: nint(m.FrontCoverPage), UpdatedAt: ts(m.UpdatedAt)}
+		FrontCoverPage: nint(m.FrontCoverPage), UpdatedAt: m.UpdatedAt}
 }
 
 type seriesJSON struct {
-	ID        int64   `json:"id"`
-	LibraryID int64   `json:"library_id"`
-	Name      string  `json:"name"`
-	Publisher string  `json:"publisher"`
-	Year      *int64  `json:"year"`
-	Summary   *string `json:"summary"`
-	FileCount int64   `json:"file_count"`
-	CreatedAt string  `json:"created_at"`
-	UpdatedAt string  `json:"updated_at"`
+	ID        int64         `json:"id"`
+	LibraryID int64         `json:"library_id"`
+	Name      string        `json:"name"`
+	Publisher string        `json:"publisher"`
+	Year      *int64        `json:"year"`
+	Summary   *string       `json:"summary"`
+	FileCount int64         `json:"file_count"`
+	CreatedAt protocol.Time `json:"created_at"`
+	UpdatedAt protocol.Time `json:"updated_at"`
 	// GET /series/{id} only.
 	Details *seriesDetailsJSON `json:"details,omitempty"`
 }
@@ -305,7 +276,7 @@ func splitList(s sql.NullString) []string {
 
 func seriesView(s store.Series) seriesJSON {
 	return seriesJSON{ID: s.ID, LibraryID: s.LibraryID, Name: s.Name, Publisher: s.Publisher, Year: nint(s.Year),
-		Summary: nstr(s.Summary), FileCount: s.FileCount, CreatedAt: ts(s.CreatedAt), UpdatedAt: ts(s.UpdatedAt)}
+		Summary: nstr(s.Summary), FileCount: s.FileCount, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
 type scanJSON struct {
@@ -316,27 +287,27 @@ type scanJSON struct {
 	Counts       map[string]int64           `json:"counts"`
 	ErrorCode    *string                    `json:"error_code"`
 	ErrorMessage *string                    `json:"error_message"`
-	StartedAt    string                     `json:"started_at"`
-	FinishedAt   *string                    `json:"finished_at"`
+	StartedAt    protocol.Time              `json:"started_at"`
+	FinishedAt   protocol.NullTime          `json:"finished_at"`
 }
 
 func scanView(r store.ScanRecord) scanJSON {
 	return scanJSON{ID: r.ID, JobID: nint(r.JobID), LibraryID: r.LibraryID, Status: r.Status, Counts: r.ScanCounts.Map(),
-		ErrorCode: nstr(r.ErrorCode), ErrorMessage: nstr(r.ErrorMessage), StartedAt: ts(r.StartedAt), FinishedAt: nts(r.FinishedAt)}
+		ErrorCode: nstr(r.ErrorCode), ErrorMessage: nstr(r.ErrorMessage), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
 }
 
 type scanErrorJSON struct {
-	ID           int64  `json:"id"`
-	SessionID    int64  `json:"session_id"`
-	RelativePath string `json:"relative_path"`
-	ErrorCode    string `json:"error_code"`
-	Message      string `json:"message"`
-	CreatedAt    string `json:"created_at"`
+	ID           int64         `json:"id"`
+	SessionID    int64         `json:"session_id"`
+	RelativePath string        `json:"relative_path"`
+	ErrorCode    string        `json:"error_code"`
+	Message      string        `json:"message"`
+	CreatedAt    protocol.Time `json:"created_at"`
 }
 
 func scanErrorView(e store.ScanErrorRecord) scanErrorJSON {
 	return scanErrorJSON{ID: e.ID, SessionID: e.SessionID, RelativePath: e.RelativePath, ErrorCode: e.Code,
-		Message: e.Message, CreatedAt: ts(e.CreatedAt)}
+		Message: e.Message, CreatedAt: e.CreatedAt}
 }
 
 type thumbnailJSON struct {
@@ -351,10 +322,10 @@ type thumbnailJSON struct {
 	Height    *int64                   `json:"height"`
 	BytesSize *int64                   `json:"bytes_size"`
 	leaseJSON
-	ErrorCode    *string `json:"error_code"`
-	ErrorMessage *string `json:"error_message"`
-	ErrorCount   int64   `json:"error_count"`
-	RetryAfter   *string `json:"retry_after"`
+	ErrorCode    *string           `json:"error_code"`
+	ErrorMessage *string           `json:"error_message"`
+	ErrorCount   int64             `json:"error_count"`
+	RetryAfter   protocol.NullTime `json:"retry_after"`
 	runTimesJSON
 }
 
@@ -363,27 +334,27 @@ func thumbnailView(t store.Thumbnail) thumbnailJSON {
 		Format: t.Format, Status: t.Status, Width: nint(t.Width), Height: nint(t.Height), BytesSize: nint(t.BytesSize),
 		leaseJSON: leaseView(t.WorkerID, t.WorkerHeartbeatAt, t.LeaseExpiresAt),
 		ErrorCode: nstr(t.ErrorCode), ErrorMessage: nstr(t.ErrorMessage), ErrorCount: t.ErrorCount,
-		RetryAfter: nts(t.RetryAfter), runTimesJSON: runTimesView(t.CreatedAt, t.UpdatedAt, t.StartedAt, t.FinishedAt)}
+		RetryAfter: t.RetryAfter, runTimesJSON: runTimesView(t.CreatedAt, t.UpdatedAt, t.StartedAt, t.FinishedAt)}
 }
 
 type cleanupJSON struct {
 	ID           int64                  `json:"id"`
 	GroupKey     string                 `json:"group_key"`
 	Status       protocol.CleanupStatus `json:"status"`
-	ExecuteAfter string                 `json:"execute_after"`
+	ExecuteAfter protocol.Time          `json:"execute_after"`
 	DeletedFiles int64                  `json:"deleted_files"`
 	DeletedRows  int64                  `json:"deleted_rows"`
 	ErrorCode    *string                `json:"error_code"`
 	ErrorMessage *string                `json:"error_message"`
-	CreatedAt    string                 `json:"created_at"`
-	UpdatedAt    string                 `json:"updated_at"`
-	FinishedAt   *string                `json:"finished_at"`
+	CreatedAt    protocol.Time          `json:"created_at"`
+	UpdatedAt    protocol.Time          `json:"updated_at"`
+	FinishedAt   protocol.NullTime      `json:"finished_at"`
 }
 
 func cleanupView(c store.CleanupJob) cleanupJSON {
-	return cleanupJSON{ID: c.ID, GroupKey: c.GroupKey, Status: c.Status, ExecuteAfter: ts(c.ExecuteAfter),
+	return cleanupJSON{ID: c.ID, GroupKey: c.GroupKey, Status: c.Status, ExecuteAfter: c.ExecuteAfter,
 		DeletedFiles: c.DeletedFiles, DeletedRows: c.DeletedRows, ErrorCode: nstr(c.ErrorCode),
-		ErrorMessage: nstr(c.ErrorMessage), CreatedAt: ts(c.CreatedAt), UpdatedAt: ts(c.UpdatedAt), FinishedAt: nts(c.FinishedAt)}
+		ErrorMessage: nstr(c.ErrorMessage), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, FinishedAt: c.FinishedAt}
 }
 
 type checkpointJSON struct {
@@ -391,9 +362,9 @@ type checkpointJSON struct {
 	Mode                protocol.CheckpointMode `json:"mode"`
 	Reason              string                  `json:"reason"`
 	Status              protocol.WALStatus      `json:"status"`
-	ExecuteAfter        string                  `json:"execute_after"`
+	ExecuteAfter        protocol.Time           `json:"execute_after"`
 	RetryCount          int64                   `json:"retry_count"`
-	RetryAfter          *string                 `json:"retry_after"`
+	RetryAfter          protocol.NullTime       `json:"retry_after"`
 	CheckpointBusy      *int64                  `json:"checkpoint_busy"`
 	CheckpointLogFrames *int64                  `json:"checkpoint_log_frames"`
 	CheckpointedFrames  *int64                  `json:"checkpointed_frames"`
@@ -405,19 +376,19 @@ type checkpointJSON struct {
 
 func checkpointView(w store.WALJob) checkpointJSON {
 	return checkpointJSON{ID: w.ID, Mode: w.RequestedMode, Reason: w.Reason, Status: w.Status,
-		ExecuteAfter: ts(w.ExecuteAfter), RetryCount: w.RetryCount, RetryAfter: nts(w.RetryAfter),
+		ExecuteAfter: w.ExecuteAfter, RetryCount: w.RetryCount, RetryAfter: w.RetryAfter,
 		CheckpointBusy: nint(w.CheckpointBusy), CheckpointLogFrames: nint(w.CheckpointLogFrames),
 		CheckpointedFrames: nint(w.CheckpointedFrames), WorkerID: nstr(w.WorkerID), ErrorCode: nstr(w.ErrorCode),
 		ErrorMessage: nstr(w.ErrorMessage), runTimesJSON: runTimesView(w.CreatedAt, w.UpdatedAt, w.StartedAt, w.FinishedAt)}
 }
 
 type workerJSON struct {
-	WorkerID   string  `json:"worker_id"`
-	Host       string  `json:"host"`
-	PID        int64   `json:"pid"`
-	Version    string  `json:"version"`
-	Live       bool    `json:"live"`
-	StartedAt  string  `json:"started_at"`
-	LastSeenAt string  `json:"last_seen_at"`
-	StoppedAt  *string `json:"stopped_at"`
+	WorkerID   string            `json:"worker_id"`
+	Host       string            `json:"host"`
+	PID        int64             `json:"pid"`
+	Version    string            `json:"version"`
+	Live       bool              `json:"live"`
+	StartedAt  protocol.Time     `json:"started_at"`
+	LastSeenAt protocol.Time     `json:"last_seen_at"`
+	StoppedAt  protocol.NullTime `json:"stopped_at"`
 }

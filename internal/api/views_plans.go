@@ -14,9 +14,9 @@ type planSummaryJSON struct {
 	RemoveCount int64                 `json:"remove_count"`
 	BytesFreed  int64                 `json:"bytes_freed"`
 	JobID       *int64                `json:"job_id"`
-	CreatedAt   string                `json:"created_at"`
-	ExpiresAt   string                `json:"expires_at"`
-	ExecutedAt  *string               `json:"executed_at"`
+	CreatedAt   protocol.Time         `json:"created_at"`
+	ExpiresAt   protocol.Time         `json:"expires_at"`
+	ExecutedAt  protocol.NullTime     `json:"executed_at"`
 }
 
 type planJSON struct {
@@ -49,8 +49,8 @@ type planFileJSON struct {
 
 func planSummary(p store.Plan) planSummaryJSON {
 	return planSummaryJSON{ID: p.ID, Policy: p.Policy, Action: p.Action, TrashJobID: nint(p.TrashJobID), GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
-		BytesFreed: p.BytesFreed, JobID: nint(p.JobID), CreatedAt: ts(p.CreatedAt), ExpiresAt: ts(p.ExpiresAt),
-		ExecutedAt: nts(p.ExecutedAt)}
+		BytesFreed: p.BytesFreed, JobID: nint(p.JobID), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+		ExecutedAt: p.ExecutedAt}
 }
 
 func planView(p store.Plan, files []store.PlanFile, results []store.DeleteResult, fates map[int64]protocol.DeleteOutcome) planJSON {

@@ -57,17 +57,17 @@ type thumbnailMetricsJSON struct {
 }
 
 type crashedCoverJSON struct {
-	ThumbnailID  int64  `json:"thumbnail_id"`
-	FileID       int64  `json:"file_id"`
-	RelativePath string `json:"relative_path"`
-	FinishedAt   string `json:"finished_at"`
+	ThumbnailID  int64         `json:"thumbnail_id"`
+	FileID       int64         `json:"file_id"`
+	RelativePath string        `json:"relative_path"`
+	FinishedAt   protocol.Time `json:"finished_at"`
 }
 
 func thumbnailMetricsView(m store.ThumbnailMetrics) thumbnailMetricsJSON {
 	crashed := make([]crashedCoverJSON, 0, len(m.Crashed))
 	for _, c := range m.Crashed {
 		v := crashedCoverJSON(c)
-		v.FinishedAt = ts(c.FinishedAt)
+		v.FinishedAt = c.FinishedAt
 		crashed = append(crashed, v)
 	}
 	return thumbnailMetricsJSON{Pending: m.Pending, Running: m.Running, Ready: m.Ready, Failed: m.Failed,

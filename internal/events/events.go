@@ -64,8 +64,8 @@ type Broker struct {
 
 	// poller state, touched only by Run's goroutine
 	mark      time.Time
-	sentJobs  map[int64]string // id → updated_at last sent
-	sentThumb map[int64]string
+	sentJobs  map[int64]time.Time // id → updated_at last sent
+	sentThumb map[int64]time.Time
 	lastErrID int64
 	fresh     bool
 }
@@ -85,7 +85,7 @@ func New(cfg Config) *Broker {
 		cfg.Logger = slog.Default()
 	}
 	return &Broker{cfg: cfg, st: cfg.Store, subs: map[chan Event]struct{}{},
-		sentJobs: map[int64]string{}, sentThumb: map[int64]string{}, polled: make(chan struct{})}
+		sentJobs: map[int64]time.Time{}, sentThumb: map[int64]time.Time{}, polled: make(chan struct{})}
 }
 
 // Subscribe returns a channel of events from now on and a function that
@@ -171,7 +171,7 @@ func (b *Broker) reset(ctx context.Context) error {
 		return err
 	}
 	for _, j := range jobs {
-		b.sentJobs[j.ID] = j.UpdatedAt
+		b.sentJobs[j.ID] = j.UpdatedAt.Time
 		b.advance(j.UpdatedAt)
 	}
 	thumbs, err := b.st.ThumbnailsSettledSince(ctx, since, batch)
@@ -179,7 +179,7 @@ func (b *Broker) reset(ctx context.Context) error {
 		return err
 	}
 	for _, t := range thumbs {
-		b.sentThumb[t.ID] = t.UpdatedAt
+		b.sentThumb[t.ID] = t.UpdatedAt.Time
 		b.advance(t.UpdatedAt)
 	}
 	return nil
@@ -208,10 +208,10 @@ func (b *Broker) poll(ctx context.Context) error {
 		return err
 	}
 	for _, j := range jobs {
-		if b.sentJobs[j.ID] == j.UpdatedAt {
+		if b.sentJobs[j.ID].Equal(j.UpdatedAt.Time) {
 			continue
 		}
-		b.sentJobs[j.ID] = j.UpdatedAt
+		b.sentJobs[j.ID] = j.UpdatedAt.Time
 		b.advance(j.UpdatedAt)
 		b.publish(TypeJob, jobEvent(j))
 	}
@@ -220,10 +220,10 @@ func (b *Broker) poll(ctx context.Context) error {
 		return err
 	}
 	for _, t := range thumbs {
-		if b.sentThumb[t.ID] == t.UpdatedAt {
+		if b.sentThumb[t.ID].Equal(t.UpdatedAt.Time) {
 			continue
 		}
-		b.sentThumb[t.ID] = t.UpdatedAt
+		b.sentThumb[t.ID] = t.UpdatedAt.Time
 		b.advance(t.UpdatedAt)
 		b.publish(TypeThumbnail, thumbnailEvent(t))
 	}
@@ -240,19 +240,19 @@ func (b *Broker) poll(ctx context.Context) error {
 }
 
 // advance moves the watermark to the newest updated_at seen.
-func (b *Broker) advance(updatedAt string) {
-	if t, err := protocol.ParseTime(updatedAt); err == nil && t.After(b.mark) {
-		b.mark = t
+func (b *Broker) advance(updatedAt protocol.Time) {
+	if updatedAt.After(b.mark) {
+		b.mark = updatedAt.Time
 	}
 }
 
 // prune forgets rows older than the lookback window: they are not read
 // again, so their last-sent stamps are not needed.
 func (b *Broker) prune() {
-	floor := protocol.FormatTime(b.mark.Add(-b.cfg.Lookback))
-	for _, m := range []map[int64]string{b.sentJobs, b.sentThumb} {
+	floor := b.mark.Add(-b.cfg.Lookback)
+	for _, m := range []map[int64]time.Time{b.sentJobs, b.sentThumb} {
 		for id, at := range m {
-			if at < floor {
+			if at.Before(floor) {
 				delete(m, id)
 			}
 		}

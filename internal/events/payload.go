@@ -20,13 +20,13 @@ type jobData struct {
 	TotalItems      *int64             `json:"total_items"`
 	CancelRequested bool               `json:"cancel_requested"`
 	ErrorCode       *string            `json:"error_code"`
-	UpdatedAt       string             `json:"updated_at"`
+	UpdatedAt       protocol.Time      `json:"updated_at"`
 }
 
 func jobEvent(j store.Job) jobData {
 	return jobData{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: nint(j.LibraryID), Progress: j.Progress,
 		ProcessedItems: j.ProcessedItems, TotalItems: nint(j.TotalItems), CancelRequested: j.CancelRequested,
-		ErrorCode: nstr(j.ErrorCode), UpdatedAt: rfc3339(j.UpdatedAt)}
+		ErrorCode: nstr(j.ErrorCode), UpdatedAt: j.UpdatedAt}
 }
 
 type thumbnailData struct {
@@ -36,12 +36,12 @@ type thumbnailData struct {
 	Status    protocol.ThumbnailStatus `json:"status"`
 	Format    protocol.ImageFormat     `json:"format"`
 	ErrorCode *string                  `json:"error_code"`
-	UpdatedAt string                   `json:"updated_at"`
+	UpdatedAt protocol.Time            `json:"updated_at"`
 }
 
 func thumbnailEvent(t store.Thumbnail) thumbnailData {
 	return thumbnailData{ID: t.ID, FileID: t.FileID, LibraryID: t.LibraryID, Status: t.Status, Format: t.Format,
-		ErrorCode: nstr(t.ErrorCode), UpdatedAt: rfc3339(t.UpdatedAt)}
+		ErrorCode: nstr(t.ErrorCode), UpdatedAt: t.UpdatedAt}
 }
 
 type scanErrorData struct {
@@ -57,14 +57,6 @@ type scanErrorData struct {
 func scanErrorEvent(e store.ScanErrorEvent) scanErrorData {
 	return scanErrorData{ID: e.ID, SessionID: e.SessionID, LibraryID: e.LibraryID, JobID: nint(e.JobID),
 		RelativePath: e.RelativePath, ErrorCode: e.ErrorCode, Message: e.Message}
-}
-
-func rfc3339(s string) string {
-	t, err := protocol.ParseTime(s)
-	if err != nil {
-		return s
-	}
-	return t.Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 func nint(n sql.NullInt64) *int64 {

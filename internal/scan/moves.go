@@ -66,7 +66,7 @@ func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.M
 	if c.LastSeenScanID.Valid && c.LastSeenScanID.Int64 == r.session.ID {
 		counts.Added--
 	}
-	if matches[0].MissingSince.String == r.session.StartedAt {
+	if matches[0].MissingSince.Valid && matches[0].MissingSince.Equal(r.session.StartedAt.Time) {
 		counts.Missing--
 	}
 	ok, err := r.st.ApplyMove(ctx, store.Move{SessionID: r.session.ID, NewID: c.ID, OldID: matches[0].ID,

@@ -39,7 +39,7 @@ func TestEnqueueCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.GroupKey != "library:7" || c.Status != "pending" || c.ExecuteAfter != protocol.FormatTime(at) {
+	if c.GroupKey != "library:7" || c.Status != "pending" || c.ExecuteAfter.String() != protocol.FormatTime(at) {
 		t.Fatalf("row %+v", c)
 	}
 	again, err := db.ctrl.EnqueueCleanup(ctx, "library:7", at.Add(time.Hour))

@@ -18,7 +18,7 @@ type DeleteResult struct {
 	Message string                 `db:"message"`
 	// TrashPath is where a trashed copy went, relative to its library.
 	TrashPath sql.NullString `db:"trash_path"`
-	CreatedAt string         `db:"created_at"`
+	CreatedAt protocol.Time  `db:"created_at"`
 }
 
 // DeleteResults returns what a delete job has recorded so far, by file.

@@ -104,7 +104,7 @@ type DiscoveryBatch struct {
 	LibraryID int64
 	// MissingSince is the timestamp written on rows that went missing; the
 	// scanner passes its session's started_at.
-	MissingSince string
+	MissingSince protocol.Time
 	Insert       []FileStat
 	Update       []FileUpdate
 	// Reanalyze are unchanged rows re-analysed because the scan is forced.
@@ -144,7 +144,7 @@ func (s *Store) ApplyDiscovery(ctx context.Context, b *DiscoveryBatch) error {
 			return err
 		}
 		if err := execEach(ctx, tx, `UPDATE library_files SET is_missing = 1, missing_since = ?1, updated_at = ?1
-				WHERE id = ?2 AND is_missing = 0`, b.MissingSince, b.Missing); err != nil {
+				WHERE id = ?2 AND is_missing = 0`, b.MissingSince.String(), b.Missing); err != nil {
 			return err
 		}
 		if err := insertScanErrors(ctx, tx, b.SessionID, b.Errors, now); err != nil {
@@ -369,8 +369,8 @@ func (s *Store) MoveCandidates(ctx context.Context, libraryID, afterID int64, li
 
 // MissingMatch is a missing row whose content matches a new file.
 type MissingMatch struct {
-	ID           int64          `db:"id"`
-	MissingSince sql.NullString `db:"missing_since"`
+	ID           int64             `db:"id"`
+	MissingSince protocol.NullTime `db:"missing_since"`
 }
 
 // MissingWithHash returns (at most two: callers only need to know "exactly

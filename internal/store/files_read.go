@@ -28,12 +28,12 @@ type FileRecord struct {
 	SeriesID             sql.NullInt64     `db:"series_id"`
 	SeriesName           sql.NullString    `db:"series_name"`
 	IsMissing            bool              `db:"is_missing"`
-	MissingSince         sql.NullString    `db:"missing_since"`
+	MissingSince         protocol.NullTime `db:"missing_since"`
 	HashAlgorithm        sql.NullString    `db:"hash_algorithm"`
 	ContentHash          []byte            `db:"content_hash"`
 	AnalysisErrorCode    sql.NullString    `db:"analysis_error_code"`
 	AnalysisErrorMessage sql.NullString    `db:"analysis_error_message"`
-	AnalyzedAt           sql.NullString    `db:"analyzed_at"`
+	AnalyzedAt           protocol.NullTime `db:"analyzed_at"`
 	CoverUpdatedAt       sql.NullInt64     `db:"cover_updated_at"`
 	// CoverStatus is the status of the file's newest thumbnail row; NULL
 	// when no cover was ever requested.
@@ -46,8 +46,8 @@ type FileRecord struct {
 	// when none is ready (an older cover stays servable while a new one
 	// renders).
 	CoverThumbnailID sql.NullInt64 `db:"cover_thumbnail_id"`
-	CreatedAt        string        `db:"created_at"`
-	UpdatedAt        string        `db:"updated_at"`
+	CreatedAt        protocol.Time `db:"created_at"`
+	UpdatedAt        protocol.Time `db:"updated_at"`
 }
 
 // CoverVersion is the ?v= of the file's cover URL, "" when no cover is

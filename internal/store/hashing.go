@@ -196,16 +196,16 @@ func recordHashFailure(ctx context.Context, tx *sqlx.Tx, f HashFailure, now time
 
 // HashState is the hash bookkeeping of one library_files row.
 type HashState struct {
-	NeedsHash       bool           `db:"needs_hash"`
-	HashAlgorithm   sql.NullString `db:"hash_algorithm"`
-	ContentHash     []byte         `db:"content_hash"`
-	HashedSizeBytes sql.NullInt64  `db:"hashed_size_bytes"`
-	HashedMtimeNs   sql.NullInt64  `db:"hashed_mtime_ns"`
-	HashedAt        sql.NullString `db:"hashed_at"`
-	HashErrorCount  int64          `db:"hash_error_count"`
-	HashLastError   sql.NullString `db:"hash_last_error"`
-	HashLastErrorAt sql.NullString `db:"hash_last_error_at"`
-	HashRetryAfter  sql.NullString `db:"hash_retry_after"`
+	NeedsHash       bool              `db:"needs_hash"`
+	HashAlgorithm   sql.NullString    `db:"hash_algorithm"`
+	ContentHash     []byte            `db:"content_hash"`
+	HashedSizeBytes sql.NullInt64     `db:"hashed_size_bytes"`
+	HashedMtimeNs   sql.NullInt64     `db:"hashed_mtime_ns"`
+	HashedAt        protocol.NullTime `db:"hashed_at"`
+	HashErrorCount  int64             `db:"hash_error_count"`
+	HashLastError   sql.NullString    `db:"hash_last_error"`
+	HashLastErrorAt protocol.NullTime `db:"hash_last_error_at"`
+	HashRetryAfter  sql.NullString    `db:"hash_retry_after"`
 }
 
 // HashState returns the hash columns of file id; ErrNotFound when absent.

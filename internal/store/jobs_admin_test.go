@@ -66,7 +66,7 @@ func TestListJobsKeyset(t *testing.T) {
 					t.Fatalf("job %d twice", j.ID)
 				}
 				seen[j.ID] = true
-				if prev != nil && (j.CreatedAt > prev.CreatedAt || (j.CreatedAt == prev.CreatedAt && j.ID > prev.ID)) {
+				if prev != nil && (j.CreatedAt.After(prev.CreatedAt.Time) || (j.CreatedAt.Equal(prev.CreatedAt.Time) && j.ID > prev.ID)) {
 					t.Fatalf("order broken: %d after %d", j.ID, prev.ID)
 				}
 				prev = &j
@@ -75,7 +75,7 @@ func TestListJobsKeyset(t *testing.T) {
 				break
 			}
 			last := jobs[len(jobs)-1]
-			cur = &protocol.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+			cur = &protocol.JobCursor{CreatedAt: last.CreatedAt.String(), ID: last.ID}
 		}
 		if len(seen) != len(want) {
 			t.Fatalf("saw %d of %d jobs", len(seen), len(want))
@@ -109,7 +109,7 @@ func TestListJobsKeyset(t *testing.T) {
 			if len(jobs) < 5 {
 				break
 			}
-			cur = &protocol.JobCursor{CreatedAt: jobs[len(jobs)-1].CreatedAt, ID: jobs[len(jobs)-1].ID}
+			cur = &protocol.JobCursor{CreatedAt: jobs[len(jobs)-1].CreatedAt.String(), ID: jobs[len(jobs)-1].ID}
 		}
 		wg.Wait()
 		if len(seen) != len(want) {

@@ -13,17 +13,17 @@ import (
 
 // Library is a row of libraries.
 type Library struct {
-	ID                  int64          `db:"id"`
-	Name                string         `db:"name"`
-	Path                string         `db:"path"`
-	ScanIntervalMinutes int64          `db:"scan_interval_minutes"`
-	LastScanRequestedAt sql.NullString `db:"last_scan_requested_at"`
+	ID                  int64             `db:"id"`
+	Name                string            `db:"name"`
+	Path                string            `db:"path"`
+	ScanIntervalMinutes int64             `db:"scan_interval_minutes"`
+	LastScanRequestedAt protocol.NullTime `db:"last_scan_requested_at"`
 	// AllowDelete lets a delete plan remove copies in the library;
 	// AllowUnlink lets it remove them without the trash. Both default off.
-	AllowDelete bool   `db:"allow_delete"`
-	AllowUnlink bool   `db:"allow_unlink"`
-	CreatedAt   string `db:"created_at"`
-	UpdatedAt   string `db:"updated_at"`
+	AllowDelete bool          `db:"allow_delete"`
+	AllowUnlink bool          `db:"allow_unlink"`
+	CreatedAt   protocol.Time `db:"created_at"`
+	UpdatedAt   protocol.Time `db:"updated_at"`
 }
 
 // LibraryStats are the counts shown with one library.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // FileMetadata is a row of file_metadata: what ComicInfo.xml (or, without
@@ -31,7 +33,7 @@ type FileMetadata struct {
 	FrontCoverPage sql.NullInt64  `db:"front_cover_page"`
 	Manga          sql.NullString `db:"manga"`        // protocol.Manga
 	SeriesCount    sql.NullInt64  `db:"series_count"` // ComicInfo <Count>
-	UpdatedAt      string         `db:"updated_at"`
+	UpdatedAt      protocol.Time  `db:"updated_at"`
 }
 
 const metadataCols = `file_id, source, series, number, volume, title, year, month, publisher, genre, tags,
@@ -68,7 +70,8 @@ type AnalysisBatch struct {
 // says), their metadata and the session's errors and counts. Rows no longer
 // needing analysis are left alone, so a replayed batch is a no-op.
 func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
-	now := s.nowText()
+	at := protocol.NewTime(s.Now())
+	now := at.String()
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		file, err := tx.PrepareContext(ctx, `UPDATE library_files SET format = nullif(?, ''), total_pages = ?,
 				series_name_raw = nullif(?, ''), series_id = NULL, sort_key = ?, analysis_error_code = nullif(?, ''),
@@ -103,7 +106,7 @@ func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
 				continue
 			}
 			m := r.Metadata
-			m.FileID, m.UpdatedAt = r.ID, now
+			m.FileID, m.UpdatedAt = r.ID, at
 			if _, err := meta.ExecContext(ctx, m); err != nil {
 				return fmt.Errorf("metadata of file %d: %w", r.ID, err)
 			}

@@ -159,10 +159,10 @@ type Plan struct {
 	JobID       sql.NullInt64         `db:"job_id"`
 	// TrashJobID is, for a restore plan, the delete job whose trash it
 	// moves back.
-	TrashJobID sql.NullInt64  `db:"trash_job_id"`
-	CreatedAt  string         `db:"created_at"`
-	ExpiresAt  string         `db:"expires_at"`
-	ExecutedAt sql.NullString `db:"executed_at"`
+	TrashJobID sql.NullInt64     `db:"trash_job_id"`
+	CreatedAt  protocol.Time     `db:"created_at"`
+	ExpiresAt  protocol.Time     `db:"expires_at"`
+	ExecutedAt protocol.NullTime `db:"executed_at"`
 }
 
 const planCols = `id, policy, action, request, group_count, remove_count, bytes_freed, job_id, trash_job_id, created_at,
@@ -290,8 +290,8 @@ func (s *Store) AuthorizePlan(ctx context.Context, id int64) (job Job, created b
 			job, err = getRow[Job](ctx, tx, jobRow, `SELECT * FROM jobs WHERE id = ?`, plan.JobID.Int64)
 			return err
 		}
-		if plan.ExpiresAt <= protocol.FormatTime(now) {
-			return &protocol.Error{Code: CodePlanExpired, Message: "plan " + strconv.FormatInt(id, 10) + " expired at " + plan.ExpiresAt, Err: ErrConflict}
+		if !plan.ExpiresAt.After(now) {
+			return &protocol.Error{Code: CodePlanExpired, Message: "plan " + strconv.FormatInt(id, 10) + " expired at " + plan.ExpiresAt.String(), Err: ErrConflict}
 		}
 		if err := checkPlanLibraries(ctx, tx, plan); err != nil {
 			return err

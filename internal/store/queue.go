@@ -40,8 +40,8 @@ type ScanRequest struct {
 	LibraryID *int64            `db:"library_id"`
 	Priority  protocol.Priority `db:"priority"`
 	Reason    string            `db:"reason"`
-	CreatedAt string            `db:"created_at"`
-	UpdatedAt string            `db:"updated_at"`
+	CreatedAt protocol.Time     `db:"created_at"`
+	UpdatedAt protocol.Time     `db:"updated_at"`
 }
 
 // RequestOutcome tells what RequestJob did. Exactly one of Job and Queued is
@@ -183,11 +183,10 @@ func upgradeEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*
 		return nil, err
 	}
 	if r.Priority == protocol.PriorityHigh && q.Priority != protocol.PriorityHigh {
-		if _, err := tx.ExecContext(ctx, `UPDATE scan_requests SET priority = 'high', reason = ?, updated_at = ?
-			WHERE id = ?`, r.Reason, now, q.ID); err != nil {
+		if err := tx.GetContext(ctx, &q, `UPDATE scan_requests SET priority = 'high', reason = ?, updated_at = ?
+			WHERE id = ? RETURNING `+scanRequestCols, r.Reason, now, q.ID); err != nil {
 			return nil, err
 		}
-		q.Priority, q.Reason, q.UpdatedAt = protocol.PriorityHigh, r.Reason, now
 	}
 	return &q, nil
 }

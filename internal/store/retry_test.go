@@ -123,17 +123,17 @@ func TestWorkers(t *testing.T) {
 		t.Fatal("touching a missing worker succeeded")
 	}
 	ws, err := f.control.ListWorkers(f.ctx)
-	if err != nil || len(ws) != 1 || ws[0].LastSeenAt != f.now() || ws[0].StoppedAt != nil || ws[0].PID != 1 {
+	if err != nil || len(ws) != 1 || ws[0].LastSeenAt.String() != f.now() || ws[0].StoppedAt.Valid || ws[0].PID != 1 {
 		t.Fatalf("workers %+v, %v", ws, err)
 	}
 	f.worker.StopWorker(f.ctx, w.WorkerID)
 	ws, _ = f.control.ListWorkers(f.ctx)
-	if ws[0].StoppedAt == nil || *ws[0].StoppedAt != f.now() {
+	if !ws[0].StoppedAt.Valid || ws[0].StoppedAt.String() != f.now() {
 		t.Fatalf("stopped %+v", ws[0])
 	}
 	f.worker.RegisterWorker(f.ctx, w) // restart with the same id
 	ws, _ = f.control.ListWorkers(f.ctx)
-	if ws[0].StoppedAt != nil {
+	if ws[0].StoppedAt.Valid {
 		t.Fatalf("restart kept stopped_at: %+v", ws[0])
 	}
 }

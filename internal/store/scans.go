@@ -44,10 +44,10 @@ type ScanRecord struct {
 	LibraryID int64                      `db:"library_id"`
 	Status    protocol.ScanSessionStatus `db:"status"`
 	ScanCounts
-	ErrorCode    sql.NullString `db:"error_code"`
-	ErrorMessage sql.NullString `db:"error_message"`
-	StartedAt    string         `db:"started_at"`
-	FinishedAt   sql.NullString `db:"finished_at"`
+	ErrorCode    sql.NullString    `db:"error_code"`
+	ErrorMessage sql.NullString    `db:"error_message"`
+	StartedAt    protocol.Time     `db:"started_at"`
+	FinishedAt   protocol.NullTime `db:"finished_at"`
 }
 
 // ScanError is a row of scan_errors: one file (or folder) that a scan could
@@ -196,5 +196,5 @@ type ScanErrorRecord struct {
 	ID        int64 `db:"id"`
 	SessionID int64 `db:"session_id"`
 	ScanError
-	CreatedAt string `db:"created_at"`
+	CreatedAt protocol.Time `db:"created_at"`
 }

@@ -24,8 +24,8 @@ type Series struct {
 	Summary      sql.NullString `db:"summary"`
 	FileCount    int64          `db:"file_count"`
 	SortKey      string         `db:"sort_key"`
-	CreatedAt    string         `db:"created_at"`
-	UpdatedAt    string         `db:"updated_at"`
+	CreatedAt    protocol.Time  `db:"created_at"`
+	UpdatedAt    protocol.Time  `db:"updated_at"`
 }
 
 const seriesCols = `id, library_id, name, name_key, publisher, publisher_key, year, summary, file_count, sort_key,

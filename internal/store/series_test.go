@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -125,13 +126,13 @@ func TestDiscoveryReplay(t *testing.T) {
 	if err != nil || len(sigs) != 2 || sigs[0].RelativePath != "a.cbz" {
 		t.Fatalf("sigs %v %v", sigs, err)
 	}
-	miss := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: "2026-01-01 00:00:00.000",
+	miss := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: protocol.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		Missing: []int64{sigs[0].ID}, Counts: b.Counts}
 	for range 2 {
 		if err := d.b.ApplyDiscovery(ctx, miss); err != nil {
 			t.Fatal(err)
 		}
-		miss.MissingSince = "2027-01-01 00:00:00.000" // a replay must not move missing_since
+		miss.MissingSince = protocol.NewTime(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) // a replay must not move missing_since
 	}
 	if n, _ := d.a.QueryInt(ctx, `SELECT count(*) FROM library_files WHERE is_missing = 1
 		AND missing_since = '2026-01-01 00:00:00.000'`); n != 1 {

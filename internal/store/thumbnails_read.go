@@ -35,10 +35,10 @@ type ThumbnailMetrics struct {
 
 // CrashedCover is a cover whose render kept killing workerd.
 type CrashedCover struct {
-	ThumbnailID  int64  `db:"id"`
-	FileID       int64  `db:"file_id"`
-	RelativePath string `db:"relative_path"`
-	FinishedAt   string `db:"finished_at"`
+	ThumbnailID  int64         `db:"id"`
+	FileID       int64         `db:"file_id"`
+	RelativePath string        `db:"relative_path"`
+	FinishedAt   protocol.Time `db:"finished_at"`
 }
 
 // GetThumbnail returns one thumbnail row or ErrNotFound.

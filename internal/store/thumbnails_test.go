@@ -104,7 +104,7 @@ func TestAdmitThumbnail(t *testing.T) {
 			Status: "pending", Format: "webp", MediaType: "image", OutputRelpath: store.CoverRelPath(f1, 256, protocol.ImageWebP)}
 		if th.FileID != want.FileID || th.LibraryID != want.LibraryID || th.GroupKey != want.GroupKey ||
 			th.Status != want.Status || th.Format != want.Format || th.MediaType != want.MediaType ||
-			th.OutputRelpath != want.OutputRelpath || th.CreatedAt != protocol.FormatTime(db.clock.Now()) {
+			th.OutputRelpath != want.OutputRelpath || th.CreatedAt.String() != protocol.FormatTime(db.clock.Now()) {
 			t.Fatalf("row %+v", th)
 		}
 		again, created, err := db.ctrl.AdmitThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)

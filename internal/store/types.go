@@ -10,9 +10,9 @@ import (
 // thumbnail_cleanup_jobs, wal_maintenance_jobs): who holds it, when it last
 // said so, and when it lapses.
 type Lease struct {
-	WorkerID          sql.NullString `db:"worker_id"`
-	WorkerHeartbeatAt sql.NullString `db:"worker_heartbeat_at"`
-	LeaseExpiresAt    sql.NullString `db:"lease_expires_at"`
+	WorkerID          sql.NullString    `db:"worker_id"`
+	WorkerHeartbeatAt protocol.NullTime `db:"worker_heartbeat_at"`
+	LeaseExpiresAt    protocol.NullTime `db:"lease_expires_at"`
 }
 
 // Job is a row of jobs (scan/hash and the other protocol kinds).
@@ -28,15 +28,15 @@ type Job struct {
 	TotalItems      sql.NullInt64      `db:"total_items"`
 	Result          sql.NullString     `db:"result"`
 	Attempt         int64              `db:"attempt"`
-	RetryAfter      sql.NullString     `db:"retry_after"`
+	RetryAfter      protocol.NullTime  `db:"retry_after"`
 	CancelRequested bool               `db:"cancel_requested"`
 	Lease
-	ErrorCode    sql.NullString `db:"error_code"`
-	ErrorMessage sql.NullString `db:"error_message"`
-	CreatedAt    string         `db:"created_at"`
-	UpdatedAt    string         `db:"updated_at"`
-	StartedAt    sql.NullString `db:"started_at"`
-	FinishedAt   sql.NullString `db:"finished_at"`
+	ErrorCode    sql.NullString    `db:"error_code"`
+	ErrorMessage sql.NullString    `db:"error_message"`
+	CreatedAt    protocol.Time     `db:"created_at"`
+	UpdatedAt    protocol.Time     `db:"updated_at"`
+	StartedAt    protocol.NullTime `db:"started_at"`
+	FinishedAt   protocol.NullTime `db:"finished_at"`
 }
 
 // Thumbnail is a row of thumbnails.
@@ -53,15 +53,15 @@ type Thumbnail struct {
 	Height        sql.NullInt64            `db:"height"`
 	BytesSize     sql.NullInt64            `db:"bytes_size"`
 	Lease
-	ErrorCode      sql.NullString `db:"error_code"`
-	ErrorMessage   sql.NullString `db:"error_message"`
-	ErrorCount     int64          `db:"error_count"`
-	RecoveredCount int64          `db:"recovered_count"` // stale leases recovered (MaxRecoveries)
-	RetryAfter     sql.NullString `db:"retry_after"`
-	CreatedAt      string         `db:"created_at"`
-	UpdatedAt      string         `db:"updated_at"`
-	StartedAt      sql.NullString `db:"started_at"`
-	FinishedAt     sql.NullString `db:"finished_at"`
+	ErrorCode      sql.NullString    `db:"error_code"`
+	ErrorMessage   sql.NullString    `db:"error_message"`
+	ErrorCount     int64             `db:"error_count"`
+	RecoveredCount int64             `db:"recovered_count"` // stale leases recovered (MaxRecoveries)
+	RetryAfter     protocol.NullTime `db:"retry_after"`
+	CreatedAt      protocol.Time     `db:"created_at"`
+	UpdatedAt      protocol.Time     `db:"updated_at"`
+	StartedAt      protocol.NullTime `db:"started_at"`
+	FinishedAt     protocol.NullTime `db:"finished_at"`
 }
 
 // CleanupJob is a row of thumbnail_cleanup_jobs.
@@ -69,16 +69,16 @@ type CleanupJob struct {
 	ID             int64                  `db:"id"`
 	GroupKey       string                 `db:"group_key"`
 	Status         protocol.CleanupStatus `db:"status"`
-	ExecuteAfter   string                 `db:"execute_after"`
+	ExecuteAfter   protocol.Time          `db:"execute_after"`
 	DeletedFiles   int64                  `db:"deleted_files"`
 	DeletedRows    int64                  `db:"deleted_rows"`
 	RecoveredCount int64                  `db:"recovered_count"` // stale leases recovered (MaxRecoveries)
 	Lease
-	ErrorCode    sql.NullString `db:"error_code"`
-	ErrorMessage sql.NullString `db:"error_message"`
-	CreatedAt    string         `db:"created_at"`
-	UpdatedAt    string         `db:"updated_at"`
-	FinishedAt   sql.NullString `db:"finished_at"`
+	ErrorCode    sql.NullString    `db:"error_code"`
+	ErrorMessage sql.NullString    `db:"error_message"`
+	CreatedAt    protocol.Time     `db:"created_at"`
+	UpdatedAt    protocol.Time     `db:"updated_at"`
+	FinishedAt   protocol.NullTime `db:"finished_at"`
 }
 
 // WALJob is a row of wal_maintenance_jobs.
@@ -87,17 +87,17 @@ type WALJob struct {
 	RequestedMode       protocol.CheckpointMode `db:"requested_mode"`
 	Reason              string                  `db:"reason"`
 	Status              protocol.WALStatus      `db:"status"`
-	ExecuteAfter        string                  `db:"execute_after"`
+	ExecuteAfter        protocol.Time           `db:"execute_after"`
 	RetryCount          int64                   `db:"retry_count"`
-	RetryAfter          sql.NullString          `db:"retry_after"`
+	RetryAfter          protocol.NullTime       `db:"retry_after"`
 	CheckpointBusy      sql.NullInt64           `db:"checkpoint_busy"`
 	CheckpointLogFrames sql.NullInt64           `db:"checkpoint_log_frames"`
 	CheckpointedFrames  sql.NullInt64           `db:"checkpointed_frames"`
 	Lease
-	ErrorCode    sql.NullString `db:"error_code"`
-	ErrorMessage sql.NullString `db:"error_message"`
-	CreatedAt    string         `db:"created_at"`
-	UpdatedAt    string         `db:"updated_at"`
-	StartedAt    sql.NullString `db:"started_at"`
-	FinishedAt   sql.NullString `db:"finished_at"`
+	ErrorCode    sql.NullString    `db:"error_code"`
+	ErrorMessage sql.NullString    `db:"error_message"`
+	CreatedAt    protocol.Time     `db:"created_at"`
+	UpdatedAt    protocol.Time     `db:"updated_at"`
+	StartedAt    protocol.NullTime `db:"started_at"`
+	FinishedAt   protocol.NullTime `db:"finished_at"`
 }

@@ -45,7 +45,7 @@ func TestEnqueueCheckpoint(t *testing.T) {
 	t.Run("active row is returned instead of a duplicate", func(t *testing.T) {
 		st, clock := setup(t)
 		w, created, err := st.EnqueueCheckpoint(ctx, protocol.CheckpointPassive, "api", false, 30*time.Second)
-		if err != nil || !created || w.Status != "pending" || w.RequestedMode != "passive" || w.ExecuteAfter != w.CreatedAt {
+		if err != nil || !created || w.Status != "pending" || w.RequestedMode != "passive" || !w.ExecuteAfter.Equal(w.CreatedAt.Time) {
 			t.Fatalf("first: %+v %v %v", w, created, err)
 		}
 		clock.Advance(time.Minute)

@@ -5,18 +5,20 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // Worker is a row of workers: one workerd process. Timestamps are protocol
 // text (UTC, milliseconds); StoppedAt is nil while the process runs.
 type Worker struct {
-	WorkerID   string  `db:"worker_id"`
-	Host       string  `db:"host"`
-	PID        int64   `db:"pid"`
-	Version    string  `db:"version"`
-	StartedAt  string  `db:"started_at"`
-	LastSeenAt string  `db:"last_seen_at"`
-	StoppedAt  *string `db:"stopped_at"`
+	WorkerID   string            `db:"worker_id"`
+	Host       string            `db:"host"`
+	PID        int64             `db:"pid"`
+	Version    string            `db:"version"`
+	StartedAt  protocol.Time     `db:"started_at"`
+	LastSeenAt protocol.Time     `db:"last_seen_at"`
+	StoppedAt  protocol.NullTime `db:"stopped_at"`
 }
 
 // RegisterWorker inserts or refreshes this process's row: a restarted

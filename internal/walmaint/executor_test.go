@@ -137,8 +137,7 @@ func TestExecutor(t *testing.T) {
 			row.ErrorCode.String != protocol.ErrCheckpointBusy || row.CheckpointBusy.Int64 != 1 {
 			t.Fatalf("with reader: %+v figures %+v", row, res)
 		}
-		retryAt, _ := protocol.ParseTime(row.RetryAfter.String)
-		if wait := retryAt.Sub(e.clock.Now()); wait != store.WALBackoff(1) {
+		if wait := row.RetryAfter.Sub(e.clock.Now()); wait != store.WALBackoff(1) {
 			t.Fatalf("backoff %v, want %v", wait, store.WALBackoff(1))
 		}
 		if w, _ := e.worker.ClaimCheckpoint(e.ctx, "w1", time.Minute); w != nil {
