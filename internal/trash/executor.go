@@ -228,12 +228,18 @@ func (r *run) remove(ctx context.Context, f store.PlanFile, k *keeperCheck) erro
 		return r.record(f, protocol.OutcomeTrashed, "", trashRel)
 	}
 	id, v := verify(ctx, root, f)
+	if err := ctx.Err(); err != nil {
+		return err // a read cut short by a cancel says nothing about the file
+	}
 	if v != nil {
 		return r.record(f, v.outcome, v.message, "")
 	}
 	if !k.checked {
-		k.checked = true
 		k.id, k.err = verify(ctx, r.roots[k.file.LibraryID], k.file)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		k.checked = true
 	}
 	switch {
 	case k.err != nil:

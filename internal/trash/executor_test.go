@@ -515,3 +515,22 @@ func TestPurge(t *testing.T) {
 		t.Errorf("trash fates %v", fates)
 	}
 }
+
+// TestCancelRecordsNothing: a copy whose check a cancel cut short gets no
+// outcome, so the retry checks it again instead of skipping it.
+func TestCancelRecordsNothing(t *testing.T) {
+	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
+	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
+	r, files, err := e.x.start(e.ctx, job)
+	e.must(err)
+	defer r.close()
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	k := &keeperCheck{file: files[0]}
+	if err := r.remove(ctx, files[1], k); err == nil || k.checked {
+		t.Fatalf("remove under a cancelled context: %v, keeper checked %v", err, k.checked)
+	}
+	if got := e.outcomes(job); len(got) != 0 {
+		t.Fatalf("outcomes recorded for a cut-short check: %v", got)
+	}
+}

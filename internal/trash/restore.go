@@ -23,7 +23,11 @@ func (r *run) restore(ctx context.Context, f store.PlanFile) error {
 	}
 	inTrash := f
 	inTrash.RelativePath = trashRel
-	if _, v := verify(ctx, root, inTrash); v != nil {
+	_, v := verify(ctx, root, inTrash)
+	if err := ctx.Err(); err != nil {
+		return err // a read cut short by a cancel says nothing about the file
+	}
+	if v != nil {
 		return r.record(f, v.outcome, v.message, "")
 	}
 	conflict := func() error {
