@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // apiClient talks to a running controld as an admin would.
@@ -54,13 +55,7 @@ func (c apiClient) try(method, path, body string, out any) (int, error) {
 // read through the API, not elapsed time.
 func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v", what, limit)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, limit, cond)
 }
 
 // scanThroughAPI generates a library under the library root, registers it

@@ -31,6 +31,11 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
+// DefaultShutdownGrace is how long in-flight API requests may finish on
+// SIGTERM: they are short, and workerd (engine.DefaultShutdownGrace) needs
+// longer to release its leases.
+const DefaultShutdownGrace = 10 * time.Second
+
 // ServeConfig is what `controld serve` runs with. Every field has a flag
 // and an environment fallback; see Main.Flags.
 type ServeConfig struct {
@@ -47,7 +52,8 @@ type ServeConfig struct {
 	// AdminTokenFile holds the admin token. Default: BINDERY_ADMIN_TOKEN
 	// when set, else <state-dir>/admin.token, generated on first start.
 	AdminTokenFile string
-	// ShutdownGrace bounds a graceful shutdown; default 10s.
+	// ShutdownGrace bounds a graceful shutdown; default
+	// DefaultShutdownGrace.
 	ShutdownGrace time.Duration
 	// NoScheduler disables the scheduler (tests that drive the queue by
 	// hand); stale recovery then runs on its own timer.
@@ -92,7 +98,7 @@ func NewMain() *Main {
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", cli.Env("BINDERY_ADMIN_TOKEN_FILE", ""),
 		"file holding the admin bearer token (env BINDERY_ADMIN_TOKEN_FILE); without it BINDERY_ADMIN_TOKEN is used, "+
 			"else <state-dir>/admin.token, created with a random token on first start")
-	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second,
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace,
 		"how long in-flight requests may finish on SIGTERM (env BINDERY_SHUTDOWN_GRACE)")
 	m.flags = fs
 	return m

@@ -19,6 +19,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/cli"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // workerdBin is the workerd binary built once for the tests that run real
@@ -315,20 +316,13 @@ func TestKilledWorker(t *testing.T) {
 	b := startWorker(t, path, state, "b", "noop")
 	waitCount(t, tp, 1, 10*time.Second, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'retryable' AND error_code = 'lease_expired' AND worker_id IS NULL`, id)
 	control := storetest.MustOpen(t, path, store.RoleControl, nil)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.WaitFor(t, "the job requeued", 10*time.Second, func() bool {
 		rq, _, err := control.RequeueRetryableJobs(context.Background(), 5)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rq == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("job never requeued")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return rq == 1
+	})
 	waitCount(t, tp, 1, 10*time.Second, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'completed' AND worker_id = 'b' AND attempt = 2`, id)
 
 	t.Run("healthcheck", func(t *testing.T) {

@@ -70,7 +70,7 @@ workerd), 64 usage.`,
 	f.StringVar(&cfg.WorkerID, "worker-id", cli.Env("BINDERY_WORKER_ID", ""), "this worker's id in worker_id columns; unique per live process (env BINDERY_WORKER_ID, default host-pid-random)")
 	f.DurationVar(&cfg.Lease, "lease", protocol.DefaultLeaseDuration, "lease of a claimed row; heartbeats every lease/3 (env BINDERY_LEASE)")
 	f.IntVar(&cfg.ThumbnailConcurrency, "thumbnail-concurrency", runtime.NumCPU(), "parallel cover renders (env BINDERY_THUMBNAIL_CONCURRENCY, default number of CPUs)")
-	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", 20*time.Second, "time running work may finish after SIGTERM before it is cancelled and released (env BINDERY_SHUTDOWN_GRACE)")
+	f.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", engine.DefaultShutdownGrace, "time running work may finish after SIGTERM before it is cancelled and released (env BINDERY_SHUTDOWN_GRACE)")
 	return cmd
 }
 

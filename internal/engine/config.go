@@ -12,6 +12,12 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
+// DefaultShutdownGrace is how long running work may finish after SIGTERM
+// (workerd's --shutdown-grace): longer than controld's, whose requests are
+// short, and shorter than compose's stop_grace_period and systemd's
+// TimeoutStopSec (30 s), so leases are released before a SIGKILL.
+const DefaultShutdownGrace = 20 * time.Second
+
 // Config configures an Engine. Zero values take the documented defaults.
 type Config struct {
 	// WorkerID names this process in worker_id columns and the workers
@@ -24,7 +30,8 @@ type Config struct {
 	// runtime.NumCPU().
 	ThumbnailConcurrency int
 	// ShutdownGrace is how long running work may finish after shutdown
-	// begins before it is cancelled and its leases released; default 20s.
+	// begins before it is cancelled and its leases released; default
+	// DefaultShutdownGrace.
 	ShutdownGrace time.Duration
 	// CancelCheck overrides how often a running job checks for a cancel
 	// request; default the setting scan.cancel_check.interval_ms (500ms).
@@ -58,7 +65,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.ThumbnailConcurrency = runtime.NumCPU()
 	}
 	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = 20 * time.Second
+		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	if c.IdleMin <= 0 {
 		c.IdleMin = 100 * time.Millisecond

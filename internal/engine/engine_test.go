@@ -10,6 +10,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/engine/enginetest"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -222,13 +223,7 @@ func TestEngineLostLeaseWritesNothing(t *testing.T) {
 	h.waitFor(1, `SELECT count(*) FROM thumbnails WHERE id = ? AND status = 'running'`, id)
 	// controld (or another worker) recovered the row and someone else owns it now.
 	h.exec(`UPDATE thumbnails SET worker_id = 'other', lease_expires_at = '9999-01-01 00:00:00.000' WHERE id = ?`, id)
-	deadline := time.Now().Add(5 * time.Second)
-	for len(noop.Runs()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("executor not cancelled after its lease was taken")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "the executor cancelled after its lease was taken", 5*time.Second, func() bool { return len(noop.Runs()) > 0 })
 	if r := noop.Runs(); !errors.Is(r[0].Err, context.Canceled) {
 		t.Fatalf("run %+v", r)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -79,13 +80,7 @@ func (e *env) request(t *testing.T, kind protocol.JobKind, lib int64, p protocol
 // waitFor polls cond until it holds or 10s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // work acts as workerd: claims the next scan/hash job, checks it is the

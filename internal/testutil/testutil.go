@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // ModuleRoot walks up from the working directory to the folder holding
@@ -53,4 +54,20 @@ func SharedFixture(tb testing.TB, parts ...string) string {
 		tb.Skipf("shared fixtures %s absent", p)
 	}
 	return p
+}
+
+// WaitFor polls cond every few milliseconds until it holds, and fails the
+// test naming what it waited for when limit passes first. Tests wait on a
+// condition like this, never on a fixed sleep.
+func WaitFor(tb testing.TB, what string, limit time.Duration, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	pause := time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not reached within %v", what, limit)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }
