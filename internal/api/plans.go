@@ -2,8 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,22 +124,13 @@ func (b planBody) policy() (dedup.Policy, error) {
 	case name != protocol.KeepExplicit && (len(b.Keep) > 0 || len(b.Remove) > 0):
 		return pol, fieldf("keep", "keep and remove are only for policy explicit")
 	}
-	for _, m := range []map[string][]int64{b.Remove, keysOf(b.Keep)} {
-		for k := range m {
-			if _, err := protocol.ParseGroupKey(k); err != nil {
-				return pol, apiErr(CodeInvalidGroupKey, "%v", err)
-			}
+	keys := slices.AppendSeq(slices.Collect(maps.Keys(b.Keep)), maps.Keys(b.Remove))
+	for _, k := range keys {
+		if _, err := protocol.ParseGroupKey(k); err != nil {
+			return pol, apiErr(CodeInvalidGroupKey, "%v", err)
 		}
 	}
 	return pol, nil
-}
-
-func keysOf(m map[string]int64) map[string][]int64 {
-	out := make(map[string][]int64, len(m))
-	for k := range m {
-		out[k] = nil
-	}
-	return out
 }
 
 // cleanPrefix accepts "Comics/Marvel" or "Comics/Marvel/": relative, clean,
