@@ -136,9 +136,9 @@ func (s *Server) getCover(c echo.Context) error {
 // openCover opens the cache file of ref after confining it to
 // <state>/covers by realpath.
 func (s *Server) openCover(ref store.CoverRef) (*os.File, os.FileInfo, error) {
-	rel, ok := strings.CutPrefix(ref.OutputRelpath, store.CoversDir+"/")
+	rel, ok := strings.CutPrefix(ref.OutputRelPath, store.CoversDir+"/")
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: %q is not under %s/", pathsafe.ErrOutside, ref.OutputRelpath, store.CoversDir)
+		return nil, nil, fmt.Errorf("%w: %q is not under %s/", pathsafe.ErrOutside, ref.OutputRelPath, store.CoversDir)
 	}
 	real, err := pathsafe.Resolve(filepath.Join(s.cfg.StateDir, store.CoversDir), rel)
 	if err != nil {

@@ -178,9 +178,9 @@ func (r *run) markMissingCovers(ctx context.Context) error {
 		after = covers[len(covers)-1].FileID
 		var lost []int64
 		for _, c := range covers {
-			if !c.OutputRelpath.Valid {
+			if !c.OutputRelPath.Valid {
 				lost = append(lost, c.FileID)
-			} else if _, err := os.Stat(filepath.Join(r.cfg.StateDir, filepath.FromSlash(c.OutputRelpath.String))); errors.Is(err, os.ErrNotExist) {
+			} else if _, err := os.Stat(filepath.Join(r.cfg.StateDir, filepath.FromSlash(c.OutputRelPath.String))); errors.Is(err, os.ErrNotExist) {
 				lost = append(lost, c.FileID)
 			}
 		}

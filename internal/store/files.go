@@ -293,7 +293,7 @@ func (s *Store) MarkCoversMissing(ctx context.Context, libraryID int64, limit in
 // newest ready cover (NULL when no ready row is left).
 type CoveredFile struct {
 	FileID        int64          `db:"id"`
-	OutputRelpath sql.NullString `db:"output_relpath"`
+	OutputRelPath sql.NullString `db:"output_relpath"`
 }
 
 // CoveredFiles returns up to limit present files of a library with id >

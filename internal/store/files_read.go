@@ -80,7 +80,7 @@ type FileFilter struct {
 type CoverRef struct {
 	FileID        int64
 	ThumbnailID   int64
-	OutputRelpath string
+	OutputRelPath string
 	Format        protocol.ImageFormat
 	// Version is what the cover URL carries as ?v= (see coverVersion).
 	Version string
@@ -215,7 +215,7 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 	if !row.ThumbID.Valid {
 		return CoverRef{}, &protocol.Error{Code: CodeCoverNotReady, Message: fmt.Sprintf("file %d has no cover yet", fileID), Err: ErrNotFound}
 	}
-	ref := CoverRef{FileID: fileID, ThumbnailID: row.ThumbID.Int64, OutputRelpath: row.Relpath.String,
+	ref := CoverRef{FileID: fileID, ThumbnailID: row.ThumbID.Int64, OutputRelPath: row.Relpath.String,
 		Format: protocol.ImageFormat(row.Format.String), Version: coverVersion(row.UpdatedAt, row.ThumbID.Int64)}
 	return ref, nil
 }

@@ -137,7 +137,7 @@ func pruneSuperseded(ctx context.Context, tx *sqlx.Tx, t Thumbnail) error {
 		AND output_relpath = ?
 		AND (status = 'failed' OR (status = 'ready' AND id < (SELECT max(id) FROM thumbnails
 			WHERE file_id = ? AND format = ? AND status = 'ready')))`,
-		t.FileID, t.Format, t.ID, t.OutputRelpath, t.FileID, t.Format)
+		t.FileID, t.Format, t.ID, t.OutputRelPath, t.FileID, t.Format)
 	return err
 }
 

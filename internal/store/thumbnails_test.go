@@ -101,10 +101,10 @@ func TestAdmitThumbnail(t *testing.T) {
 			t.Fatalf("admit: %v created=%v", err, created)
 		}
 		want := store.Thumbnail{FileID: f1, LibraryID: db.lib, GroupKey: fmt.Sprintf("library:%d", db.lib),
-			Status: "pending", Format: "webp", MediaType: "image", OutputRelpath: store.CoverRelPath(f1, 256, protocol.ImageWebP)}
+			Status: "pending", Format: "webp", MediaType: "image", OutputRelPath: store.CoverRelPath(f1, 256, protocol.ImageWebP)}
 		if th.FileID != want.FileID || th.LibraryID != want.LibraryID || th.GroupKey != want.GroupKey ||
 			th.Status != want.Status || th.Format != want.Format || th.MediaType != want.MediaType ||
-			th.OutputRelpath != want.OutputRelpath || th.CreatedAt.String() != protocol.FormatTime(db.clock.Now()) {
+			th.OutputRelPath != want.OutputRelPath || th.CreatedAt.String() != protocol.FormatTime(db.clock.Now()) {
 			t.Fatalf("row %+v", th)
 		}
 		again, created, err := db.ctrl.AdmitThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)

@@ -48,7 +48,7 @@ type Thumbnail struct {
 	MediaType     protocol.MediaType       `db:"media_type"`
 	Format        protocol.ImageFormat     `db:"format"`
 	Status        protocol.ThumbnailStatus `db:"status"`
-	OutputRelpath string                   `db:"output_relpath"`
+	OutputRelPath string                   `db:"output_relpath"`
 	Width         sql.NullInt64            `db:"width"`
 	Height        sql.NullInt64            `db:"height"`
 	BytesSize     sql.NullInt64            `db:"bytes_size"`

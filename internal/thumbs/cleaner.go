@@ -64,7 +64,7 @@ func (c *Cleaner) cleanBatch(ctx context.Context, rows []store.Thumbnail) (files
 	paths := make([]string, 0, len(rows))
 	for i, t := range rows {
 		ids[i] = t.ID
-		paths = append(paths, t.OutputRelpath)
+		paths = append(paths, t.OutputRelPath)
 	}
 	inUse, err := c.st.CoverPathsInUse(ctx, paths, ids)
 	if err != nil {

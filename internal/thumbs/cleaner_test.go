@@ -43,10 +43,10 @@ func TestClean(t *testing.T) {
 		}
 		_, err := e.ctrl.Exec(ctx, `UPDATE thumbnails SET status = 'ready' WHERE id = ?`, th.ID)
 		must(t, err)
-		covers = append(covers, filepath.Join(e.state, filepath.FromSlash(th.OutputRelpath)))
+		covers = append(covers, filepath.Join(e.state, filepath.FromSlash(th.OutputRelPath)))
 	}
 	pending := e.admit(t, books[3], protocol.ImageWebP)
-	pendingCover := filepath.Join(e.state, filepath.FromSlash(pending.OutputRelpath))
+	pendingCover := filepath.Join(e.state, filepath.FromSlash(pending.OutputRelPath))
 	must(t, os.MkdirAll(filepath.Dir(pendingCover), 0o755))
 	must(t, os.WriteFile(pendingCover, []byte("an older cover of book 3"), 0o644))
 
@@ -109,7 +109,7 @@ func TestClean(t *testing.T) {
 		if _, err := e.r.RenderRow(ctx, th); err != nil {
 			t.Fatal(err)
 		}
-		newCover := filepath.Join(e.state, filepath.FromSlash(th.OutputRelpath))
+		newCover := filepath.Join(e.state, filepath.FromSlash(th.OutputRelPath))
 		if newCover == pendingCover {
 			t.Skip("layouts coincide for this id")
 		}

@@ -56,7 +56,7 @@ func TestRenderEveryMethod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(e.state, filepath.FromSlash(th.OutputRelpath))); err != nil || res.Width != 64 || res.Height != 96 { // never upscaled
+			if _, err := os.Stat(filepath.Join(e.state, filepath.FromSlash(th.OutputRelPath))); err != nil || res.Width != 64 || res.Height != 96 { // never upscaled
 				t.Fatalf("cover %+v: %v", res, err)
 			}
 		})

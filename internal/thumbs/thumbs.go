@@ -121,7 +121,7 @@ func (r *Renderer) Render(ctx context.Context, t store.Thumbnail) (engine.Thumbn
 	return engine.ThumbnailResult{Width: res.Width, Height: res.Height, BytesSize: res.BytesSize}, nil
 }
 
-// RenderRow renders the cover of row t into t.OutputRelpath and gives the
+// RenderRow renders the cover of row t into t.OutputRelPath and gives the
 // file a new cover version. Errors are *protocol.Error with codes
 // source_missing, path_violation, archive_encrypted, source_too_large,
 // decode_error or io_error.
@@ -134,7 +134,7 @@ func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, er
 	if err != nil {
 		return Result{}, protocol.Wrap(protocol.ErrIOError, err)
 	}
-	dst, err := r.cache.target(t.OutputRelpath)
+	dst, err := r.cache.target(t.OutputRelPath)
 	if err != nil {
 		return Result{}, err
 	}

@@ -156,7 +156,7 @@ func TestFaultCoverDiskFull(t *testing.T) {
 
 	first := e.admit(t, file, protocol.ImageWebP)
 	e.waitRow(t, first.ID, 30*time.Second, func(s, _ string) bool { return s == "ready" })
-	coverPath := filepath.Join(e.state, filepath.FromSlash(first.OutputRelpath))
+	coverPath := filepath.Join(e.state, filepath.FromSlash(first.OutputRelPath))
 	old, err := os.ReadFile(coverPath)
 	if err != nil {
 		t.Fatal(err)

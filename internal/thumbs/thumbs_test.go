@@ -126,8 +126,8 @@ func TestRender(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := filepath.Join(e.state, "covers", fmt.Sprintf("%03d", id%256), fmt.Sprintf("%d.webp", id))
-		if th.OutputRelpath != "covers/"+fmt.Sprintf("%03d/%d.webp", id%256, id) {
-			t.Fatalf("output_relpath %q", th.OutputRelpath)
+		if th.OutputRelPath != "covers/"+fmt.Sprintf("%03d/%d.webp", id%256, id) {
+			t.Fatalf("output_relpath %q", th.OutputRelPath)
 		}
 		data, err := os.ReadFile(want)
 		if err != nil {
@@ -176,9 +176,9 @@ func TestRender(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(filepath.Join(e.state, filepath.FromSlash(th.OutputRelpath)))
-		if err != nil || kind(data) != "jpeg" || !strings.HasSuffix(th.OutputRelpath, ".jpg") {
-			t.Fatalf("jpeg cover at %s: %v", th.OutputRelpath, err)
+		data, err := os.ReadFile(filepath.Join(e.state, filepath.FromSlash(th.OutputRelPath)))
+		if err != nil || kind(data) != "jpeg" || !strings.HasSuffix(th.OutputRelPath, ".jpg") {
+			t.Fatalf("jpeg cover at %s: %v", th.OutputRelPath, err)
 		}
 		if d := mustDecode(t, data); d.W != 200 || d.H != 250 || len(data) > 16<<10 || res.Width != 200 {
 			t.Fatalf("cover %dx%d %d bytes", d.W, d.H, len(data))
@@ -269,7 +269,7 @@ func TestRender(t *testing.T) {
 			id := e.put(t, "ok2.jpg", jpg)
 			for _, rel := range []string{"covers/../../outside/x.webp", "elsewhere/1.webp", "covers/1.webp", "/tmp/x.webp"} {
 				th := e.admit(t, id, protocol.ImageWebP)
-				th.OutputRelpath = rel
+				th.OutputRelPath = rel
 				if _, err := e.r.RenderRow(ctx, th); protocol.CodeOf(err, "") != protocol.ErrPathViolation {
 					t.Fatalf("output %q: %v, want path_violation", rel, err)
 				}
@@ -278,7 +278,7 @@ func TestRender(t *testing.T) {
 			must(t, os.MkdirAll(filepath.Join(e.state, "covers"), 0o755))
 			must(t, os.Symlink(e.outside, filepath.Join(e.state, "covers", "evil")))
 			th := e.admit(t, id, protocol.ImageWebP)
-			th.OutputRelpath = "covers/evil/1.webp"
+			th.OutputRelPath = "covers/evil/1.webp"
 			if _, err := e.r.RenderRow(ctx, th); protocol.CodeOf(err, "") != protocol.ErrPathViolation {
 				t.Fatalf("symlinked shard: %v, want path_violation", err)
 			}
