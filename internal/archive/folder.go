@@ -3,7 +3,6 @@ package archive
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -34,7 +33,7 @@ func openFolder(dir string) (Archive, error) {
 	}
 	a := &common{format: protocol.FormatFolder, sel: selectEntries(raw)}
 	a.read = func(e Entry, limit int64) ([]byte, error) {
-		f, err := os.OpenFile(filepath.Join(dir, e.Name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		f, err := openLeaf(filepath.Join(dir, e.Name))
 		if err != nil {
 			return nil, coded(protocol.ErrIOError, err, "read "+e.Name)
 		}

@@ -31,6 +31,12 @@ const (
 	SomeVolume
 )
 
+// openLeaf opens a file the reader found by listing a folder: never
+// through a symlink swapped in since, never blocking on a FIFO.
+func openLeaf(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+}
+
 // volumeHeadLen is enough for the RAR4 or RAR5 main header's flags.
 const volumeHeadLen = 64
 
@@ -39,7 +45,7 @@ var magicRar5 = []byte("Rar!\x1a\x07\x01\x00")
 // ReadVolumeRole reads the main header of the file at path, never through
 // a symlink. A file it cannot read is NotVolume: opening it reports why.
 func ReadVolumeRole(path string) VolumeRole {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openLeaf(path)
 	if err != nil {
 		return NotVolume
 	}
@@ -146,7 +152,7 @@ func (v *volumeFS) Open(name string) (fs.File, error) {
 	if strings.ContainsAny(name, `/\`) || !v.named || v.naming.Number(name) < 2 {
 		return nil, &missingVolume{name: name, err: fs.ErrNotExist}
 	}
-	f, err := os.OpenFile(filepath.Join(v.dir, name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openLeaf(filepath.Join(v.dir, name))
 	if err != nil {
 		return nil, &missingVolume{name: name, err: err}
 	}

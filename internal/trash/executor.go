@@ -19,8 +19,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -223,7 +221,7 @@ type keeperCheck struct {
 // records why it stays.
 func (r *run) remove(ctx context.Context, f store.PlanFile, k *keeperCheck) error {
 	root := r.roots[f.LibraryID]
-	trashRel := path.Join(protocol.TrashDir, strconv.FormatInt(r.job.ID, 10), f.RelativePath)
+	trashRel := trashPath(r.job.ID, f)
 	if trashed(root, f, trashRel) { // moved by an earlier attempt of this job
 		return r.record(f, protocol.OutcomeTrashed, "", trashRel)
 	}

@@ -33,9 +33,13 @@ func (r *run) purge(f store.PlanFile) error {
 	return r.finish(f, protocol.OutcomePurged, note, "", err)
 }
 
-// trashPath is where the job this plan acts on put f.
-func (r *run) trashPath(f store.PlanFile) string {
-	return path.Join(protocol.TrashDir, strconv.FormatInt(r.plan.TrashJobID.Int64, 10), f.RelativePath)
+// trashPath is where the job this restore or purge acts on put f.
+func (r *run) trashPath(f store.PlanFile) string { return trashPath(r.plan.TrashJobID.Int64, f) }
+
+// trashPath is where delete job jobID puts f: its path under the job's
+// folder of the library's trash.
+func trashPath(jobID int64, f store.PlanFile) string {
+	return path.Join(protocol.TrashDir, strconv.FormatInt(jobID, 10), f.RelativePath)
 }
 
 // pruneTrash removes the folders of a purged job's trash that are left
