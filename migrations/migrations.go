@@ -34,6 +34,7 @@ func goMigrations() []*goose.Migration {
 		goose.NewGoMigration(11, &goose.GoFunc{RunTx: canonicalTimes}, nil),
 		goose.NewGoMigration(14, &goose.GoFunc{RunTx: addFileRoles}, nil),
 		goose.NewGoMigration(16, &goose.GoFunc{RunTx: addDeletePlans}, nil),
+		goose.NewGoMigration(17, &goose.GoFunc{RunTx: addVideo}, nil),
 	}
 }
 

@@ -104,9 +104,19 @@ const (
 	FormatImage    FileFormat = "image"
 	// FormatFolder is a folder of page images read as one book.
 	FormatFolder FileFormat = "folder"
+	// FormatVideo is a video file, probed by ffprobe (video_probes).
+	FormatVideo FileFormat = "video"
 )
 
-var FileFormats = []FileFormat{FormatZip, FormatRar, FormatSevenZip, FormatImage, FormatFolder}
+var FileFormats = []FileFormat{FormatZip, FormatRar, FormatSevenZip, FormatImage, FormatFolder, FormatVideo}
+
+// MediaType is the kind of cover render a file of format f needs.
+func (f FileFormat) MediaType() MediaType {
+	if f == FormatVideo {
+		return MediaVideo
+	}
+	return MediaImage
+}
 
 func ParseFileFormat(s string) (FileFormat, error) { return parseEnum("file format", s, FileFormats) }
 
@@ -135,6 +145,23 @@ const (
 var MediaTypes = []MediaType{MediaImage, MediaVideo}
 
 func ParseMediaType(s string) (MediaType, error) { return parseEnum("media type", s, MediaTypes) }
+
+// LibraryMedia is what a library indexes (libraries.media).
+type LibraryMedia string
+
+const (
+	LibraryComics      LibraryMedia = "comics"
+	LibraryComicsVideo LibraryMedia = "comics+video"
+)
+
+var LibraryMedias = []LibraryMedia{LibraryComics, LibraryComicsVideo}
+
+func ParseLibraryMedia(s string) (LibraryMedia, error) {
+	return parseEnum("library media", s, LibraryMedias)
+}
+
+// Video reports whether the library indexes video files.
+func (m LibraryMedia) Video() bool { return m != LibraryComics }
 
 type ImageFormat string
 

@@ -31,6 +31,12 @@ const (
 	// message names it), or a later volume was opened as if it were a book.
 	ErrArchiveIncomplete = "archive_incomplete"
 	ErrLibraryMissing    = "library_missing"
+	// ErrVideoUnreadable: ffprobe or ffmpeg could not read a video file
+	// (corrupt, truncated, empty, no video stream); the message says why.
+	ErrVideoUnreadable = "video_unreadable"
+	// ErrVideoTimeout: ffprobe or ffmpeg ran past video.timeout_seconds
+	// and was killed.
+	ErrVideoTimeout = "video_timeout"
 	// ErrReadOnlyFS: a delete job met a library mounted read-only; it stops
 	// with nothing half-moved.
 	ErrReadOnlyFS     = "read_only_filesystem"

@@ -65,7 +65,7 @@ var Whitelist = map[string]map[WritePath][]string{
 // bookkeeping such as library_files.needs_cover).
 var DataPlaneTables = []string{
 	"library_files", "series", "scan_sessions", "scan_errors", "file_metadata", "workers", "duplicate_groups",
-	"delete_outcomes",
+	"delete_outcomes", "video_probes",
 }
 
 // WritableColumns returns, for a table, the union of columns workerd may

@@ -23,6 +23,8 @@ command -v bsdtar >/dev/null || need+=(libarchive-tools)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v python3 >/dev/null || need+=(python3) # third-party writer in tests (Python sqlite3)
 command -v gcc >/dev/null || need+=(gcc)
+command -v ffmpeg >/dev/null || need+=(ffmpeg) # video probes and frames (ffprobe too)
+command -v ffmpegthumbnailer >/dev/null || need+=(ffmpegthumbnailer) # the video cover benchmark's baseline
 }
 for extra in "$@"; do
   case "$extra" in

@@ -59,6 +59,9 @@ func TestBadInput(t *testing.T) {
 		{"options on action route", "POST", "/api/v1/maintenance/recover-stale", `{"all":true}`, 400, "unknown_field"},
 		{"bad library interval", "PATCH", "/api/v1/libraries/1", `{"scan_interval_minutes":-5}`, 400, "invalid_field"},
 		{"empty library name", "PATCH", "/api/v1/libraries/1", `{"name":"  "}`, 400, "invalid_field"},
+		{"unknown library media", "PATCH", "/api/v1/libraries/1", `{"media":"video"}`, 400, "invalid_field"},
+		{"uppercase library media", "PATCH", "/api/v1/libraries/1", `{"media":"COMICS"}`, 400, "invalid_field"},
+		{"library media not a string", "PATCH", "/api/v1/libraries/1", `{"media":1}`, 400, "invalid_field"},
 		{"bad missing filter", "GET", "/api/v1/files?missing=maybe", ``, 400, "invalid_parameter"},
 		{"bad library filter", "GET", "/api/v1/files?library_id=1%3BDROP", ``, 400, "invalid_parameter"},
 	}

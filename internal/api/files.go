@@ -88,6 +88,15 @@ func (s *Server) getFile(c echo.Context) error {
 	if m != nil {
 		v.Metadata = metadataView(*m)
 	}
+	if f.Format.String == string(protocol.FormatVideo) {
+		p, err := s.st.VideoProbeOf(ctx, id)
+		switch {
+		case err == nil:
+			v.Video = videoView(p)
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+	}
 	return c.JSON(http.StatusOK, v)
 }
 

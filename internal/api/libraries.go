@@ -11,12 +11,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 type createLibraryBody struct {
 	Name                *string `json:"name"`
 	Path                *string `json:"path"`
 	ScanIntervalMinutes *int64  `json:"scan_interval_minutes"`
+	Media               *string `json:"media"`
 }
 
 type patchLibraryBody struct {
@@ -24,6 +26,7 @@ type patchLibraryBody struct {
 	ScanIntervalMinutes *int64  `json:"scan_interval_minutes"`
 	AllowDelete         *bool   `json:"allow_delete"`
 	AllowUnlink         *bool   `json:"allow_unlink"`
+	Media               *string `json:"media"`
 }
 
 // maxScanInterval is one year: anything larger is a typo.
@@ -46,6 +49,18 @@ func validInterval(v *int64) error {
 	return nil
 }
 
+// validMedia parses the media field: comics, or comics+video.
+func validMedia(v *string) (*protocol.LibraryMedia, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, err := protocol.ParseLibraryMedia(*v)
+	if err != nil {
+		return nil, fieldf("media", "want one of %v", protocol.LibraryMedias)
+	}
+	return &m, nil
+}
+
 func (s *Server) createLibrary(c echo.Context) error {
 	var b createLibraryBody
 	if err := decodeJSON(c, &b); err != nil {
@@ -57,7 +72,8 @@ func (s *Server) createLibrary(c echo.Context) error {
 	if b.Path == nil {
 		return fieldf("path", "required")
 	}
-	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes)); err != nil {
+	media, err := validMedia(b.Media)
+	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes), err); err != nil {
 		return firstAPIError(err)
 	}
 	real, err := s.libraryPath(*b.Path)
@@ -67,6 +83,9 @@ func (s *Server) createLibrary(c echo.Context) error {
 	in := store.NewLibrary{Name: strings.TrimSpace(*b.Name), Path: real}
 	if b.ScanIntervalMinutes != nil {
 		in.ScanIntervalMinutes = *b.ScanIntervalMinutes
+	}
+	if media != nil {
+		in.Media = *media
 	}
 	lib, err := s.st.CreateLibrary(c.Request().Context(), in)
 	if err != nil {
@@ -178,7 +197,8 @@ func (s *Server) patchLibrary(c echo.Context) error {
 	if err := decodeJSON(c, &b); err != nil {
 		return err
 	}
-	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes)); err != nil {
+	media, err := validMedia(b.Media)
+	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes), err); err != nil {
 		return firstAPIError(err)
 	}
 	if b.Name != nil {
@@ -186,7 +206,7 @@ func (s *Server) patchLibrary(c echo.Context) error {
 		b.Name = &n
 	}
 	lib, err := s.st.UpdateLibrary(c.Request().Context(), id, store.LibraryPatch{Name: b.Name, ScanIntervalMinutes: b.ScanIntervalMinutes,
-		AllowDelete: b.AllowDelete, AllowUnlink: b.AllowUnlink})
+		AllowDelete: b.AllowDelete, AllowUnlink: b.AllowUnlink, Media: media})
 	if err != nil {
 		return err
 	}

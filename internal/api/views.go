@@ -66,24 +66,26 @@ func runTimesView(created, updated protocol.Time, started, finished protocol.Nul
 }
 
 type libraryJSON struct {
-	ID                  int64             `json:"id"`
-	Name                string            `json:"name"`
-	Path                string            `json:"path"`
-	ScanIntervalMinutes int64             `json:"scan_interval_minutes"`
-	AllowDelete         bool              `json:"allow_delete"`
-	AllowUnlink         bool              `json:"allow_unlink"`
-	LastScanRequestedAt protocol.NullTime `json:"last_scan_requested_at"`
-	CreatedAt           protocol.Time     `json:"created_at"`
-	UpdatedAt           protocol.Time     `json:"updated_at"`
-	FileCount           *int64            `json:"file_count,omitempty"`
-	MissingCount        *int64            `json:"missing_count,omitempty"`
-	SeriesCount         *int64            `json:"series_count,omitempty"`
-	LastScan            *scanJSON         `json:"last_scan,omitempty"`
+	ID                  int64                 `json:"id"`
+	Name                string                `json:"name"`
+	Path                string                `json:"path"`
+	ScanIntervalMinutes int64                 `json:"scan_interval_minutes"`
+	AllowDelete         bool                  `json:"allow_delete"`
+	AllowUnlink         bool                  `json:"allow_unlink"`
+	Media               protocol.LibraryMedia `json:"media"`
+	LastScanRequestedAt protocol.NullTime     `json:"last_scan_requested_at"`
+	CreatedAt           protocol.Time         `json:"created_at"`
+	UpdatedAt           protocol.Time         `json:"updated_at"`
+	FileCount           *int64                `json:"file_count,omitempty"`
+	MissingCount        *int64                `json:"missing_count,omitempty"`
+	SeriesCount         *int64                `json:"series_count,omitempty"`
+	LastScan            *scanJSON             `json:"last_scan,omitempty"`
 }
 
 func libraryView(l store.Library) libraryJSON {
 	return libraryJSON{ID: l.ID, Name: l.Name, Path: l.Path, ScanIntervalMinutes: l.ScanIntervalMinutes,
-		AllowDelete: l.AllowDelete, AllowUnlink: l.AllowUnlink, LastScanRequestedAt: l.LastScanRequestedAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
+		AllowDelete: l.AllowDelete, AllowUnlink: l.AllowUnlink, Media: l.Media,
+		LastScanRequestedAt: l.LastScanRequestedAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
 }
 
 type jobJSON struct {
@@ -164,6 +166,7 @@ type fileJSON struct {
 	AnalyzedAt    protocol.NullTime `json:"analyzed_at"`
 	Cover         coverJSON         `json:"cover"`
 	Metadata      *metadataJSON     `json:"metadata,omitempty"`
+	Video         *videoJSON        `json:"video,omitempty"`
 	CreatedAt     protocol.Time     `json:"created_at"`
 	UpdatedAt     protocol.Time     `json:"updated_at"`
 }

@@ -120,8 +120,17 @@ func (r *run) readIndex(t store.FileTarget) fileResult {
 	if err != nil {
 		return fail(protocol.Wrap(protocol.ErrIOError, err))
 	}
+	if v, ok, err := r.openVideo(t, nil); ok {
+		if err != nil {
+			return fail(err)
+		}
+		return r.readVideo(t, v, &res, fail)
+	}
 	arc, err := archive.Open(abs)
 	if err != nil {
+		if v, ok, _ := r.openVideo(t, err); ok {
+			return r.readVideo(t, v, &res, fail)
+		}
 		return fail(err)
 	}
 	defer arc.Close()

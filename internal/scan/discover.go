@@ -39,7 +39,11 @@ func (d *discover) do(ctx context.Context) error {
 		return err
 	}
 	d.estimate = est
-	w := &walker{root: r.root, exts: r.vals.Extensions(), errs: d.addError}
+	exts := r.vals.Extensions()
+	if !r.video {
+		exts = withoutVideo(exts)
+	}
+	w := &walker{root: r.root, exts: exts, errs: d.addError}
 	if err := w.walk(ctx, d.visit); err != nil {
 		r.counts.DirectoriesSeen = w.dirs
 		return err

@@ -34,7 +34,7 @@ func (w *walker) shape(rel string, list []dirEntry) folderShape {
 			others++
 		case de.image:
 			images++
-		case de.wanted:
+		case de.wanted && !de.video: // a trailer beside the pages keeps them a book
 			others++
 		}
 	}
@@ -60,7 +60,7 @@ func (w *walker) folderBook(rel string, self fs.DirEntry, list []dirEntry, fn fu
 			book.SizeBytes = 0
 		}
 	}
-	pages := make([]item, 0, len(list))
+	items, pages := make([]item, 0, len(list)), 0
 	for _, de := range list {
 		name := de.ent.Name()
 		wanted, meta := de.wanted, strings.EqualFold(name, "comicinfo.xml")
@@ -75,22 +75,27 @@ func (w *walker) folderBook(rel string, self fs.DirEntry, list []dirEntry, fn fu
 			}
 			continue
 		}
+		if de.video { // a file of its own, in path order among the pages
+			items = append(items, item{rel: childRel, stat: statOf(childRel, info, protocol.RoleBook)})
+			continue
+		}
 		book.MtimeNS = max(book.MtimeNS, info.ModTime().UnixNano())
 		if wanted {
 			book.SizeBytes += info.Size()
-			pages = append(pages, item{rel: childRel, stat: statOf(childRel, info, protocol.RolePage)})
+			items = append(items, item{rel: childRel, stat: statOf(childRel, info, protocol.RolePage)})
+			pages++
 		}
 	}
-	if len(pages) >= 2 {
+	if pages >= 2 {
 		if err := fn(item{rel: book.RelativePath, stat: book}); err != nil {
 			return err
 		}
 	} else { // pages vanished between the listing and their stat
-		for i := range pages {
-			pages[i].stat.Role = protocol.RoleBook
+		for i := range items {
+			items[i].stat.Role = protocol.RoleBook
 		}
 	}
-	for _, p := range pages {
+	for _, p := range items {
 		if err := fn(p); err != nil {
 			return err
 		}

@@ -83,8 +83,10 @@ type run struct {
 	root      string
 	force     bool
 	coverMode bool
-	session   store.ScanRecord
-	counts    store.ScanCounts
+	// video: the library indexes video files (libraries.media).
+	video   bool
+	session store.ScanRecord
+	counts  store.ScanCounts
 }
 
 // Execute scans the job's library. The result is the session's counts. On
@@ -104,7 +106,7 @@ func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 	}
 	r := &run{ctx: ctx, st: e.st, cfg: e.cfg, vals: vals, rep: rep, libID: job.LibraryID.Int64, force: p.Force,
 		coverMode: vals.Enum(settings.ScanCoverMode) == "scan"}
-	if r.root, err = e.resolveLibrary(ctx, r.libID); err != nil {
+	if r.root, r.video, err = e.resolveLibrary(ctx, r.libID); err != nil {
 		return nil, err
 	}
 	r.session, err = e.st.StartScanSession(ctx, sql.NullInt64{Int64: job.ID, Valid: true}, r.libID)
@@ -194,15 +196,22 @@ func (r *run) markMissingCovers(ctx context.Context) error {
 }
 
 // resolveLibrary returns the real path of a library, which must be an
-// existing folder inside the configured library root.
-func (e *Executor) resolveLibrary(ctx context.Context, id int64) (string, error) {
-	p, err := e.st.LibraryPath(ctx, id)
+// existing folder inside the configured library root, and whether it
+// indexes video files.
+func (e *Executor) resolveLibrary(ctx context.Context, id int64) (string, bool, error) {
+	lib, err := e.st.GetLibrary(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return "", protocol.Errorf(protocol.ErrLibraryMissing, "library %d does not exist", id)
+			return "", false, protocol.Errorf(protocol.ErrLibraryMissing, "library %d does not exist", id)
 		}
-		return "", fmt.Errorf("scan: %w", err)
+		return "", false, fmt.Errorf("scan: %w", err)
 	}
+	real, err := realLibraryPath(lib.Path, e.cfg.LibraryRoots)
+	return real, lib.Media.Video(), err
+}
+
+// realLibraryPath resolves a library folder p, which must lie in roots.
+func realLibraryPath(p string, roots pathsafe.Roots) (string, error) {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return "", protocol.Errorf(protocol.ErrLibraryMissing, "library folder %s: %v", p, err)
@@ -213,8 +222,8 @@ func (e *Executor) resolveLibrary(ctx context.Context, id int64) (string, error)
 	if info, err := os.Stat(real); err != nil || !info.IsDir() {
 		return "", protocol.Errorf(protocol.ErrLibraryMissing, "library folder %s is not a readable folder", p)
 	}
-	if ok, err := e.cfg.LibraryRoots.Contains(real); err != nil || !ok {
-		return "", protocol.Errorf(protocol.ErrPathViolation, "library folder %s is not inside the library roots %s", p, e.cfg.LibraryRoots)
+	if ok, err := roots.Contains(real); err != nil || !ok {
+		return "", protocol.Errorf(protocol.ErrPathViolation, "library folder %s is not inside the library roots %s", p, roots)
 	}
 	return real, nil
 }

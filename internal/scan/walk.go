@@ -52,8 +52,9 @@ type dirEntry struct {
 	key string // name, plus "/" for folders
 	ent fs.DirEntry
 	// wanted: the name has one of the library's extensions; image: a
-	// regular file with a page image extension among them.
-	wanted, image bool
+	// regular file with a page image extension among them; video: one
+	// with a video extension, never a page.
+	wanted, image, video bool
 }
 
 // walk calls fn for every candidate file and every unreadable folder. An
@@ -81,7 +82,7 @@ func (w *walker) dir(ctx context.Context, rel string, self fs.DirEntry, ents []f
 		}
 		wanted := !e.IsDir() && w.wanted(e.Name())
 		image := wanted && e.Type().IsRegular() && archive.IsImageName(e.Name())
-		list = append(list, dirEntry{key: key, ent: e, wanted: wanted, image: image})
+		list = append(list, dirEntry{key: key, ent: e, wanted: wanted, image: image, video: wanted && isVideoName(e.Name())})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].key < list[j].key })
 	shape := w.shape(rel, list)

@@ -108,7 +108,9 @@ func defineFlag(key string, def bool, desc string) FlagKey {
 }
 
 // DefaultExtensions are the file types a scan picks up.
-const DefaultExtensions = ".cbz,.zip,.cbr,.rar,.cb7,.7z,.jpg,.jpeg,.png,.webp,.gif,.avif"
+// Video files among them are skipped in a library whose media is comics.
+const DefaultExtensions = ".cbz,.zip,.cbr,.rar,.cb7,.7z,.jpg,.jpeg,.png,.webp,.gif,.avif," +
+	".mp4,.m4v,.mkv,.webm,.avi,.mov,.ts"
 
 // The settings. GET /api/v1/settings lists them with these descriptions.
 var (
@@ -141,6 +143,8 @@ var (
 	CleanupMissingAfterHours  = defineInt("cleanup.missing_after_hours", 168, 1, 87600, "Covers of files missing this long are cleaned up.")
 	ScanMissingPurgeAfterDays = defineInt("scan.missing.purge_after_days", 30, 0, 3650, "A scan deletes the rows of files missing this many days, once their covers are cleaned up; 0 keeps them.")
 	TrashRetentionDays        = defineInt("trash.retention_days", 30, 0, 3650, "Days a delete job's trash is kept before it is purged for good; 0 keeps it.")
+	VideoTimeoutSeconds       = defineInt("video.timeout_seconds", 30, 1, 3600, "Wall-clock limit of one ffprobe or ffmpeg run on a video file, in seconds; past it the file is video_timeout.")
+	VideoMemoryLimitMB        = defineInt("video.memory_limit_mb", 2048, 0, 1048576, "Address-space limit of one ffprobe or ffmpeg run, in MiB; 0 = none.")
 	DeletePlanTTLHours        = defineInt("delete.plan_ttl_hours", 24, 1, 8760, "How long a duplicate-resolution plan can be executed after it was made.")
 )
 

@@ -20,10 +20,12 @@ type Library struct {
 	LastScanRequestedAt protocol.NullTime `db:"last_scan_requested_at"`
 	// AllowDelete lets a delete plan remove copies in the library;
 	// AllowUnlink lets it remove them without the trash. Both default off.
-	AllowDelete bool          `db:"allow_delete"`
-	AllowUnlink bool          `db:"allow_unlink"`
-	CreatedAt   protocol.Time `db:"created_at"`
-	UpdatedAt   protocol.Time `db:"updated_at"`
+	AllowDelete bool `db:"allow_delete"`
+	AllowUnlink bool `db:"allow_unlink"`
+	// Media says whether video files are indexed; default comics+video.
+	Media     protocol.LibraryMedia `db:"media"`
+	CreatedAt protocol.Time         `db:"created_at"`
+	UpdatedAt protocol.Time         `db:"updated_at"`
 }
 
 // LibraryStats are the counts shown with one library.
@@ -42,6 +44,8 @@ type NewLibrary struct {
 	Name                string
 	Path                string
 	ScanIntervalMinutes int64
+	// Media defaults to comics+video.
+	Media protocol.LibraryMedia
 }
 
 // LibraryPatch changes the named fields; nil fields stay.
@@ -50,18 +54,22 @@ type LibraryPatch struct {
 	ScanIntervalMinutes *int64
 	AllowDelete         *bool
 	AllowUnlink         *bool
+	Media               *protocol.LibraryMedia
 }
 
-const libraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_at, allow_delete, allow_unlink, created_at, updated_at`
+const libraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_at, allow_delete, allow_unlink, media, created_at, updated_at`
 
 // CreateLibrary inserts a library. The same path twice is ErrConflict with
 // code library_exists.
 func (s *Store) CreateLibrary(ctx context.Context, in NewLibrary) (Library, error) {
 	now := s.nowText()
+	if in.Media == "" {
+		in.Media = protocol.LibraryComicsVideo
+	}
 	var lib Library
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		return tx.GetContext(ctx, &lib, `INSERT INTO libraries (name, path, scan_interval_minutes, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?) RETURNING `+libraryCols, in.Name, in.Path, in.ScanIntervalMinutes, now, now)
+		return tx.GetContext(ctx, &lib, `INSERT INTO libraries (name, path, scan_interval_minutes, media, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?) RETURNING `+libraryCols, in.Name, in.Path, in.ScanIntervalMinutes, in.Media, now, now)
 	})
 	if IsUnique(err) {
 		return Library{}, &protocol.Error{Code: CodeLibraryExists, Message: "a library with this path exists", Err: ErrConflict}
@@ -113,8 +121,9 @@ func (s *Store) UpdateLibrary(ctx context.Context, id int64, p LibraryPatch) (Li
 				scan_interval_minutes = coalesce(?, scan_interval_minutes),
 				allow_delete = coalesce(?, allow_delete),
 				allow_unlink = coalesce(?, allow_unlink),
+				media = coalesce(?, media),
 				updated_at = ?
-			WHERE id = ? RETURNING `+libraryCols, p.Name, p.ScanIntervalMinutes, p.AllowDelete, p.AllowUnlink, now, id)
+			WHERE id = ? RETURNING `+libraryCols, p.Name, p.ScanIntervalMinutes, p.AllowDelete, p.AllowUnlink, p.Media, now, id)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return lib, missingRow(libraryRow, id)

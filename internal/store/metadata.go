@@ -55,6 +55,8 @@ type Analysis struct {
 	Metadata   FileMetadata
 	// SortKey orders the book in its series (natsort.BookKey).
 	SortKey string
+	// Video is what ffprobe said of a video file; nil for any other.
+	Video *VideoProbe
 }
 
 // AnalysisBatch is one transaction of analysis results.
@@ -96,6 +98,11 @@ func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
 			return err
 		}
 		defer meta.Close()
+		probes, err := newProbeWriter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer probes.Close()
 		for _, r := range b.Results {
 			res, err := file.ExecContext(ctx, r.Format, r.TotalPages, r.SeriesNameRaw, r.SortKey, r.ErrorCode, r.ErrorMessage,
 				now, r.NeedsCover, now, r.ID)
@@ -109,6 +116,9 @@ func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
 			m.FileID, m.UpdatedAt = r.ID, at
 			if _, err := meta.ExecContext(ctx, m); err != nil {
 				return fmt.Errorf("metadata of file %d: %w", r.ID, err)
+			}
+			if err := probes.write(ctx, r.ID, r.Video, at); err != nil {
+				return err
 			}
 		}
 		if err := insertScanErrors(ctx, tx, b.SessionID, b.Errors, now); err != nil {

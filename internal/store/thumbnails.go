@@ -47,13 +47,17 @@ func relpathSQL(id string) string {
 	return `'` + CoversDir + `/' || printf(?, ` + id + ` % ?) || '/' || ` + id + ` || '.' || ?`
 }
 
+// mediaTypeSQL is protocol.FileFormat.MediaType of the file f: a video's
+// cover is a frame ffmpeg decodes, anything else's an image page.
+const mediaTypeSQL = `CASE f.format WHEN 'video' THEN 'video' ELSE 'image' END`
+
 // admitOne is the conditional INSERT of protocol §4.3: one row for an
 // existing, present file, unless the (file, format) already has a row in
 // a dedup state, and only while pending+running stays under capacity. In
 // one BEGIN IMMEDIATE transaction it is atomic under concurrent callers.
 const admitOne = `INSERT INTO thumbnails (file_id, library_id, group_key, media_type, format, status,
 		output_relpath, created_at, updated_at)
-	SELECT f.id, f.library_id, 'library:' || f.library_id, 'image', ?, 'pending', ?, ?, ?
+	SELECT f.id, f.library_id, 'library:' || f.library_id, ` + mediaTypeSQL + `, ?, 'pending', ?, ?, ?
 	FROM library_files f
 	WHERE f.id = ? AND f.is_missing = 0
 	  AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.format = ?
@@ -167,7 +171,7 @@ func (s *Store) AdmitPendingCovers(ctx context.Context, libraryID int64, limit i
 		}
 		rows, err := tx.QueryxContext(ctx, `INSERT INTO thumbnails (file_id, library_id, group_key, media_type, format,
 				status, output_relpath, created_at, updated_at)
-			SELECT f.id, f.library_id, 'library:' || f.library_id, 'image', ?, 'pending', `+relpathSQL("f.id")+`, ?, ?
+			SELECT f.id, f.library_id, 'library:' || f.library_id, `+mediaTypeSQL+`, ?, 'pending', `+relpathSQL("f.id")+`, ?, ?
 			FROM library_files f
 			WHERE f.library_id = ? AND f.needs_cover = 1 AND f.is_missing = 0
 			  AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.format = ?
@@ -230,6 +234,9 @@ type CoverSource struct {
 	IsMissing      bool           `db:"is_missing"`
 	FrontCoverPage sql.NullInt64  `db:"front_cover_page"`
 	CoverUpdatedAt sql.NullInt64  `db:"cover_updated_at"`
+	// DurationMS is a video's duration from its probe; NULL when it has
+	// none.
+	DurationMS sql.NullInt64 `db:"duration_ms"`
 }
 
 // CoverSource looks up the file of a thumbnail row with its library root
@@ -238,9 +245,10 @@ type CoverSource struct {
 func (s *Store) CoverSource(ctx context.Context, fileID int64) (CoverSource, error) {
 	var c CoverSource
 	err := s.r.GetContext(ctx, &c, `SELECT f.id AS file_id, f.library_id, l.path AS library_path, f.relative_path,
-			f.format, f.is_missing, m.front_cover_page, f.cover_updated_at
+			f.format, f.is_missing, m.front_cover_page, f.cover_updated_at, v.duration_ms
 		FROM library_files f JOIN libraries l ON l.id = f.library_id
 		LEFT JOIN file_metadata m ON m.file_id = f.id
+		LEFT JOIN video_probes v ON v.file_id = f.id
 		WHERE f.id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return CoverSource{}, missingRow(fileRow, fileID)

@@ -77,18 +77,30 @@ type Cover struct {
 // *protocol.Error: decode_error, source_too_large.
 func RenderCover(buf []byte, o Options) (Cover, error) {
 	o = o.withDefaults()
-	w, h, err := header(buf)
-	if err != nil {
-		return Cover{}, err
-	}
-	if int64(w)*int64(h) > o.MaxPixels {
-		return Cover{}, protocol.Errorf(protocol.ErrSourceTooLarge, "image is %d×%d, more than %d pixels", w, h, o.MaxPixels)
-	}
-	im, err := thumbnail(buf, o.Width, o.MaxHeight, o.Format == protocol.ImageJPEG)
+	im, err := decodeCover(buf, o)
 	if err != nil {
 		return Cover{}, err
 	}
 	defer im.close()
+	return encodeCover(im, o)
+}
+
+// decodeCover decodes buf and shrinks it to the cover's size. o must have
+// its defaults.
+func decodeCover(buf []byte, o Options) (*vimage, error) {
+	w, h, err := header(buf)
+	if err != nil {
+		return nil, err
+	}
+	if int64(w)*int64(h) > o.MaxPixels {
+		return nil, protocol.Errorf(protocol.ErrSourceTooLarge, "image is %d×%d, more than %d pixels", w, h, o.MaxPixels)
+	}
+	return thumbnail(buf, o.Width, o.MaxHeight, o.Format == protocol.ImageJPEG)
+}
+
+// encodeCover encodes im within the byte budget at falling quality. o
+// must have its defaults.
+func encodeCover(im *vimage, o Options) (Cover, error) {
 	c := Cover{Width: im.width(), Height: im.height()}
 	for q := o.QualityStart; ; q -= o.QualityStep {
 		q = max(q, o.QualityMin)

@@ -26,6 +26,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/video"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -145,13 +146,12 @@ func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, er
 	if err != nil {
 		return Result{}, protocol.Wrap(protocol.ErrIOError, err)
 	}
-	page, err := r.readPage(ctx, src, vals.Int(settings.ThumbnailMaxSourceMB)<<20,
-		vals.Int(settings.IOThumbnailRateLimitMBs)*1_000_000)
-	if err != nil {
-		return Result{}, err
+	var cover Cover
+	if t.MediaType == protocol.MediaVideo {
+		cover, err = r.renderVideo(ctx, src, optionsFrom(vals, format), video.LimitsFrom(vals))
+	} else {
+		cover, err = r.renderPage(ctx, src, optionsFrom(vals, format), vals)
 	}
-	cover, err := RenderCover(page, optionsFrom(vals, format))
-	page = nil
 	if err != nil {
 		return Result{}, err
 	}
@@ -172,6 +172,16 @@ func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, er
 	r.renders.Add(1)
 	return Result{Width: int64(cover.Width), Height: int64(cover.Height), BytesSize: int64(len(cover.Data)),
 		Version: v, Attempts: cover.Attempts}, nil
+}
+
+// renderPage renders the cover from a comic's cover page.
+func (r *Renderer) renderPage(ctx context.Context, src store.CoverSource, o Options, vals settings.Values) (Cover, error) {
+	page, err := r.readPage(ctx, src, vals.Int(settings.ThumbnailMaxSourceMB)<<20,
+		vals.Int(settings.IOThumbnailRateLimitMBs)*1_000_000)
+	if err != nil {
+		return Cover{}, err
+	}
+	return RenderCover(page, o)
 }
 
 // optionsFrom reads scan.cover.* for format.
@@ -229,16 +239,24 @@ func (r *Renderer) readPage(ctx context.Context, src store.CoverSource, limit, b
 	return data, nil
 }
 
-// resolveSource checks the library root and the file by realpath.
-func (r *Renderer) resolveSource(src store.CoverSource) (string, error) {
+// checkLibrary refuses a source whose library is not under the roots.
+func (r *Renderer) checkLibrary(src store.CoverSource) error {
 	ok, err := r.cfg.LibraryRoots.Contains(src.LibraryPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", protocol.Wrap(protocol.ErrSourceMissing, err)
+		return protocol.Wrap(protocol.ErrSourceMissing, err)
 	case err != nil:
-		return "", protocol.Wrap(protocol.ErrPathViolation, err)
+		return protocol.Wrap(protocol.ErrPathViolation, err)
 	case !ok:
-		return "", protocol.Errorf(protocol.ErrPathViolation, "library %s is not under %s", src.LibraryPath, r.cfg.LibraryRoots)
+		return protocol.Errorf(protocol.ErrPathViolation, "library %s is not under %s", src.LibraryPath, r.cfg.LibraryRoots)
+	}
+	return nil
+}
+
+// resolveSource checks the library root and the file by realpath.
+func (r *Renderer) resolveSource(src store.CoverSource) (string, error) {
+	if err := r.checkLibrary(src); err != nil {
+		return "", err
 	}
 	path, err := pathsafe.Resolve(src.LibraryPath, filepath.FromSlash(src.RelativePath))
 	switch {

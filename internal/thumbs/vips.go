@@ -66,6 +66,8 @@ static int bindery_save_jpeg(VipsImage *in, int q, void **buf, size_t *len) {
 
 static void bindery_unref(VipsImage *in) { g_object_unref(in); }
 
+static int bindery_avg(VipsImage *in, double *out) { return vips_avg(in, out, NULL); }
+
 static void bindery_drop_log(const gchar *domain, GLogLevelFlags level, const gchar *msg, gpointer data) {}
 
 // bindery_quiet drops libvips' warnings ("error in tile", "profile
@@ -130,6 +132,19 @@ func (im *vimage) close() {
 		C.bindery_unref(im.p)
 		im.p = nil
 	}
+}
+
+// mean is the average of every band of every pixel, 0..255: how bright
+// the cover is (a black frame is near 0).
+func (im *vimage) mean() (float64, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer C.vips_thread_shutdown()
+	var avg C.double
+	if C.bindery_avg(im.p, &avg) != 0 {
+		return 0, protocol.Wrap(protocol.ErrDecodeError, vipsError("average"))
+	}
+	return float64(avg), nil
 }
 
 // vipsError takes libvips' thread-local error text.

@@ -1,0 +1,19 @@
+package api
+
+import "github.com/bindery-nas/bindery/internal/store"
+
+// videoJSON is what ffprobe said of a video file (GET /files/{id}).
+type videoJSON struct {
+	Container  string  `json:"container"`
+	DurationMS int64   `json:"duration_ms"`
+	Width      *int64  `json:"width"`
+	Height     *int64  `json:"height"`
+	VideoCodec *string `json:"video_codec"`
+	AudioCodec *string `json:"audio_codec"`
+	Rotation   int64   `json:"rotation"`
+}
+
+func videoView(p store.VideoProbe) *videoJSON {
+	return &videoJSON{Container: p.Container, DurationMS: p.DurationMS, Width: nint(p.Width), Height: nint(p.Height),
+		VideoCodec: nstr(p.VideoCodec), AudioCodec: nstr(p.AudioCodec), Rotation: p.Rotation}
+}

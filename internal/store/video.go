@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// VideoProbe is a row of video_probes: what ffprobe said of a video file.
+type VideoProbe struct {
+	FileID     int64          `db:"file_id"`
+	Container  string         `db:"container"`
+	DurationMS int64          `db:"duration_ms"`
+	Width      sql.NullInt64  `db:"width"`
+	Height     sql.NullInt64  `db:"height"`
+	VideoCodec sql.NullString `db:"video_codec"`
+	AudioCodec sql.NullString `db:"audio_codec"`
+	// Rotation is the display rotation, clockwise degrees; Width and
+	// Height are already the displayed size.
+	Rotation int64         `db:"rotation"`
+	ProbedAt protocol.Time `db:"probed_at"`
+}
+
+const videoProbeCols = `file_id, container, duration_ms, width, height, video_codec, audio_codec, rotation, probed_at`
+
+// probeWriter keeps video_probes in step with a batch of analyses: a probe
+// replaces the file's row, no probe removes it (the file is no video any
+// more, or ffprobe failed on it this time).
+type probeWriter struct {
+	put, drop *sqlx.NamedStmt
+}
+
+func newProbeWriter(ctx context.Context, tx *sqlx.Tx) (*probeWriter, error) {
+	put, err := tx.PrepareNamedContext(ctx, `INSERT INTO video_probes (`+videoProbeCols+`)
+		VALUES (:file_id, :container, :duration_ms, :width, :height, :video_codec, :audio_codec, :rotation, :probed_at)
+		ON CONFLICT (file_id) DO UPDATE SET container = excluded.container, duration_ms = excluded.duration_ms,
+			width = excluded.width, height = excluded.height, video_codec = excluded.video_codec,
+			audio_codec = excluded.audio_codec, rotation = excluded.rotation, probed_at = excluded.probed_at`)
+	if err != nil {
+		return nil, err
+	}
+	drop, err := tx.PrepareNamedContext(ctx, `DELETE FROM video_probes WHERE file_id = :file_id`)
+	if err != nil {
+		put.Close()
+		return nil, err
+	}
+	return &probeWriter{put: put, drop: drop}, nil
+}
+
+func (w *probeWriter) write(ctx context.Context, fileID int64, p *VideoProbe, now protocol.Time) error {
+	var err error
+	if p == nil {
+		_, err = w.drop.ExecContext(ctx, VideoProbe{FileID: fileID})
+	} else {
+		row := *p
+		row.FileID, row.ProbedAt = fileID, now
+		_, err = w.put.ExecContext(ctx, row)
+	}
+	if err != nil {
+		return fmt.Errorf("video probe of file %d: %w", fileID, err)
+	}
+	return nil
+}
+
+func (w *probeWriter) Close() {
+	w.put.Close()
+	w.drop.Close()
+}
+
+// VideoProbeOf returns the probe of a file; ErrNotFound when there is none.
+func (s *Store) VideoProbeOf(ctx context.Context, fileID int64) (VideoProbe, error) {
+	var p VideoProbe
+	err := s.r.GetContext(ctx, &p, `SELECT `+videoProbeCols+` FROM video_probes WHERE file_id = ?`, fileID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, ErrNotFound
+	}
+	if err != nil {
+		return p, fmt.Errorf("video probe of file %d: %w", fileID, err)
+	}
+	return p, nil
+}
