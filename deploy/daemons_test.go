@@ -160,6 +160,7 @@ func TestDaemonsRunAsUnits(t *testing.T) {
 	}
 	client := apiClient{base: "http://" + addr, token: strings.TrimSpace(string(token))}
 	foldersThroughAPI(t, client, library)
+	videosThroughAPI(t, client, library)
 	resolveThroughAPI(t, client, library)
 
 	wrk.stop(t, stopTimeout)
