@@ -205,20 +205,13 @@ func (p *proc) stop(t *testing.T, timeout time.Duration) {
 
 func waitCount(t *testing.T, db *sql.DB, want int64, timeout time.Duration, q string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testutil.WaitForState(t, fmt.Sprintf("%s = %d", q, want), timeout, func() (bool, string) {
 		var n int64
 		if err := db.QueryRow(q, args...).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
-		if n == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s = %d after %v, want %d", q, n, timeout, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n == want, fmt.Sprint(n)
+	})
 }
 
 const tpNow = `strftime('%Y-%m-%d %H:%M:%f','now')`

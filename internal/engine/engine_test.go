@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -84,17 +85,10 @@ func (h *harness) num(q string, args ...any) int64 {
 // waitFor polls cond (a count query that must reach want) until it holds.
 func (h *harness) waitFor(want int64, q string, args ...any) {
 	h.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testutil.WaitForState(h.t, fmt.Sprintf("%s = %d", q, want), 15*time.Second, func() (bool, string) {
 		got := h.num(q, args...)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%s = %d, want %d", q, got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return got == want, fmt.Sprint(got)
+	})
 }
 
 func (h *harness) job(kind, payload string) int64 {

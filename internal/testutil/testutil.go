@@ -61,11 +61,25 @@ func SharedFixture(tb testing.TB, parts ...string) string {
 // condition like this, never on a fixed sleep.
 func WaitFor(tb testing.TB, what string, limit time.Duration, cond func() bool) {
 	tb.Helper()
+	WaitForState(tb, what, limit, func() (bool, string) { return cond(), "" })
+}
+
+// WaitForState is WaitFor for a condition that can say where it stands:
+// a failure names the last state seen ("3 of 5 ready").
+func WaitForState(tb testing.TB, what string, limit time.Duration, cond func() (bool, string)) {
+	tb.Helper()
 	deadline := time.Now().Add(limit)
 	pause := time.Millisecond
-	for !cond() {
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%s: not reached within %v", what, limit)
+			if state != "" {
+				state = " (last: " + state + ")"
+			}
+			tb.Fatalf("%s: not reached within %v%s", what, limit, state)
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 100*time.Millisecond)
