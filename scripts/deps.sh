@@ -25,6 +25,9 @@ command -v python3 >/dev/null || need+=(python3) # third-party writer in tests (
 command -v gcc >/dev/null || need+=(gcc)
 command -v ffmpeg >/dev/null || need+=(ffmpeg) # video probes and frames (ffprobe too)
 command -v ffmpegthumbnailer >/dev/null || need+=(ffmpegthumbnailer) # the video cover benchmark's baseline
+# The PostgreSQL tests start private servers (internal/pgtest), never the
+# system's: the package is asked not to create or start one.
+compgen -G '/usr/lib/postgresql/1[5-9]/bin/postgres' >/dev/null || need+=(postgresql)
 }
 for extra in "$@"; do
   case "$extra" in
@@ -45,5 +48,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "bindery: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+if [[ " ${need[*]} " == *" postgresql "* ]]; then
+  mkdir -p /etc/postgresql-common/createcluster.d
+  echo 'create_main_cluster = false' >/etc/postgresql-common/createcluster.d/bindery.conf
+fi
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
