@@ -126,7 +126,8 @@ func setValue(sel, value string) chromedp.Action[chromedp.Void] {
 
 // TestDashboard drives the dashboard in headless Chromium against the real
 // admin API on a real database: sign-in (wrong token first), every page,
-// library validation and creation, jobs requested, watched live and
+// library validation and creation, a library's media switched (and a
+// switch the API refuses), jobs requested, watched live and
 // cancelled, settings saved, kept across a reload and refused per key,
 // maintenance requests. Every request the UI made must be a route of the
 // API. A screenshot of each page goes to artifacts/screenshots/.
@@ -215,6 +216,7 @@ func TestDashboard(t *testing.T) {
 			clickText("#libraries tr[data-library-id] button", "Scan now"),
 			waitJS(`/already pending/.test(document.querySelector('#libraries tr[data-library-id] .msg').textContent)`),
 			e.shot("04-libraries"))
+		checkMediaSwitch(t, ctx, e)
 	})
 
 	var scanID int64

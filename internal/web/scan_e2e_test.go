@@ -113,10 +113,12 @@ func sameContent(t *testing.T, dir string) [][]string {
 }
 
 // TestScanLive is the whole story in a browser, with the real workerd in
-// its own process: add a generated library, press "Scan now", watch the
-// job reach 100% on the overview through the event stream, browse the
-// covers (rendered by workerd, fetched with the token, no layout shift),
-// and find the duplicate group the hash job computed.
+// its own process: add a generated library (comics and a few real
+// videos), press "Scan now", watch the job reach 100% on the overview
+// through the event stream, browse the covers (rendered by workerd,
+// fetched with the token, no layout shift), read what ffprobe found of
+// the videos, find the duplicate group the hash job computed, resolve it,
+// and switch the library to comics only.
 func TestScanLive(t *testing.T) {
 	tt := t
 	buildWorkerd(t)
@@ -143,6 +145,7 @@ func TestScanLive(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(lib, "copy"+filepath.Ext(first)), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	videos := writeVideos(t, lib)
 	wantGroups := sameContent(t, lib)
 	if len(wantGroups) == 0 {
 		t.Fatal("the generated library has no duplicate")
@@ -207,7 +210,7 @@ func TestScanLive(t *testing.T) {
 		})
 		_, mt := e.call(t, "GET", "/thumbnails/metrics", nil)
 		ready := int(mt["ready"].(float64))
-		run(t, ctx, "open", page("browse"), waitJS(`document.querySelectorAll('#file-grid .card').length === `+fmt.Sprint(len(m.Files)+1)))
+		run(t, ctx, "open", page("browse"), waitJS(`document.querySelectorAll('#file-grid .card').length === `+fmt.Sprint(len(m.Files)+1+len(videos))))
 		boxes := `[...document.querySelectorAll('#file-grid .cover')].map((b) => b.getBoundingClientRect().height).join(',')`
 		heightsBefore := eval[string](t, ctx, boxes)
 		run(t, ctx, "scroll through", chromedp.Evaluate[chromedp.Void](`(async () => {
@@ -254,6 +257,8 @@ func TestScanLive(t *testing.T) {
 			t.Errorf("after a new render the card shows %s; the API says %s (was %s)", got, newURL, oldURL)
 		}
 	})
+
+	step("video details", func(t *testing.T) { checkVideoDetails(t, ctx, e, videos) })
 
 	step("duplicates", func(t *testing.T) {
 		waitAPI(t, e, "duplicate groups", func() bool {
@@ -307,6 +312,8 @@ func TestScanLive(t *testing.T) {
 			waitJS(`[...document.querySelectorAll('#trash-list .trash-files .badge')].every((b) => b.textContent === 'restored')`),
 			e.shot("26-trash"))
 	})
+
+	step("comics only", func(t *testing.T) { checkComicsOnly(t, ctx, e, videos) })
 
 	step("every request is a documented API route", func(t *testing.T) {
 		reqs, _ := net.snapshot()

@@ -44,6 +44,22 @@ export function fmtBytes(n) {
 
 export const fmtNum = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString());
 
+/** fmtDuration renders milliseconds as h:mm:ss, or m:ss under an hour. */
+export function fmtDuration(ms) {
+  if (ms === null || ms === undefined) return '–';
+  const s = Math.round(Number(ms) / 1000);
+  const two = (n) => String(n).padStart(2, '0');
+  const hours = Math.floor(s / 3600);
+  const min = Math.floor((s % 3600) / 60);
+  return hours ? `${hours}:${two(min)}:${two(s % 60)}` : `${min}:${two(s % 60)}`;
+}
+
+/** fmtResolution is a video's displayed size (rotation applied), naming a rotation. */
+export function fmtResolution(v) {
+  if (v.width === null || v.width === undefined || v.height === null || v.height === undefined) return 'none (no video stream)';
+  return `${v.width}×${v.height}` + (v.rotation ? ` (rotated ${v.rotation}°)` : '');
+}
+
 /** fmtTime renders an RFC 3339 timestamp as local time, with its ISO form as a tooltip. */
 export function fmtTime(s) {
   if (!s) return '–';

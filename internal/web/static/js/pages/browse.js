@@ -5,7 +5,7 @@
 // when it becomes ready. Below: the errors of the library's last scan.
 
 import { Pager, api, get } from '../api.js';
-import { badge, cover, errorText, fileName, fmtBytes, fmtNum, fmtTime, h, moreButton, replace, setCover, showDialog } from '../ui.js';
+import { badge, cover, errorText, fileName, fmtBytes, fmtDuration, fmtNum, fmtResolution, fmtTime, h, moreButton, replace, setCover, showDialog } from '../ui.js';
 
 export const title = 'Browse';
 
@@ -103,7 +103,8 @@ async function fileGrid(el, libID, seriesID, cards) {
 function card(f) {
   const name = fileName(f.relative_path);
   const bits = [];
-  if (f.total_pages !== null) bits.push(`${fmtNum(f.total_pages)} p`);
+  // A video has no pages; its duration is in GET /files/{id} only.
+  if (f.total_pages !== null && f.format !== 'video') bits.push(`${fmtNum(f.total_pages)} p`);
   if (f.format) bits.push(f.format.toUpperCase());
   bits.push(fmtBytes(f.size_bytes));
   return h('li', { class: 'card', dataset: { fileId: f.id } },
@@ -128,7 +129,7 @@ async function details(id) {
     replace(body, h('dl', { class: 'kv' },
       row('Path', h('span', { class: 'mono' }, f.relative_path)),
       row('Series', f.series && f.series.name),
-      row('Format', f.format), row('Pages', f.total_pages), row('Size', fmtBytes(f.size_bytes)),
+      row('Format', f.format), f.format === 'video' ? null : row('Pages', f.total_pages), row('Size', fmtBytes(f.size_bytes)),
       row('Modified', fmtTime(f.mtime)),
       row('Missing since', f.missing_since && fmtTime(f.missing_since)),
       row('Analysis error', f.analysis_error && `${f.analysis_error.code}: ${f.analysis_error.message}`),
@@ -138,11 +139,23 @@ async function details(id) {
       row('Publisher', m.publisher), row('Writer', m.writer), row('Penciller', m.penciller),
       row('Genre', m.genre), row('Language', m.language_iso), row('Summary', m.summary),
       row('Metadata source', m.source)),
+    f.video ? videoFacts(f.video, row) : null,
     h('p', { class: 'msg', role: 'status', id: 'regen-msg' }),
     h('button', { type: 'button', class: 'secondary', onclick: () => regenerate(f.id) }, 'Render the cover again'));
   } catch (e) {
     replace(body, h('p', { class: 'error', role: 'alert' }, errorText(e)));
   }
+}
+
+// videoFacts is what ffprobe said of a video file (absent when it could
+// not read it: the analysis error says why).
+function videoFacts(v, row) {
+  return h('section', { id: 'file-video', 'aria-labelledby': 'file-video-title' },
+    h('h3', { id: 'file-video-title' }, 'Video'),
+    h('dl', { class: 'kv' },
+      row('Container', v.container), row('Duration', fmtDuration(v.duration_ms)),
+      row('Resolution', fmtResolution(v)),
+      row('Video codec', v.video_codec || 'none'), row('Audio codec', v.audio_codec || 'none')));
 }
 
 async function regenerate(id) {

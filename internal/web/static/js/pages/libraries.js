@@ -1,11 +1,16 @@
 // Libraries: the list with counts and the last scan, the add form (the
 // server validates the path; its errors are shown next to the field they
-// name), Scan now / Hash now, and delete behind a confirmation.
+// name), what each library indexes (comics, or comics and video; changed
+// in place), Scan now / Hash now, and delete behind a confirmation.
 
 import { Pager, api, get } from '../api.js';
 import { badge, confirmDialog, debounce, errorText, fmtNum, fmtTime, h, moreButton, replace, toast } from '../ui.js';
 
 export const title = 'Libraries';
+
+// What a library indexes (libraries.media), the API's value first.
+const MEDIA = [['comics+video', 'comics + video'], ['comics', 'comics only']];
+const mediaOptions = (current) => MEDIA.map(([v, label]) => h('option', { value: v, selected: v === current }, label));
 
 export async function render(root, ctx) {
   const tbody = h('tbody', {});
@@ -13,7 +18,7 @@ export async function render(root, ctx) {
     h('caption', { class: 'hint' }, 'Counts come from the last scan; covers and hashes follow it.'),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Path'),
       h('th', { scope: 'col', class: 'num' }, 'Files'), h('th', { scope: 'col', class: 'num' }, 'Missing'),
-      h('th', { scope: 'col', class: 'num' }, 'Series'), h('th', { scope: 'col' }, 'Last scan'),
+      h('th', { scope: 'col', class: 'num' }, 'Series'), h('th', { scope: 'col' }, 'Media'), h('th', { scope: 'col' }, 'Last scan'),
       h('th', { scope: 'col' }, 'Actions'))),
     tbody));
   const empty = h('p', { class: 'hint', hidden: true }, 'No library yet: add one above.');
@@ -25,12 +30,15 @@ export async function render(root, ctx) {
     const lib = await get(`/libraries/${id}`);
     const msg = h('span', { class: 'msg', role: 'status' });
     const last = lib.last_scan;
+    const media = h('select', { class: 'media', name: 'media', 'aria-label': `Media of ${lib.name}`,
+      onchange: () => setMedia(lib, media, msg) }, mediaOptions(lib.media));
     const tr = h('tr', { dataset: { libraryId: lib.id } },
       h('th', { scope: 'row' }, h('a', { href: `#/browse?library=${lib.id}` }, lib.name)),
       h('td', { class: 'mono' }, lib.path),
       h('td', { class: 'num' }, fmtNum(lib.file_count)),
       h('td', { class: 'num' }, fmtNum(lib.missing_count)),
       h('td', { class: 'num' }, fmtNum(lib.series_count)),
+      h('td', {}, media),
       h('td', {}, last ? [badge(last.status), ' ', fmtTime(last.finished_at || last.started_at),
         h('br'), h('span', { class: 'hint' }, summary(last.counts))] : h('span', { class: 'hint' }, 'never scanned')),
       h('td', {}, h('div', { class: 'actions' },
@@ -54,6 +62,24 @@ export async function render(root, ctx) {
       msg.append(' · ', h('a', { href: '#/overview' }, 'watch'));
     } catch (e) {
       msg.textContent = errorText(e);
+    }
+  }
+
+  // setMedia sends the new media; on a refusal the select shows the saved one again.
+  async function setMedia(lib, select, msg) {
+    msg.textContent = '';
+    select.disabled = true;
+    try {
+      const r = await api('PATCH', `/libraries/${lib.id}`, { media: select.value });
+      lib.media = r.body.media;
+      msg.textContent = lib.media === 'comics'
+        ? 'Comics only: the next scan skips video files (those indexed become missing).'
+        : 'Comics and video: the next scan indexes video files too.';
+    } catch (e) {
+      select.value = lib.media;
+      msg.textContent = errorText(e);
+    } finally {
+      select.disabled = false;
     }
   }
 
@@ -97,10 +123,10 @@ function summary(counts) {
 
 /** addForm is the "Add a library" form; onAdded gets the created library. */
 function addForm(onAdded) {
-  const field = (name, label, attrs, hint) => {
+  const field = (name, label, attrs, hint, options) => {
     const id = 'lib-' + name;
     const err = h('p', { class: 'error', id: id + '-error', role: 'alert' });
-    const input = h('input', { id, name, 'aria-describedby': id + '-error' + (hint ? ` ${id}-hint` : ''), ...attrs });
+    const input = h(options ? 'select' : 'input', { id, name, 'aria-describedby': id + '-error' + (hint ? ` ${id}-hint` : ''), ...attrs }, options);
     return { input, err, el: h('div', { class: 'field' }, h('label', { for: id }, label), input,
       hint ? h('p', { class: 'hint', id: id + '-hint' }, hint) : null, err) };
   };
@@ -109,17 +135,18 @@ function addForm(onAdded) {
     'An existing folder under one of controld’s library roots.');
   const interval = field('scan_interval_minutes', 'Scan every (minutes)', { type: 'number', min: 0, inputmode: 'numeric' },
     '0 or empty: scan only on request.');
+  const media = field('media', 'Media', {}, 'Comics only: video files are not indexed.', mediaOptions(''));
   const general = h('p', { class: 'error', role: 'alert' });
-  const fields = { name, path, scan_interval_minutes: interval };
+  const fields = { name, path, scan_interval_minutes: interval, media };
   const submit = h('button', { type: 'submit' }, 'Add library');
   const form = h('form', { id: 'add-library', novalidate: true, class: 'panel' },
     h('h2', { class: 'first' }, 'Add a library'),
-    h('div', { class: 'row' }, name.el, path.el, interval.el), general, submit);
+    h('div', { class: 'row' }, name.el, path.el, interval.el, media.el), general, submit);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     general.textContent = '';
     for (const f of Object.values(fields)) { f.err.textContent = ''; f.input.removeAttribute('aria-invalid'); }
-    const body = { name: name.input.value, path: path.input.value };
+    const body = { name: name.input.value, path: path.input.value, media: media.input.value };
     if (interval.input.value !== '') body.scan_interval_minutes = Number(interval.input.value);
     submit.disabled = true;
     try {
