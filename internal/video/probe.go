@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -28,11 +29,12 @@ type File struct {
 func Open(root, rel string) (*File, error) {
 	f, err := openInRoot(root, rel)
 	switch {
+	case err == nil:
+	case errors.Is(err, syscall.ELOOP), escapes(root, rel):
+		return nil, protocol.Wrap(protocol.ErrPathViolation, err)
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, protocol.Wrap(protocol.ErrSourceMissing, err)
-	case errors.Is(err, syscall.ELOOP), isEscape(err):
-		return nil, protocol.Wrap(protocol.ErrPathViolation, err)
-	case err != nil:
+	default:
 		return nil, protocol.Wrap(protocol.ErrIOError, err)
 	}
 	st, err := f.Stat()
@@ -71,10 +73,11 @@ func sniffed(f *os.File, rel string, size int64) (*File, error) {
 	return &File{f: f, Container: c, Size: size}, nil
 }
 
-// isEscape reports os.Root's refusal of a path that leaves the root.
-func isEscape(err error) bool {
-	var pe *fs.PathError
-	return errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent"
+// escapes tells why os.Root refused rel (it exports no error for it): the
+// path, its symlinks resolved, leaves root.
+func escapes(root, rel string) bool {
+	_, err := pathsafe.Resolve(root, rel)
+	return errors.Is(err, pathsafe.ErrOutside)
 }
 
 // Close closes the file.
