@@ -2,8 +2,6 @@ package migrations
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -16,19 +14,7 @@ import (
 // 14, every row a book, and the new CHECKs hold.
 func TestFileRolesRebuild(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "r.db")+"?_foreign_keys=off")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	p, err := provider(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 13); err != nil {
-		t.Fatal(err)
-	}
+	db, p := migratedTo(t, 13)
 	const now = "2026-01-01 00:00:00.000"
 	for _, q := range []string{
 		`INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'l', '/l', '` + now + `', '` + now + `')`,

@@ -2,8 +2,6 @@ package migrations
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -15,19 +13,7 @@ import (
 // their natural-order keys from migration 9, metadata included.
 func TestSortKeysBackfill(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "b.db")+"?_foreign_keys=off")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	p, err := provider(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 8); err != nil {
-		t.Fatal(err)
-	}
+	db, p := migratedTo(t, 8)
 	for _, q := range []string{
 		`INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'l', '/l', 'x', 'x')`,
 		`INSERT INTO series (id, library_id, name, name_key, created_at, updated_at) VALUES (1, 1, 'The Boys', 'the boys', 'x', 'x')`,

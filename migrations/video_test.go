@@ -2,8 +2,6 @@ package migrations
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -15,19 +13,7 @@ import (
 // accepted and their CHECKs hold, and a probe goes with its file.
 func TestVideoMigration(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "v.db")+"?_foreign_keys=off")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	p, err := provider(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 16); err != nil {
-		t.Fatal(err)
-	}
+	db, p := migratedTo(t, 16)
 	const now = "2026-01-01 00:00:00.000"
 	exec := func(t *testing.T, q string, args ...any) {
 		t.Helper()
