@@ -53,20 +53,8 @@ func foldersThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 	}
 	write("Saga/Saga 001.cbz", book)
 
-	var lib struct{ ID int64 }
-	if code := c.do(t, "POST", "/libraries", fmt.Sprintf(`{"name":"manga","path":%q}`, dir), &lib); code != 201 {
-		t.Fatalf("create library: %d", code)
-	}
-	if code := c.do(t, "POST", "/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d}`, lib.ID), nil); code != 201 {
-		t.Fatalf("request scan: %d", code)
-	}
-	waitFor(t, "manga scanned", 60*time.Second, func() bool {
-		var s struct {
-			LastScan *struct{ Status string } `json:"last_scan"`
-		}
-		c.do(t, "GET", fmt.Sprintf("/libraries/%d", lib.ID), "", &s)
-		return s.LastScan != nil && s.LastScan.Status == "succeeded"
-	})
+	libID := createLibraryAt(t, c, "manga", dir)
+	scan(t, c, libID)
 
 	type file struct {
 		ID           int64
@@ -79,7 +67,7 @@ func foldersThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 	var files struct{ Items []file }
 	waitFor(t, "covers of the book and the art", 60*time.Second, func() bool {
 		files.Items = nil
-		c.do(t, "GET", fmt.Sprintf("/files?library_id=%d&limit=100", lib.ID), "", &files)
+		c.do(t, "GET", fmt.Sprintf("/files?library_id=%d&limit=100", libID), "", &files)
 		ready := 0
 		for _, f := range files.Items {
 			if f.Cover.Status == "ready" {
@@ -114,7 +102,7 @@ func foldersThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 			FileCount int `json:"file_count"`
 		}
 	}
-	c.do(t, "GET", fmt.Sprintf("/series?library_id=%d", lib.ID), "", &series)
+	c.do(t, "GET", fmt.Sprintf("/series?library_id=%d", libID), "", &series)
 	if len(series.Items) != 2 || series.Items[0].Name != "Berserk" || series.Items[0].FileCount != 1 {
 		t.Fatalf("series %+v: want Berserk with its one book, and Saga", series.Items)
 	}

@@ -45,13 +45,8 @@ func videosThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 		t.Fatal(err)
 	}
 
-	var lib struct{ ID int64 }
-	if code := c.do(t, "POST", "/libraries", fmt.Sprintf(`{"name":"anime","path":%q}`, dir), &lib); code != 201 {
-		t.Fatalf("create library: %d", code)
-	}
-	if code := c.do(t, "POST", "/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d}`, lib.ID), nil); code != 201 {
-		t.Fatalf("request scan: %d", code)
-	}
+	libID := createLibraryAt(t, c, "anime", dir)
+	scan(t, c, libID)
 	type file struct {
 		ID            int64
 		RelativePath  string `json:"relative_path"`
@@ -69,7 +64,7 @@ func videosThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 	var files struct{ Items []file }
 	waitFor(t, "covers of the three playable videos", 90*time.Second, func() bool {
 		files.Items = nil
-		c.do(t, "GET", fmt.Sprintf("/files?library_id=%d&format=video&limit=100", lib.ID), "", &files)
+		c.do(t, "GET", fmt.Sprintf("/files?library_id=%d&format=video&limit=100", libID), "", &files)
 		ready := 0
 		for _, f := range files.Items {
 			if f.Cover.Status == "ready" {
@@ -106,7 +101,7 @@ func videosThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 				GroupKey string `json:"group_key"`
 			}
 		}
-		c.do(t, "GET", fmt.Sprintf("/duplicates/groups?library_id=%d&limit=200", lib.ID), "", &groups)
+		c.do(t, "GET", fmt.Sprintf("/duplicates/groups?library_id=%d&limit=200", libID), "", &groups)
 		for _, g := range groups.Items {
 			var members struct{ Items []file }
 			c.do(t, "GET", "/duplicates/groups/"+g.GroupKey+"/files", "", &members)
@@ -120,4 +115,21 @@ func videosThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 		}
 		return false
 	})
+}
+
+// composeVideos adds to dir two videos an image must read with its own
+// ffmpeg (an MP4 and a phone clip with rotation metadata) and returns how
+// many files it added.
+func composeVideos(t *testing.T, dir string) int {
+	t.Helper()
+	for name, kind := range map[string]fixtures.VideoKind{"Anime/Show - 01.mp4": fixtures.VideoMP4, "Anime/clip.mov": fixtures.VideoRotated} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := fixtures.Video(p, kind, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return 2
 }
