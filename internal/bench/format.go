@@ -18,6 +18,7 @@ func workloads() []workload {
 		{"duplicates", dupRows},
 		{"visible", visibleRows},
 		{"covers", coverRows},
+		{"video-covers", videoCoverRows},
 		{"claim", claimRows},
 		{"api", apiRows},
 		{"duplicates-store", duplicateStoreRows},

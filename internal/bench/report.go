@@ -50,8 +50,9 @@ func ReadMachine(ctx context.Context) Machine {
 	m.GoVersion = cmdLine(ctx, "go", "version")
 	m.Kernel = cmdLine(ctx, "uname", "-sr")
 	for _, t := range [][]string{{"sha256sum", "--version"}, {"b3sum", "--version"}, {"vipsthumbnail", "--version"},
-		{"find", "--version"}, {"sqlite3", "--version"}} {
+		{"ffmpeg", "-version"}, {"ffmpegthumbnailer", "-v"}, {"find", "--version"}, {"sqlite3", "--version"}} {
 		if v := cmdLine(ctx, t[0], t[1:]...); v != "" {
+			v, _, _ = strings.Cut(v, " Copyright")
 			if !strings.Contains(v, t[0]) && !strings.Contains(v, strings.TrimSuffix(t[0], "thumbnail")) {
 				v = t[0] + " " + v
 			}
@@ -223,6 +224,13 @@ const method = `- The driver (` + "`internal/bench`, `cmd/benchd`" + `) compiles
   shrink-on-load renders of generated 3000×4000 noise JPEGs (about a real scan's entropy), written to a sharded
   cache, against one ` + "`vipsthumbnail -s 320x`" + ` process given all files (same width and format, all cores).
   RSS: a fresh child process doing 2 concurrent 6000×8000 renders, its VmHWM.
+- Video covers (` + "`internal/thumbs` BenchmarkCoversVideo" + `): one h264 MP4 (ffmpeg testsrc2, libx264 veryfast, 25 fps,
+  ` + "`-g 250`" + `: 1 minute of 1080p at full scale, 4 s of 320×240 at small) copied once per file, read once before each
+  side so both start from the same page cache. Bindery: ` + "`Renderer.RenderRow`" + ` on a real SQLite file whose rows are
+  what a scan leaves (format video, a video_probes row holding the duration), JPEG covers 320 wide, 2 concurrent
+  renders; against ` + "`ffmpegthumbnailer -s 320 -t 10%`" + `, one process per file, 2 at a time; full scale keeps the
+  best of 3 runs of each side. CPU per cover counts the child processes. RSS: a fresh child process rendering the
+  same files, its VmHWM and its largest ffmpeg child's (rusage); ffmpegthumbnailer's largest process.
 - Claim→finish (` + "`internal/store` BenchmarkClaimFinishThumbnail, BenchmarkPlainSQLiteTwoTx" + `): the store's real
   lease path (stale recovery, claim, owner-checked finish, worker authorizer), each worker its own connections,
   against two bare transactions on one go-sqlite3 connection.

@@ -55,7 +55,7 @@ func brightestFrame(ctx context.Context, v *video.File, duration time.Duration, 
 	var best *vimage
 	var bestMean float64
 	for _, p := range video.CoverPoints {
-		frame, err := video.Frame(ctx, v, video.At(duration, p), lim)
+		frame, err := video.FrameWithin(ctx, v, video.At(duration, p), 2*o.Width, lim)
 		if err == nil {
 			var im *vimage
 			if im, err = decodeCover(frame, o); err == nil {

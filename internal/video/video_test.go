@@ -155,6 +155,20 @@ func TestFrame(t *testing.T) {
 			}
 		}
 	})
+	t.Run("FrameWithin shrinks to the width, rotation applied, never enlarges", func(t *testing.T) {
+		for _, tc := range []struct {
+			name      string
+			max, w, h int
+		}{{"plain.mp4", 160, 160, 120}, {"rotated.mp4", 120, 120, 160}, {"plain.mp4", 640, 320, 240}} {
+			data, err := FrameWithin(ctx, mustOpen(t, root, tc.name), time.Second, tc.max, Limits{})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if gw, gh := size(t, data); gw != tc.w || gh != tc.h {
+				t.Errorf("%s within %d: frame %d×%d, want %d×%d", tc.name, tc.max, gw, gh, tc.w, tc.h)
+			}
+		}
+	})
 	t.Run("audio only has no frame", func(t *testing.T) {
 		_, err := Frame(ctx, mustOpen(t, root, "audio only.mp4"), time.Second, Limits{})
 		wantCode(t, err, protocol.ErrVideoUnreadable)
