@@ -28,6 +28,8 @@ func main() {
 	flag.DurationVar(&cfg.MinGap, "min-gap", 500*time.Millisecond, "least pause between two faults")
 	flag.DurationVar(&cfg.MaxGap, "max-gap", 4*time.Second, "longest pause between two faults")
 	flag.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Minute, "longest wait for a run to drain")
+	flag.IntVar(&cfg.Videos, "videos", 30, "video files added to the library (negative: none)")
+	flag.IntVar(&cfg.VideoKills, "video-kills", 6, "workerd SIGKILLs of a worker running ffprobe or ffmpeg (in turn; among -kills when they can be)")
 	flag.IntVar(&cfg.DeleteGroups, "delete-groups", 1000, "duplicate groups resolved in the delete phase")
 	flag.IntVar(&cfg.DeleteKills, "delete-kills", 10, "workerd SIGKILLs while the delete job runs")
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "fault schedule seed (default: the clock)")

@@ -1,10 +1,12 @@
 // Package chaos is Bindery's crash harness: it runs the real controld and
-// two real workerd binaries on a generated library, SIGKILLs them at
-// random moments while scan, hash and covers run, freezes one worker past
-// its lease (a zombie), and then proves that nothing was lost or written
-// twice: every row terminal, one active scan/hash at most, an intact
-// database, the same file rows as a clean run, decodable covers and an
-// untouched library.
+// two real workerd binaries on a generated library of comics and videos,
+// SIGKILLs them at random moments while scan, hash and covers run (one
+// or more while a worker runs ffprobe or ffmpeg), freezes one worker
+// past its lease (a zombie), and then proves that nothing was lost or
+// written twice: every row terminal, one active scan/hash at most, an
+// intact database, the same file rows (video probes included), cover
+// outcomes and duplicate groups as a clean run, decodable covers, no
+// ffmpeg/ffprobe outliving its worker and an untouched library.
 //
 // The strategy is black-box on purpose: the harness only uses what an
 // operator has (the binaries, signals, the admin API and a read-only view
@@ -58,6 +60,12 @@ type Config struct {
 	// phase (default 200 groups of two or three copies); DeleteKills how
 	// many times the worker running its delete job is SIGKILLed (default 3).
 	DeleteGroups, DeleteKills int
+	// Videos is how many videos the library holds besides the Files
+	// (default 6: every outcome once; negative: none); VideoKills how many
+	// workerd SIGKILLs land while the worker runs ffprobe or ffmpeg, in
+	// turn (default 2): among the WorkerKills when one can be caught,
+	// else after them while video work is left.
+	Videos, VideoKills int
 	// Seed makes the fault schedule reproducible (default: the clock).
 	Seed uint64
 	// Log receives progress lines (default io.Discard).
@@ -98,6 +106,12 @@ func (c Config) withDefaults() Config {
 	if c.DeleteKills <= 0 {
 		c.DeleteKills = 3
 	}
+	if c.Videos == 0 {
+		c.Videos = defaultVideos
+	}
+	if c.VideoKills <= 0 {
+		c.VideoKills = 2
+	}
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
@@ -110,8 +124,9 @@ func (c Config) withDefaults() Config {
 // Report is what a run measured and proved.
 type Report struct {
 	Seed                         uint64
-	Files, Broken                int
+	Files, Broken, Videos        int
 	WorkerKills, KillsWithWork   int
+	VideoKills                   int // worker kills while it ran ffmpeg/ffprobe
 	ControlKills, Reworks        int
 	ZombieRows                   int
 	Recoveries                   map[string]int // observed lease hand-overs per table
@@ -139,10 +154,10 @@ func (r *Report) OK() bool {
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos summary (seed %d)\n", r.Seed)
-	fmt.Fprintf(&b, "  library: %d files, %d broken; clean run %v, chaos run %v\n", r.Files, r.Broken,
+	fmt.Fprintf(&b, "  library: %d files, %d broken, %d videos; clean run %v, chaos run %v\n", r.Files, r.Broken, r.Videos,
 		r.CleanDuration.Round(time.Second), r.ChaosDuration.Round(time.Second))
-	fmt.Fprintf(&b, "  faults: %d workerd SIGKILLs (%d while holding a lease), %d controld SIGKILLs, 1 SIGSTOP zombie holding %d rows, %d rework rounds\n",
-		r.WorkerKills, r.KillsWithWork, r.ControlKills, r.ZombieRows, r.Reworks)
+	fmt.Fprintf(&b, "  faults: %d workerd SIGKILLs (%d while holding a lease, %d while running ffmpeg/ffprobe), %d controld SIGKILLs, 1 SIGSTOP zombie holding %d rows, %d rework rounds\n",
+		r.WorkerKills, r.KillsWithWork, r.VideoKills, r.ControlKills, r.ZombieRows, r.Reworks)
 	tables := make([]string, 0, len(r.Recoveries))
 	for t, n := range r.Recoveries {
 		tables = append(tables, fmt.Sprintf("%s %d", t, n))
@@ -206,6 +221,9 @@ type harness struct {
 	lid  int64
 
 	zombieState *zombieState
+	videos      []videoFile // the library's videos and what they must give
+	videoKilled []string    // workers SIGKILLed while running ffmpeg/ffprobe
+	orphans     []string    // ffmpeg/ffprobe processes that outlived their workerd
 }
 
 func (h *harness) logf(format string, args ...any) {
@@ -233,6 +251,13 @@ func (h *harness) prepare(ctx context.Context) error {
 		return fmt.Errorf("generate library: %w", err)
 	}
 	h.logf("generated %d files (%d broken) in %v", h.cfg.Files, h.cfg.Broken, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	vids, err := writeVideos(h.lib, filepath.Join(h.cfg.Dir, "video-sources"), h.cfg.Videos, int(h.cfg.Seed%1000))
+	if err != nil {
+		return fmt.Errorf("generate videos: %w", err)
+	}
+	h.videos, h.r.Videos = vids, len(vids)
+	h.logf("generated %d videos in %v", len(vids), time.Since(start).Round(time.Millisecond))
 	return copyTree(h.lib, filepath.Join(h.cfg.Dir, "clean-libraries", "comics"))
 }
 
@@ -247,43 +272,45 @@ var runSettings = map[string]any{"jobs.max_attempts": 100}
 var chaosSettings = map[string]any{"jobs.max_attempts": 100, "io.hash_rate_limit_mb_s": 1}
 
 // cleanRun indexes the copy with one controld and one workerd and nothing
-// going wrong; its file rows are the reference.
-func (h *harness) cleanRun(ctx context.Context) (map[string]fileRow, error) {
+// going wrong; its file rows, covers and duplicate groups are the
+// reference.
+func (h *harness) cleanRun(ctx context.Context) (runState, error) {
 	start := time.Now()
 	root := filepath.Join(h.cfg.Dir, "clean-libraries")
 	c, err := newCluster("clean", filepath.Join(h.cfg.Dir, "clean"), h.bin, root, h.cfg.Lease)
 	if err != nil {
-		return nil, err
+		return runState{}, err
 	}
 	defer c.killAll()
 	if err := c.startControl(ctx); err != nil {
-		return nil, err
+		return runState{}, err
 	}
 	if _, err := c.startWorker("w"); err != nil {
-		return nil, err
+		return runState{}, err
 	}
 	lid, err := c.setup(ctx, filepath.Join(root, "comics"), runSettings)
 	if err != nil {
-		return nil, err
+		return runState{}, err
 	}
 	if err := c.requestScan(ctx, lid); err != nil {
-		return nil, err
+		return runState{}, err
 	}
 	ro, err := openRO(c.db)
 	if err != nil {
-		return nil, err
+		return runState{}, err
 	}
 	defer ro.Close()
 	if _, err := waitDrained(ctx, ro, 3*time.Second, h.cfg.DrainTimeout, nil); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, c.worker("w").tail(30))
+		return runState{}, fmt.Errorf("%w\n%s", err, c.worker("w").tail(30))
 	}
 	if err := c.stopAll(); err != nil {
-		return nil, err
+		return runState{}, err
 	}
-	files, err := readFiles(ctx, ro)
+	h.checkOrphans(c, 2*time.Second)
+	state, err := readState(ctx, ro)
 	h.r.CleanDuration = time.Since(start)
-	h.logf("clean run: %d file rows in %v", len(files), h.r.CleanDuration.Round(time.Millisecond))
-	return files, err
+	h.logf("clean run: %d file rows in %v", len(state.files), h.r.CleanDuration.Round(time.Millisecond))
+	return state, err
 }
 
 // chaosRun starts controld and two workers on the library, requests the
@@ -328,6 +355,9 @@ func (h *harness) chaosRun(ctx context.Context) (err error) {
 		return err
 	}
 	if err := h.faults(ctx); err != nil {
+		return err
+	}
+	if err := h.videoKills(ctx); err != nil {
 		return err
 	}
 	return h.finish(ctx)
@@ -380,7 +410,7 @@ func (h *harness) finish(ctx context.Context) error {
 }
 
 // verify checks the invariants on the stopped system.
-func (h *harness) verify(ctx context.Context, want map[string]fileRow, before map[string]string) error {
+func (h *harness) verify(ctx context.Context, want runState, before map[string]string) error {
 	r := h.r
 	r.Samples, r.SampleErrors, r.MaxActiveScanHash, r.Recoveries = h.smp.snapshot()
 	r.LeaseExpiredJobs = h.smp.leaseExpiredJobs()
@@ -393,11 +423,13 @@ func (h *harness) verify(ctx context.Context, want map[string]fileRow, before ma
 		check{Name: "at most one active scan/hash row at every sample", OK: r.MaxActiveScanHash <= 1 && r.Samples > 0,
 			Detail: fmt.Sprintf("max %d over %d samples", r.MaxActiveScanHash, r.Samples)},
 		checkTerminal(ctx, h.ro), checkIntegrity(ctx, h.ro), h.checkLastJobs(ctx), checkOwnerRecorded(ctx, h.ro))
-	got, err := readFiles(ctx, h.ro)
+	got, err := readState(ctx, h.ro)
 	if err != nil {
 		return err
 	}
-	r.Checks = append(r.Checks, compareFiles(got, want), checkCovers(ctx, h.ro, h.c.state), checkTemps(h.c.state))
+	r.Checks = append(r.Checks, compareFiles(got.files, want.files), compareCovers(got.covers, want.covers),
+		compareGroups(got, want), checkVideos(got, h.videos), checkCovers(ctx, h.ro, h.c.state), checkTemps(h.c.state),
+		h.orphanCheck())
 	after, err := checksums(h.lib)
 	if err != nil {
 		return err

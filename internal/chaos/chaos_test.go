@@ -8,8 +8,9 @@ import (
 )
 
 // TestChaosSmoke is the reduced crash run inside `go test ./...`: 150
-// files, six workerd SIGKILLs, two controld SIGKILLs and one zombie, on
-// the real binaries. `make chaos` runs the full one (cmd/chaos). Set
+// files and six videos, six workerd SIGKILLs (two of them, or two more,
+// while the worker runs ffprobe, then ffmpeg), two controld SIGKILLs and
+// one zombie, on the real binaries. `make chaos` runs the full one (cmd/chaos). Set
 // BINDERY_CHAOS_SEED to replay a schedule.
 func TestChaosSmoke(t *testing.T) {
 	if testing.Short() {

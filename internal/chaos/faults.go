@@ -34,7 +34,7 @@ func (h *harness) faults(ctx context.Context) error {
 				return err
 			}
 		case kills < h.cfg.WorkerKills:
-			if err := h.killWorker(); err != nil {
+			if err := h.killWorker(ctx); err != nil {
 				return err
 			}
 		}
@@ -103,9 +103,25 @@ func (h *harness) interruptHash(ctx context.Context) error {
 }
 
 // killWorker SIGKILLs a random worker and starts its next incarnation
-// after a random delay.
-func (h *harness) killWorker() error {
-	slot := h.victim()
+// after a random delay. Until VideoKills such kills landed, it first waits
+// a little for a worker running ffprobe or ffmpeg (in turn) and kills that
+// one.
+func (h *harness) killWorker(ctx context.Context) error {
+	var slot string
+	var child videoProc
+	if h.r.VideoKills < h.cfg.VideoKills {
+		slot, child = h.videoVictim(ctx, 2*time.Second)
+	}
+	if slot == "" {
+		slot = h.victim()
+	}
+	return h.killSlot(slot, child)
+}
+
+// killSlot SIGKILLs the worker of slot, running child when that is set,
+// checks that no ffmpeg/ffprobe outlives it, and starts the slot's next
+// incarnation after a random delay.
+func (h *harness) killSlot(slot string, child videoProc) error {
 	w := h.c.worker(slot)
 	held, _ := h.held(w.name)
 	w.kill()
@@ -113,10 +129,47 @@ func (h *harness) killWorker() error {
 	if len(held) > 0 {
 		h.r.KillsWithWork++
 	}
-	h.logf("SIGKILL %s (held %d rows)", w.name, len(held))
+	if child.pid != 0 {
+		h.r.VideoKills++
+		h.videoKilled = append(h.videoKilled, fmt.Sprintf("%s with its %s", w.name, child.comm))
+		h.logf("SIGKILL %s (held %d rows) while its %s", w.name, len(held), child)
+	} else {
+		h.logf("SIGKILL %s (held %d rows)", w.name, len(held))
+	}
+	h.checkOrphans(h.c, 2*time.Second)
 	time.Sleep(time.Duration(h.rng.Int64N(int64(800 * time.Millisecond))))
 	_, err := h.c.startWorker(slot)
 	return err
+}
+
+// videoKills tops up the kills of workers running ffprobe or ffmpeg when
+// the faults ended before VideoKills of them landed: a scan slow with
+// probes takes most kills, so the covers' ffmpeg runs come after. For up
+// to a minute, while video work is left or may still come (a scan is
+// not done), it waits for such a run and kills its worker.
+func (h *harness) videoKills(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for h.r.VideoKills < h.cfg.VideoKills && time.Now().Before(deadline) {
+		probes, frames, scans, err := h.videoWork(ctx)
+		if err != nil || probes+frames+scans == 0 {
+			return err
+		}
+		n, _ := fastForward(ctx, h.op)
+		h.r.FastForwards += n
+		slot, child := h.videoVictim(ctx, 2*time.Second)
+		if slot == "" {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		if err := h.killSlot(slot, child); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // victim picks the worker to kill: three times out of four one that holds

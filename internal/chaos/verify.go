@@ -76,10 +76,11 @@ func checkIntegrity(ctx context.Context, db *sql.DB) check {
 }
 
 // fileRow is what a file row must be after a scan and a hash, whatever
-// happened on the way: compared with a clean run on a copy.
+// happened on the way: compared with a clean run on a copy. Video is the
+// file's video_probes row but its probed_at, "" when it has none.
 type fileRow struct {
-	Path, Format, Series, Publisher, SeriesRaw, Hash, Error, Meta string
-	Size, MtimeNS, Pages, Missing, NeedsHash, NeedsAnalysis       int64
+	Path, Format, Series, Publisher, SeriesRaw, Hash, Error, Meta, Video string
+	Size, MtimeNS, Pages, Missing, NeedsHash, NeedsAnalysis              int64
 }
 
 func readFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
@@ -88,8 +89,12 @@ func readFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
 		ifnull(f.hash_algorithm,'') || ':' || lower(ifnull(hex(f.content_hash),'')), ifnull(f.analysis_error_code,''),
 		ifnull(m.source,'') || '|' || ifnull(m.series,'') || '|' || ifnull(m.number,'') || '|' || ifnull(m.title,'')
 			|| '|' || ifnull(m.publisher,'') || '|' || ifnull(m.year,''),
+		CASE WHEN v.file_id IS NULL THEN '' ELSE v.container || '|' || v.duration_ms || '|' || ifnull(v.width,'')
+			|| '|' || ifnull(v.height,'') || '|' || ifnull(v.video_codec,'') || '|' || ifnull(v.audio_codec,'')
+			|| '|' || v.rotation END,
 		f.size_bytes, f.mtime_ns, ifnull(f.total_pages,-1), f.is_missing, f.needs_hash, f.needs_analysis
-		FROM library_files f LEFT JOIN series s ON s.id = f.series_id LEFT JOIN file_metadata m ON m.file_id = f.id`)
+		FROM library_files f LEFT JOIN series s ON s.id = f.series_id LEFT JOIN file_metadata m ON m.file_id = f.id
+		LEFT JOIN video_probes v ON v.file_id = f.id`)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +102,7 @@ func readFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
 	out := map[string]fileRow{}
 	for rows.Next() {
 		var r fileRow
-		if err := rows.Scan(&r.Path, &r.Format, &r.Series, &r.Publisher, &r.SeriesRaw, &r.Hash, &r.Error, &r.Meta,
+		if err := rows.Scan(&r.Path, &r.Format, &r.Series, &r.Publisher, &r.SeriesRaw, &r.Hash, &r.Error, &r.Meta, &r.Video,
 			&r.Size, &r.MtimeNS, &r.Pages, &r.Missing, &r.NeedsHash, &r.NeedsAnalysis); err != nil {
 			return nil, err
 		}
@@ -129,7 +134,7 @@ func compareFiles(got, want map[string]fileRow) check {
 	}
 	sort.Strings(diffs)
 	c.OK = len(diffs) == 0 && len(want) > 0
-	c.Detail = fmt.Sprintf("%d rows compared (paths, sizes, mtimes, formats, page counts, series, metadata, hashes), %d differ", len(want), len(diffs))
+	c.Detail = fmt.Sprintf("%d rows compared (paths, sizes, mtimes, formats, errors, page counts, series, metadata, video probes, hashes), %d differ", len(want), len(diffs))
 	if len(diffs) > 0 {
 		c.Detail += ": " + strings.Join(diffs[:min(5, len(diffs))], "; ")
 	}

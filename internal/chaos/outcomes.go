@@ -1,0 +1,265 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// runState is what a run left in its database that a clean run must match:
+// the file rows (with their metadata and video probes), the cover outcome
+// of every file and the duplicate groups.
+type runState struct {
+	files  map[string]fileRow
+	covers map[string]coverRow // by path and format
+	groups map[string]string   // member paths, one a line → file count and size in duplicate_groups
+	// groupsSeen is how many hash groups of two files or more
+	// library_files holds (the summary table must list each).
+	groupsSeen int
+}
+
+func readState(ctx context.Context, db *sql.DB) (runState, error) {
+	var s runState
+	var err error
+	if s.files, err = readFiles(ctx, db); err != nil {
+		return s, err
+	}
+	if s.covers, err = readCovers(ctx, db); err != nil {
+		return s, err
+	}
+	s.groups, s.groupsSeen, err = readGroups(ctx, db)
+	return s, err
+}
+
+// coverRow is the outcome of a file's newest cover row of one format.
+type coverRow struct {
+	Path, Format, MediaType, Status, Error string
+	Width, Height                          int64
+	// Recovered is how often a worker died holding the row: bookkeeping
+	// of the run, not compared.
+	Recovered int64
+}
+
+// poisoned: the row failed because its worker died MaxRecoveries times
+// while rendering it (the poison-pill rule), which SIGKILLs may cause.
+func (c coverRow) poisoned() bool {
+	return c.Status == string(protocol.ThumbFailed) && c.Error == protocol.ErrRenderCrashed && c.Recovered >= store.MaxRecoveries
+}
+
+// outcome is what is compared with the clean run.
+func (c coverRow) outcome() string {
+	return fmt.Sprintf("%s %s %s %dx%d", c.MediaType, c.Status, c.Error, c.Width, c.Height)
+}
+
+func readCovers(ctx context.Context, db *sql.DB) (map[string]coverRow, error) {
+	rows, err := db.QueryContext(ctx, `SELECT f.relative_path, t.format, t.media_type, t.status, ifnull(t.error_code,''),
+		ifnull(t.width,0), ifnull(t.height,0), t.recovered_count
+		FROM thumbnails t JOIN library_files f ON f.id = t.file_id
+		WHERE t.id = (SELECT max(b.id) FROM thumbnails b WHERE b.file_id = t.file_id AND b.format = t.format)`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]coverRow{}
+	for rows.Next() {
+		var c coverRow
+		if err := rows.Scan(&c.Path, &c.Format, &c.MediaType, &c.Status, &c.Error, &c.Width, &c.Height, &c.Recovered); err != nil {
+			return nil, err
+		}
+		out[c.Path+" ("+c.Format+")"] = c
+	}
+	return out, rows.Err()
+}
+
+// compareCovers: every file has the cover outcome it has after a clean
+// run (media type, status, error code, size). The one accepted difference
+// is a cover whose worker was SIGKILLed MaxRecoveries times while it
+// rendered it: the poison-pill rule fails it with render_crashed.
+func compareCovers(got, want map[string]coverRow) check {
+	c := check{Name: "cover outcomes equal a clean single run"}
+	var diffs []string
+	poisoned := 0
+	for k, w := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, "no cover row for "+k)
+		case g.poisoned():
+			poisoned++
+		case g.outcome() != w.outcome():
+			diffs = append(diffs, fmt.Sprintf("%s: got %s, want %s", k, g.outcome(), w.outcome()))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, "extra cover row for "+k)
+		}
+	}
+	sort.Strings(diffs)
+	c.OK = len(diffs) == 0 && len(want) > 0
+	c.Detail = fmt.Sprintf("%d files' covers compared (media type, status, error code, size), %d differ, %d failed render_crashed after %d worker deaths",
+		len(want), len(diffs), poisoned, store.MaxRecoveries)
+	if len(diffs) > 0 {
+		c.Detail += ": " + strings.Join(diffs[:min(5, len(diffs))], "; ")
+	}
+	return c
+}
+
+// readGroups reads duplicate_groups' groups of two files or more, keyed
+// by their member paths, and counts the hash groups of library_files.
+func readGroups(ctx context.Context, db *sql.DB) (map[string]string, int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT g.file_count, g.total_size_bytes, ifnull((SELECT group_concat(p, char(10)) FROM
+			(SELECT f.relative_path AS p FROM library_files f WHERE f.hash_algorithm = g.hash_algorithm
+				AND f.content_hash = g.content_hash AND f.is_missing = 0 AND f.needs_hash = 0 ORDER BY f.relative_path)), '')
+		FROM duplicate_groups g WHERE g.file_count > 1`)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var n, size int64
+		var members string
+		if err := rows.Scan(&n, &size, &members); err != nil {
+			return nil, 0, err
+		}
+		out[members] = fmt.Sprintf("%d files, %d bytes", n, size)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	var seen int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM library_files
+		WHERE is_missing = 0 AND needs_hash = 0 AND hash_algorithm IS NOT NULL AND content_hash IS NOT NULL
+		GROUP BY hash_algorithm, content_hash HAVING count(*) > 1)`).Scan(&seen)
+	return out, seen, err
+}
+
+// compareGroups: the duplicate groups (members, count, size) equal the
+// clean run's, and the summary table lists every hash group of
+// library_files with its true member count.
+func compareGroups(got, want runState) check {
+	c := check{Name: "duplicate groups equal a clean single run"}
+	var diffs []string
+	for m, w := range want.groups {
+		if g, ok := got.groups[m]; !ok || g != w {
+			diffs = append(diffs, fmt.Sprintf("[%s]: got %q, want %s", members(m), g, w))
+		}
+	}
+	for m, g := range got.groups {
+		if _, ok := want.groups[m]; !ok {
+			diffs = append(diffs, fmt.Sprintf("extra [%s] %s", members(m), g))
+		}
+		if n := strings.Count(m, "\n") + 1; m == "" || !strings.HasPrefix(g, fmt.Sprintf("%d files", n)) {
+			diffs = append(diffs, fmt.Sprintf("[%s] lists %d paths, summary says %s", members(m), n, g))
+		}
+	}
+	if got.groupsSeen != len(got.groups) {
+		diffs = append(diffs, fmt.Sprintf("library_files has %d hash groups of two or more, duplicate_groups %d", got.groupsSeen, len(got.groups)))
+	}
+	sort.Strings(diffs)
+	c.OK = len(diffs) == 0
+	c.Detail = fmt.Sprintf("%d groups compared (member paths, file count, total size), %d differ", len(want.groups), len(diffs))
+	if len(diffs) > 0 {
+		c.Detail += ": " + strings.Join(diffs[:min(5, len(diffs))], "; ")
+	}
+	return c
+}
+
+func members(key string) string { return strings.ReplaceAll(key, "\n", ", ") }
+
+// checkVideos: every video of the library was indexed as its kind must
+// be: format video, the analysis error and probe it must have, the cover
+// outcome it must have, exact copies in one duplicate group of their own.
+// The comparison with the clean run says the faults changed nothing; this
+// says that both runs did index the videos.
+func checkVideos(s runState, vids []videoFile) check {
+	c := check{Name: "videos indexed as their kind requires (probe, error, cover, duplicates)"}
+	var bad []string
+	counts := map[string]int{}
+	for _, v := range vids {
+		if err := checkVideo(s, v); err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", v.Rel, err))
+		}
+		switch {
+		case v.Error != "":
+			counts["unreadable"]++
+		case v.Cover == "ready":
+			counts["ready covers"]++
+		case v.Cover != "":
+			counts["failed covers"]++
+		default:
+			counts["no cover"]++
+		}
+		if v.DupOf != "" {
+			counts["exact copies"]++
+		}
+	}
+	c.OK = len(bad) == 0
+	c.Detail = fmt.Sprintf("%d videos: %d with a ready cover, %d whose cover fails, %d without a picture, %d unreadable, %d exact copies",
+		len(vids), counts["ready covers"], counts["failed covers"], counts["no cover"], counts["unreadable"], counts["exact copies"])
+	if len(vids) == 0 {
+		c.Detail = "no videos in the library (Config.Videos < 0)"
+	}
+	if len(bad) > 0 {
+		c.Detail += "; wrong: " + strings.Join(bad[:min(5, len(bad))], "; ")
+	}
+	return c
+}
+
+func checkVideo(s runState, v videoFile) error {
+	f, ok := s.files[v.Rel]
+	switch {
+	case !ok:
+		return fmt.Errorf("no file row")
+	case f.Format != string(protocol.FormatVideo):
+		return fmt.Errorf("format %q", f.Format)
+	case f.Error != v.Error:
+		return fmt.Errorf("analysis error %q, want %q", f.Error, v.Error)
+	}
+	p := strings.Split(f.Video, "|") // container|duration|width|height|video codec|audio codec|rotation
+	switch {
+	case v.Container == "" && f.Video != "":
+		return fmt.Errorf("probe %s, want none", f.Video)
+	case v.Container == "":
+	case len(p) != 7 || p[0] != v.Container || p[1] == "0":
+		return fmt.Errorf("probe %q, want container %s and a duration", f.Video, v.Container)
+	case v.Picture != (p[2] != "" && p[4] != ""):
+		return fmt.Errorf("probe %q: picture %v", f.Video, !v.Picture)
+	case v.Rotated != (p[6] != "0"):
+		return fmt.Errorf("probe %q: rotated %v", f.Video, !v.Rotated)
+	}
+	covers := 0
+	for _, cv := range s.covers {
+		if cv.Path != v.Rel {
+			continue
+		}
+		covers++
+		want := "ready"
+		if v.Cover != "ready" {
+			want = "failed " + v.Cover
+		}
+		if got := strings.TrimSpace(cv.Status + " " + cv.Error); cv.MediaType != string(protocol.MediaVideo) || (got != want && !cv.poisoned()) {
+			return fmt.Errorf("%s cover %s %s, want video %s", cv.Format, cv.MediaType, got, want)
+		}
+	}
+	if (covers > 0) != (v.Cover != "") {
+		return fmt.Errorf("%d cover rows, want a cover: %v", covers, v.Cover != "")
+	}
+	if v.DupOf != "" {
+		if o := s.files[v.DupOf]; f.Hash == ":" || f.Hash != o.Hash {
+			return fmt.Errorf("hash %s, its original %s has %s", f.Hash, v.DupOf, o.Hash)
+		}
+		if _, ok := s.groups[v.DupOf+"\n"+v.Rel]; !ok {
+			if _, ok := s.groups[v.Rel+"\n"+v.DupOf]; !ok {
+				return fmt.Errorf("no duplicate group of exactly it and %s", v.DupOf)
+			}
+		}
+	}
+	return nil
+}
