@@ -3,37 +3,22 @@ package migrations
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
 )
 
-// openAt opens a fresh database migrated up to version v (0: latest).
+// openAt opens a fresh database migrated up to version v (0: latest) and
+// a function that migrates it the rest of the way.
 func openAt(t *testing.T, v int64) (*sql.DB, func()) {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "b.db")+"?_foreign_keys=off")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1)
-	p, err := provider(db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if v == 0 {
-		_, err = p.Up(ctx)
-	} else {
-		_, err = p.UpTo(ctx, v)
+		v = Latest()
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, p := migratedTo(t, v)
 	return db, func() {
-		if _, err := p.Up(ctx); err != nil {
+		if _, err := p.Up(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
