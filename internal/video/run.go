@@ -88,6 +88,9 @@ func run(ctx context.Context, lim Limits, bin string, args []string, src *os.Fil
 	errOut := &boundedBuffer{limit: stderrLimit, keepTail: true}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, protocol.Errorf(protocol.ErrVideoUnreadable, "%s is not installed (Debian package ffmpeg)", bin)
+		}
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	if lim.MemoryBytes > 0 {

@@ -239,6 +239,10 @@ func TestLimits(t *testing.T) {
 			t.Fatalf("got %v, want the context's deadline", err)
 		}
 	})
+	t.Run("a missing ffprobe is video_unreadable naming the package", func(t *testing.T) {
+		_, err := Probe(ctx, mustOpen(t, root, "plain.mp4"), Limits{FFprobe: "bindery-no-such-ffprobe"})
+		wantCode(t, err, protocol.ErrVideoUnreadable)
+	})
 	t.Run("the memory limit applies to the child", func(t *testing.T) {
 		v := mustOpen(t, root, "plain.mp4")
 		_, err := Probe(ctx, v, Limits{MemoryBytes: 8 << 20})
