@@ -180,8 +180,10 @@ func (p *composeProject) environ() []string {
 }
 
 // run executes docker-compose with args; the error includes its output.
+// An image build shares two cores with the rest of make test (two builds
+// at once, over fuse-overlayfs): 10 minutes was measured too short for it.
 func (p *composeProject) run(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "docker-compose", append([]string{"-p", p.name, "-f", p.file}, args...)...)
 	cmd.Env = p.environ()
