@@ -175,7 +175,7 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("runtime FROM %q, want debian:bookworm-slim (same release as the builder's libvips)", rt.from)
 		}
 		run := rt.args("RUN")
-		for _, pkg := range []string{"libvips42", "ca-certificates", "sqlite3"} {
+		for _, pkg := range []string{"libvips42", "ffmpeg", "ca-certificates", "sqlite3"} {
 			if !strings.Contains(run, pkg) {
 				t.Errorf("runtime does not install %s", pkg)
 			}

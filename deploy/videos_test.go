@@ -116,3 +116,20 @@ func videosThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 		return false
 	})
 }
+
+// composeVideos adds to dir two videos an image must read with its own
+// ffmpeg (an MP4 and a phone clip with rotation metadata) and returns how
+// many files it added.
+func composeVideos(t *testing.T, dir string) int {
+	t.Helper()
+	for name, kind := range map[string]fixtures.VideoKind{"Anime/Show - 01.mp4": fixtures.VideoMP4, "Anime/clip.mov": fixtures.VideoRotated} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := fixtures.Video(p, kind, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return 2
+}
