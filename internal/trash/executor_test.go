@@ -3,9 +3,11 @@ package trash
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,10 +44,10 @@ func setup(t testing.TB, files map[string]string) *env {
 	e.must(os.Mkdir(e.lib, 0o755))
 	e.exec(`INSERT INTO libraries (id, name, path, allow_delete, created_at, updated_at)
 		VALUES (1, 'comics', ?, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib)
-	i := 0
-	for rel, content := range files {
-		i++
-		e.write(rel, content, t0.Add(time.Duration(i)*time.Hour))
+	// In name order, so that a.cbz is the oldest: the tests' keep-oldest
+	// outcomes depend on it (map order made TestUnlink flaky).
+	for i, rel := range slices.Sorted(maps.Keys(files)) {
+		e.write(rel, files[rel], t0.Add(time.Duration(i+1)*time.Hour))
 		e.register(rel)
 	}
 	e.x = New(db.Worker, Config{LibraryRoots: pathsafe.Roots{root}})
