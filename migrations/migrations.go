@@ -120,6 +120,10 @@ func Check(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
+	return checkVersion(v)
+}
+
+func checkVersion(v int64) error {
 	switch {
 	case v > Latest():
 		return fmt.Errorf("%w: database at %d, binary knows %d", ErrSchemaTooNew, v, Latest())

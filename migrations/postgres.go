@@ -55,6 +55,32 @@ func UpPostgres(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// VersionPostgres is the applied migration version of a PostgreSQL
+// database, 0 when goose never ran there.
+func VersionPostgres(ctx context.Context, db *sql.DB) (int64, error) {
+	var exists bool
+	if err := db.QueryRowContext(ctx, `SELECT to_regclass('goose_db_version') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT max(version_id) FROM goose_db_version WHERE is_applied`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	return v.Int64, nil
+}
+
+// CheckPostgres is Check for a PostgreSQL database.
+func CheckPostgres(ctx context.Context, db *sql.DB) error {
+	v, err := VersionPostgres(ctx, db)
+	if err != nil {
+		return err
+	}
+	return checkVersion(v)
+}
+
 // roleName is what WorkerGrants accepts as a role: a plain lowercase
 // identifier, so that it never needs quoting.
 var roleName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)

@@ -198,13 +198,12 @@ func (e *env) library(name string) int64 {
 func (e *env) file(lib int64, rel string) int64 {
 	e.t.Helper()
 	now := e.now()
-	res, err := e.worker.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, path_key, size_bytes, mtime_ns, format,
-		total_pages, needs_analysis, created_at, updated_at) VALUES (?, ?, ?, 1000, 1700000000000000000, 'zip', 12, 0, ?, ?)`,
+	id, err := e.worker.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, path_key, size_bytes, mtime_ns, format,
+		total_pages, needs_analysis, created_at, updated_at) VALUES (?, ?, ?, 1000, 1700000000000000000, 'zip', 12, 0, ?, ?) RETURNING id`,
 		lib, rel, natsort.Key(rel), now, now)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 

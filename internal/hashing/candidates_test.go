@@ -59,12 +59,11 @@ func (e *env) addOther(t *testing.T, rel string, data []byte) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-		created_at, updated_at) VALUES (2, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, rel, fi.Size(), fi.ModTime().UnixNano())
+	id, err := e.control.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+		created_at, updated_at) VALUES (2, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, rel, fi.Size(), fi.ModTime().UnixNano())
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 

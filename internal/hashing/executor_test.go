@@ -83,12 +83,11 @@ func (e *env) register(t *testing.T, rel string) int64 {
 			size = 0
 		}
 	}
-	res, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-		created_at, updated_at) VALUES (1, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, rel, size, mtime)
+	id, err := e.control.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+		created_at, updated_at) VALUES (1, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, rel, size, mtime)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 

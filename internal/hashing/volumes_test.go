@@ -32,13 +32,12 @@ func (e *env) registerSet(t *testing.T, dir string, vols [][]byte) int64 {
 		size += fi.Size()
 		mtime = max(mtime, fi.ModTime().UnixNano())
 	}
-	res, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, volumes,
-		created_at, updated_at) VALUES (1, ?, ?, ?, 3, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+	id, err := e.control.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, volumes,
+		created_at, updated_at) VALUES (1, ?, ?, ?, 3, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`,
 		dir+"/"+names[0], size, mtime)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 

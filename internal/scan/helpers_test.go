@@ -76,12 +76,11 @@ func (e *env) set(kv map[string]string) {
 func (e *env) job(payload string) store.Job {
 	e.t.Helper()
 	now := protocol.FormatTime(e.clock.Now())
-	res, err := e.control.Exec(context.Background(), `INSERT INTO jobs (kind, status, library_id, payload, created_at, updated_at)
-		VALUES ('scan', 'completed', ?, ?, ?, ?)`, e.lib, payload, now, now)
+	id, err := e.control.InsertID(context.Background(), `INSERT INTO jobs (kind, status, library_id, payload, created_at, updated_at)
+		VALUES ('scan', 'completed', ?, ?, ?, ?) RETURNING id`, e.lib, payload, now, now)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	return store.Job{ID: id, Kind: "scan", Status: "running", LibraryID: sql.NullInt64{Int64: e.lib, Valid: true}, Payload: payload}
 }
 

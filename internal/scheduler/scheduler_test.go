@@ -35,12 +35,11 @@ func setup(t *testing.T, libraries int) *env {
 		worker:  storetest.MustOpen(t, path, store.RoleWorker, nil)}
 	for i := range libraries {
 		now := protocol.FormatTime(e.control.Now())
-		res, err := e.control.Exec(e.ctx, `INSERT INTO libraries (name, path, created_at, updated_at) VALUES (?, ?, ?, ?)`,
+		id, err := e.control.InsertID(e.ctx, `INSERT INTO libraries (name, path, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id`,
 			fmt.Sprint("l", i), fmt.Sprint("/libraries/l", i), now, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, _ := res.LastInsertId()
 		e.libs = append(e.libs, id)
 	}
 	return e
@@ -389,12 +388,11 @@ func TestCoverLayoutChange(t *testing.T) {
 	e := setup(t, 1)
 	s := New(e.control, fastConfig(nil))
 	now := protocol.FormatTime(e.control.Now())
-	res, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
-		cover_updated_at, created_at, updated_at) VALUES (?, 'a.cbz', 1, 1, 1, ?, ?)`, e.libs[0], now, now)
+	file, err := e.control.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+		cover_updated_at, created_at, updated_at) VALUES (?, 'a.cbz', 1, 1, 1, ?, ?) RETURNING id`, e.libs[0], now, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, _ := res.LastInsertId()
 	old := store.CoverRelPath(file, 256, protocol.ImageWebP)
 	if _, err := e.control.Exec(e.ctx, `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath,
 		created_at, updated_at) VALUES (?, ?, ?, 'ready', ?, ?, ?)`, file, e.libs[0], store.ThumbnailGroupKey(e.libs[0]), old, now, now); err != nil {

@@ -49,7 +49,7 @@ const hashCandidate = `EXISTS (SELECT 1 FROM library_files o
 // through the table once, and the size index answers both tests.
 func (s *Store) PartialTargets(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
 	var out []HashCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns, IFNULL(o.volumes, 0) AS volumes
+	err := s.r.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns, COALESCE(o.volumes, 0) AS volumes
 		FROM library_files o WHERE o.id > ?4 AND o.is_missing = 0 AND o.role <> 'folder' AND o.partial_hash IS NULL AND o.size_bytes > 8192
 		AND EXISTS (SELECT 1 FROM library_files p WHERE p.is_missing = 0 AND p.size_bytes = o.size_bytes AND p.id <> o.id)
 		AND EXISTS (SELECT 1 FROM library_files f WHERE f.size_bytes = o.size_bytes AND `+hashDue+`)
@@ -144,10 +144,10 @@ func (s *Store) HashStatus(ctx context.Context, alg protocol.HashAlgorithm) (Has
 	var row struct {
 		Due, DueBytes, Cand, CandBytes, Unreadable int64
 	}
-	err := s.r.QueryRowContext(ctx, `SELECT ifnull(sum(NOT waiting), 0), ifnull(sum(CASE WHEN NOT waiting THEN size_bytes END), 0),
-			ifnull(sum(cand), 0), ifnull(sum(CASE WHEN cand THEN size_bytes END), 0), ifnull(sum(waiting), 0)
-		FROM (SELECT f.size_bytes, ifnull(f.hash_retry_after > ?3, 0) AS waiting,
-				NOT ifnull(f.hash_retry_after > ?3, 0) AND `+hashCandidate+` AS cand
+	err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(NOT waiting), 0), coalesce(sum(CASE WHEN NOT waiting THEN size_bytes END), 0),
+			coalesce(sum(cand), 0), coalesce(sum(CASE WHEN cand THEN size_bytes END), 0), coalesce(sum(waiting), 0)
+		FROM (SELECT f.size_bytes, coalesce(f.hash_retry_after > ?3, 0) AS waiting,
+				NOT coalesce(f.hash_retry_after > ?3, 0) AND `+hashCandidate+` AS cand
 			FROM (`+hashPending+`) f)`,
 		nil, string(alg), s.nowText()).Scan(&row.Due, &row.DueBytes, &row.Cand, &row.CandBytes, &row.Unreadable)
 	if err != nil {

@@ -54,13 +54,12 @@ func TestEnqueueCleanup(t *testing.T) {
 // addThumb inserts a thumbnail row in the given state and layout.
 func (db *coverDB) addThumb(t *testing.T, file, lib int64, status string, shards int64) int64 {
 	t.Helper()
-	res, err := db.ctrl.Exec(context.Background(), `INSERT INTO thumbnails (file_id, library_id, group_key, status,
-		output_relpath, created_at, updated_at) VALUES (?, ?, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+	id, err := db.ctrl.InsertID(context.Background(), `INSERT INTO thumbnails (file_id, library_id, group_key, status,
+		output_relpath, created_at, updated_at) VALUES (?, ?, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`,
 		file, lib, store.ThumbnailGroupKey(lib), status, store.CoverRelPath(file, shards, protocol.ImageWebP))
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 

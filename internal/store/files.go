@@ -67,7 +67,7 @@ type FileSig struct {
 func (s *Store) FileSigsAfter(ctx context.Context, libraryID int64, after string, limit int) ([]FileSig, error) {
 	out := make([]FileSig, 0, limit)
 	rows, err := s.r.QueryContext(ctx, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing, role,
-			ifnull(analysis_error_code = ?, 0)
+			coalesce(analysis_error_code = ?, 0)
 		FROM library_files WHERE library_id = ? AND relative_path > ? ORDER BY relative_path LIMIT ?`,
 		protocol.ErrIOError, libraryID, after, limit)
 	if err != nil {
@@ -355,7 +355,7 @@ type MoveCandidate struct {
 // and the same size as some missing row of the library.
 func (s *Store) MoveCandidates(ctx context.Context, libraryID, afterID int64, limit int) ([]MoveCandidate, error) {
 	var out []MoveCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id, IFNULL(f.volumes, 0) AS volumes
+	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id, COALESCE(f.volumes, 0) AS volumes
 		FROM library_files f
 		WHERE f.library_id = ?1 AND f.needs_analysis = 1 AND f.id > ?2 AND f.is_missing = 0 AND f.analyzed_at IS NULL
 		  AND f.role <> 'folder' AND EXISTS (SELECT 1 FROM library_files m

@@ -79,7 +79,7 @@ func (p HashPass) where() string {
 // over the table, whatever the mix of due and done files.
 func (s *Store) HashCandidates(ctx context.Context, p HashPass, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
 	var out []HashCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, IFNULL(f.volumes, 0) AS volumes
+	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, COALESCE(f.volumes, 0) AS volumes
 		FROM library_files f WHERE f.id > ?4 AND `+p.where()+` ORDER BY f.id LIMIT ?5`,
 		libraryID, string(alg), s.nowText(), afterID, limit)
 	if err != nil {

@@ -31,12 +31,11 @@ func setupAdmin(t *testing.T) *admEnv {
 // admJob inserts a job row the way a third party would, with plain SQL.
 func (e *admEnv) admJob(t *testing.T, kind, status string, createdAt string) int64 {
 	t.Helper()
-	res, err := e.st.Exec(e.ctx, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (?, ?, ?, ?)`,
+	id, err := e.st.InsertID(e.ctx, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id`,
 		kind, status, createdAt, createdAt)
 	if err != nil {
 		t.Fatalf("insert job: %v", err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 

@@ -103,7 +103,7 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 		"insertJob": func(rt *rapid.T) {
 			kind := rapid.SampledFrom([]string{"scan", "hash"}).Draw(rt, "kind")
 			ts := protocol.FormatTime(m.now())
-			res, err := m.control.Exec(m.ctx, `INSERT INTO jobs (kind, created_at, updated_at) VALUES (?, ?, ?)`, kind, ts, ts)
+			id, err := m.control.InsertID(m.ctx, `INSERT INTO jobs (kind, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, kind, ts, ts)
 			if m.activeScanHash() > 0 {
 				if !store.IsUnique(err) {
 					rt.Fatalf("second active scan/hash: err = %v", err)
@@ -113,17 +113,15 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			if err != nil {
 				rt.Fatal(err)
 			}
-			id, _ := res.LastInsertId()
 			m.rows[id] = &modelRow{table: "jobs", kind: kind, status: "pending"}
 		},
 		"insertThumbnail": func(rt *rapid.T) {
 			ts := protocol.FormatTime(m.now())
-			res, err := m.control.Exec(m.ctx, `INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
-				VALUES ((SELECT ifnull(max(id), 0) + 1 FROM thumbnails), 1, 'g', 'x', ?, ?)`, ts, ts)
+			id, err := m.control.InsertID(m.ctx, `INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
+				VALUES ((SELECT coalesce(max(id), 0) + 1 FROM thumbnails), 1, 'g', 'x', ?, ?) RETURNING id`, ts, ts)
 			if err != nil {
 				rt.Fatal(err)
 			}
-			id, _ := res.LastInsertId()
 			m.rows[-id] = &modelRow{table: "thumbnails", status: "pending"}
 		},
 		"claimJob": func(rt *rapid.T) {

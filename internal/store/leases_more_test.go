@@ -32,7 +32,7 @@ func TestThumbnailLease(t *testing.T) {
 		if err := f.worker.FinishThumbnail(f.ctx, a, "w1", store.ThumbnailDone{Width: 320, Height: 480, BytesSize: 9000}); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.str(t, `SELECT status || width || 'x' || height || ',' || bytes_size || ifnull(lease_expires_at, '-') FROM thumbnails WHERE id = ?`, a); got != "ready320x480,9000-" {
+		if got := f.str(t, `SELECT status || width || 'x' || height || ',' || bytes_size || coalesce(lease_expires_at, '-') FROM thumbnails WHERE id = ?`, a); got != "ready320x480,9000-" {
 			t.Fatalf("ready row %s", got)
 		}
 		if err := f.worker.FailThumbnail(f.ctx, b, "w2", protocol.ErrDecodeError, "bad jpeg"); err != nil {
@@ -57,7 +57,7 @@ func TestThumbnailLease(t *testing.T) {
 		if n, err := f.control.RequeueFailedThumbnails(f.ctx); err != nil || n != 1 {
 			t.Fatalf("requeue %d, %v", n, err)
 		}
-		if got := f.str(t, `SELECT status || error_count || ifnull(retry_after, '-') FROM thumbnails WHERE id = ?`, b); got != "pending1-" {
+		if got := f.str(t, `SELECT status || error_count || coalesce(retry_after, '-') FROM thumbnails WHERE id = ?`, b); got != "pending1-" {
 			t.Fatalf("requeued row %s", got)
 		}
 	})
@@ -69,7 +69,7 @@ func TestThumbnailLease(t *testing.T) {
 		if err := f.worker.FailThumbnail(f.ctx, id, "w", protocol.ErrNoPages, "empty"); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.str(t, `SELECT ifnull(retry_after, 'never') FROM thumbnails WHERE id = ?`, id); got != "never" {
+		if got := f.str(t, `SELECT coalesce(retry_after, 'never') FROM thumbnails WHERE id = ?`, id); got != "never" {
 			t.Fatalf("retry_after %s", got)
 		}
 	})
@@ -80,7 +80,7 @@ func TestThumbnailLease(t *testing.T) {
 		if err := f.worker.ReleaseThumbnail(f.ctx, id, "w"); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.str(t, `SELECT status || ifnull(worker_id, '-') FROM thumbnails WHERE id = ?`, id); got != "pending-" {
+		if got := f.str(t, `SELECT status || coalesce(worker_id, '-') FROM thumbnails WHERE id = ?`, id); got != "pending-" {
 			t.Fatalf("released %s", got)
 		}
 	})
@@ -89,8 +89,8 @@ func TestThumbnailLease(t *testing.T) {
 func TestCleanupLease(t *testing.T) {
 	f := setupLease(t)
 	due := f.now()
-	busy := f.exec(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('g', ?, ?, ?)`, due, due, due)
-	later := f.exec(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('h', ?, ?, ?)`,
+	busy := f.insert(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('g', ?, ?, ?) RETURNING id`, due, due, due)
+	later := f.insert(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('h', ?, ?, ?) RETURNING id`,
 		protocol.FormatTime(f.clock.Now().Add(time.Minute)), due, due)
 	th := f.addThumb(t, 1, "g")
 	if c, err := f.worker.ClaimCleanup(f.ctx, "w", lease); c != nil || err != nil {
@@ -113,7 +113,7 @@ func TestCleanupLease(t *testing.T) {
 	if err := f.worker.FailCleanup(f.ctx, later, "w", 1, 0, protocol.ErrIOError, "disk"); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.str(t, `SELECT group_concat(status || deleted_files || deleted_rows || ifnull(error_code, ''), ',') FROM thumbnail_cleanup_jobs ORDER BY id`); got != "completed34,failed10io_error" {
+	if got := f.str(t, `SELECT group_concat(status || deleted_files || deleted_rows || coalesce(error_code, ''), ',') FROM thumbnail_cleanup_jobs ORDER BY id`); got != "completed34,failed10io_error" {
 		t.Fatalf("rows %s", got)
 	}
 }
@@ -123,8 +123,8 @@ func TestCleanupLease(t *testing.T) {
 func TestCleanupGroups(t *testing.T) {
 	f := setupLease(t)
 	due := f.now()
-	fileKey := f.exec(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('file:7', ?, ?, ?)`, due, due, due)
-	shards := f.exec(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('shards:16', ?, ?, ?)`, due, due, due)
+	fileKey := f.insert(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('file:7', ?, ?, ?) RETURNING id`, due, due, due)
+	shards := f.insert(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('shards:16', ?, ?, ?) RETURNING id`, due, due, due)
 	other := f.addThumb(t, 8, "library:1")
 	own := f.addThumb(t, 7, "library:1")
 	if c, _ := f.worker.ClaimCleanup(f.ctx, "w", lease); c != nil {
@@ -149,7 +149,7 @@ func TestCleanupGroups(t *testing.T) {
 
 func TestCheckpointLease(t *testing.T) {
 	f := setupLease(t)
-	id := f.exec(t, `INSERT INTO wal_maintenance_jobs (requested_mode, execute_after, created_at, updated_at) VALUES ('truncate', ?, ?, ?)`, f.now(), f.now(), f.now())
+	id := f.insert(t, `INSERT INTO wal_maintenance_jobs (requested_mode, execute_after, created_at, updated_at) VALUES ('truncate', ?, ?, ?) RETURNING id`, f.now(), f.now(), f.now())
 	w, err := f.worker.ClaimCheckpoint(f.ctx, "w", lease)
 	if err != nil || w == nil || w.RequestedMode != "truncate" {
 		t.Fatalf("claim %+v, %v", w, err)
@@ -171,10 +171,10 @@ func TestCheckpointLease(t *testing.T) {
 	if err := f.worker.RetryCheckpoint(f.ctx, id, "w", fig, protocol.ErrCheckpointBusy, "readers", 2); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.str(t, `SELECT status || retry_count || checkpoint_log_frames || ifnull(finished_at, '-') FROM wal_maintenance_jobs WHERE id = ?`, id); got != "failed310"+f.now() {
+	if got := f.str(t, `SELECT status || retry_count || checkpoint_log_frames || coalesce(finished_at, '-') FROM wal_maintenance_jobs WHERE id = ?`, id); got != "failed310"+f.now() {
 		t.Fatalf("exhausted row %s", got)
 	}
-	ok := f.exec(t, `INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (?, ?, ?)`, f.now(), f.now(), f.now())
+	ok := f.insert(t, `INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, f.now(), f.now(), f.now())
 	f.worker.ClaimCheckpoint(f.ctx, "w", lease)
 	if err := f.worker.ReleaseCheckpoint(f.ctx, ok, "w"); err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestCheckpointLease(t *testing.T) {
 	if err := f.worker.SucceedCheckpoint(f.ctx, ok, "w", store.CheckpointFigures{LogFrames: 7, CheckpointedFrames: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.str(t, `SELECT status || checkpointed_frames || ifnull(error_code, '-') FROM wal_maintenance_jobs WHERE id = ?`, ok); got != "completed7-" {
+	if got := f.str(t, `SELECT status || checkpointed_frames || coalesce(error_code, '-') FROM wal_maintenance_jobs WHERE id = ?`, ok); got != "completed7-" {
 		t.Fatalf("completed row %s", got)
 	}
 }

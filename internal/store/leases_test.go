@@ -36,26 +36,33 @@ func setupLease(t *testing.T) *fixture {
 func (f *fixture) now() string { return protocol.FormatTime(f.clock.Now()) }
 
 // exec writes as a third party would: plain SQL on the control connection.
-func (f *fixture) exec(t *testing.T, q string, args ...any) int64 {
+func (f *fixture) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
-	res, err := f.control.Exec(f.ctx, q, args...)
-	if err != nil {
+	if _, err := f.control.Exec(f.ctx, q, args...); err != nil {
 		t.Fatalf("exec %q: %v", q, err)
 	}
-	id, _ := res.LastInsertId()
+}
+
+// insert is exec for an `INSERT … RETURNING id`, returning the id.
+func (f *fixture) insert(t *testing.T, q string, args ...any) int64 {
+	t.Helper()
+	id, err := f.control.InsertID(f.ctx, q, args...)
+	if err != nil {
+		t.Fatalf("insert %q: %v", q, err)
+	}
 	return id
 }
 
 func (f *fixture) addJob(t *testing.T, kind, priority string, created time.Duration) int64 {
 	t.Helper()
 	ts := protocol.FormatTime(f.clock.Now().Add(created))
-	return f.exec(t, `INSERT INTO jobs (kind, priority, created_at, updated_at) VALUES (?, ?, ?, ?)`, kind, priority, ts, ts)
+	return f.insert(t, `INSERT INTO jobs (kind, priority, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id`, kind, priority, ts, ts)
 }
 
 func (f *fixture) addThumb(t *testing.T, fileID int64, group string) int64 {
 	t.Helper()
-	return f.exec(t, `INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
-		VALUES (?, 1, ?, 'x.webp', ?, ?)`, fileID, group, f.now(), f.now())
+	return f.insert(t, `INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
+		VALUES (?, 1, ?, 'x.webp', ?, ?) RETURNING id`, fileID, group, f.now(), f.now())
 }
 
 func (f *fixture) str(t *testing.T, q string, args ...any) string {
@@ -127,7 +134,7 @@ func TestJobLease(t *testing.T) {
 		if j, err := f.worker.ClaimJob(f.ctx, "w1", lease); err != nil || j != nil {
 			t.Fatalf("claim = %v, %v; want nothing", j, err)
 		}
-		if got := f.str(t, `SELECT group_concat(kind || ':' || status || ':' || ifnull(worker_id, '-'), ',') FROM jobs ORDER BY id`); got != "delete:pending:-,thumbnail:pending:-" {
+		if got := f.str(t, `SELECT group_concat(kind || ':' || status || ':' || coalesce(worker_id, '-'), ',') FROM jobs ORDER BY id`); got != "delete:pending:-,thumbnail:pending:-" {
 			t.Fatalf("rows = %s", got)
 		}
 	})
@@ -143,7 +150,7 @@ func TestJobLease(t *testing.T) {
 		if sig, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || sig.ScanWaiting {
 			t.Fatalf("signals with a hash queued = %+v, %v; only a scan makes a hash yield", sig, err)
 		}
-		lib := f.exec(t, `INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('l', '/l', ?, ?)`, f.now(), f.now())
+		lib := f.insert(t, `INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('l', '/l', ?, ?) RETURNING id`, f.now(), f.now())
 		f.exec(t, `INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
 			VALUES ('scan', ?, 'normal', 'x', ?, ?)`, lib, protocol.FormatTime(f.clock.Now()), protocol.FormatTime(f.clock.Now()))
 		if sig, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || !sig.ScanWaiting || sig.CancelRequested {
@@ -185,7 +192,7 @@ func TestJobLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := f.str(t, `SELECT status || ',' || error_code || ',' || ifnull(lease_expires_at, 'null') || ',' || worker_id FROM jobs WHERE id = ?`, id); got != "cancelled,cancelled,null,w1" {
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || coalesce(lease_expires_at, 'null') || ',' || worker_id FROM jobs WHERE id = ?`, id); got != "cancelled,cancelled,null,w1" {
 			t.Fatalf("finished row %s", got)
 		}
 		if err := f.worker.FinishJob(f.ctx, id, "w1", store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
@@ -210,7 +217,7 @@ func TestJobLease(t *testing.T) {
 		if err != nil || j != nil {
 			t.Fatalf("claim = %v, %v (retryable must not be claimed)", j, err)
 		}
-		if got := f.str(t, `SELECT status || ',' || error_code || ',' || error_message || ',' || ifnull(worker_id, 'null') FROM jobs WHERE id = ?`, stale); got != "retryable,lease_expired,"+protocol.LeaseExpiredMessage+",null" {
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || error_message || ',' || coalesce(worker_id, 'null') FROM jobs WHERE id = ?`, stale); got != "retryable,lease_expired,"+protocol.LeaseExpiredMessage+",null" {
 			t.Fatalf("stale row %s", got)
 		}
 		if got := f.str(t, `SELECT status || worker_id FROM jobs WHERE id = ?`, live); got != "runningw2" {
@@ -231,7 +238,7 @@ func TestJobLease(t *testing.T) {
 		if err := f.worker.ReleaseJob(f.ctx, id, "w1"); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.str(t, `SELECT status || ',' || error_code || ',' || ifnull(lease_expires_at, 'null') FROM jobs WHERE id = ?`, id); got != "retryable,worker_shutdown,null" {
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || coalesce(lease_expires_at, 'null') FROM jobs WHERE id = ?`, id); got != "retryable,worker_shutdown,null" {
 			t.Fatalf("released %s", got)
 		}
 		if err := f.worker.ReleaseJob(f.ctx, id, "w1"); !errors.Is(err, store.ErrNotOwner) {
@@ -244,8 +251,8 @@ func TestRecoverStale(t *testing.T) {
 	f := setupLease(t)
 	j := f.addJob(t, "scan", "normal", 0)
 	th := f.addThumb(t, 1, "g")
-	cl := f.exec(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('h', ?, ?, ?)`, f.now(), f.now(), f.now())
-	wl := f.exec(t, `INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (?, ?, ?)`, f.now(), f.now(), f.now())
+	cl := f.insert(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('h', ?, ?, ?) RETURNING id`, f.now(), f.now(), f.now())
+	wl := f.insert(t, `INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, f.now(), f.now(), f.now())
 	for _, claim := range []func() (any, error){
 		func() (any, error) { return f.worker.ClaimJob(f.ctx, "w", lease) },
 		func() (any, error) { return f.worker.ClaimThumbnail(f.ctx, "w", lease) },
@@ -269,10 +276,10 @@ func TestRecoverStale(t *testing.T) {
 		t.Fatalf("recovery = %+v, %v", c, err)
 	}
 	for q, want := range map[string]string{
-		`SELECT status || ifnull(worker_id, '-') || ifnull(lease_expires_at, '-') FROM jobs WHERE id = ?`:                   "retryable--",
-		`SELECT status || ifnull(worker_id, '-') || ifnull(lease_expires_at, '-') FROM thumbnails WHERE id = ?`:             "pending--",
-		`SELECT status || ifnull(worker_id, '-') || ifnull(lease_expires_at, '-') FROM thumbnail_cleanup_jobs WHERE id = ?`: "pending--",
-		`SELECT status || retry_count || error_code || retry_after FROM wal_maintenance_jobs WHERE id = ?`:                  "retryable1lease_expired" + protocol.FormatTime(f.clock.Now().Add(store.WALBackoff(1))),
+		`SELECT status || coalesce(worker_id, '-') || coalesce(lease_expires_at, '-') FROM jobs WHERE id = ?`:                   "retryable--",
+		`SELECT status || coalesce(worker_id, '-') || coalesce(lease_expires_at, '-') FROM thumbnails WHERE id = ?`:             "pending--",
+		`SELECT status || coalesce(worker_id, '-') || coalesce(lease_expires_at, '-') FROM thumbnail_cleanup_jobs WHERE id = ?`: "pending--",
+		`SELECT status || retry_count || error_code || retry_after FROM wal_maintenance_jobs WHERE id = ?`:                      "retryable1lease_expired" + protocol.FormatTime(f.clock.Now().Add(store.WALBackoff(1))),
 	} {
 		var id int64
 		switch {

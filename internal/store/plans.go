@@ -59,7 +59,7 @@ const (
 
 var planRow = rowKind{CodePlanNotFound, "plan"}
 
-const planMembersQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role, IFNULL(volumes, 0) AS volumes
+const planMembersQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role, COALESCE(volumes, 0) AS volumes
 	FROM library_files WHERE hash_algorithm = ? AND content_hash = ? AND ` + groupQualifies + ` ORDER BY id LIMIT ?`
 
 // PlanGroups reads the groups of a selection with their members. A listed

@@ -33,8 +33,8 @@ func TestPoisonPills(t *testing.T) {
 				t.Fatalf("recovery %d: %+v %v", i, c, err)
 			}
 		}
-		got := f.str(t, `SELECT status || ',' || error_code || ',' || recovered_count || ',' || ifnull(retry_after, '-') || ','
-			|| ifnull(worker_id, '-') || ',' || ifnull(lease_expires_at, '-') || ',' || (finished_at IS NOT NULL) FROM thumbnails WHERE id = ?`, poison)
+		got := f.str(t, `SELECT status || ',' || error_code || ',' || recovered_count || ',' || coalesce(retry_after, '-') || ','
+			|| coalesce(worker_id, '-') || ',' || coalesce(lease_expires_at, '-') || ',' || (finished_at IS NOT NULL) FROM thumbnails WHERE id = ?`, poison)
 		if got != "failed,"+protocol.ErrRenderCrashed+",3,-,-,-,1" {
 			t.Fatalf("row %s", got)
 		}
@@ -104,7 +104,7 @@ func TestPoisonPills(t *testing.T) {
 
 	t.Run("cleanup fails with cleanup_crashed", func(t *testing.T) {
 		f := setupLease(t)
-		id := f.exec(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('g', ?, ?, ?)`,
+		id := f.insert(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('g', ?, ?, ?) RETURNING id`,
 			f.now(), f.now(), f.now())
 		for range store.MaxRecoveries {
 			if c, err := f.worker.ClaimCleanup(f.ctx, "w", lease); err != nil || c == nil || c.ID != id {

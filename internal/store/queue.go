@@ -175,7 +175,7 @@ func activeJobFor(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib s
 func upgradeEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*ScanRequest, error) {
 	var q ScanRequest
 	err := tx.GetContext(ctx, &q, `SELECT `+scanRequestCols+` FROM scan_requests
-		WHERE kind = ? AND ifnull(library_id, 0) = ?`, string(r.Kind), r.LibraryID.Int64)
+		WHERE kind = ? AND coalesce(library_id, 0) = ?`, string(r.Kind), r.LibraryID.Int64)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -38,12 +38,11 @@ func setupQueue(t *testing.T, n int) *queueEnv {
 func mustLibrary(t *testing.T, st *store.Store, path string) int64 {
 	t.Helper()
 	now := protocol.FormatTime(st.Now())
-	res, err := st.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at) VALUES (?, ?, ?, ?)`,
+	id, err := st.InsertID(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id`,
 		path, path, now, now)
 	if err != nil {
 		t.Fatalf("insert library: %v", err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 

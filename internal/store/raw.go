@@ -26,3 +26,12 @@ func (s *Store) QueryText(ctx context.Context, query string, args ...any) (strin
 	err := s.r.QueryRowContext(ctx, query, args...).Scan(&v)
 	return v, err
 }
+
+// InsertID runs one `INSERT … RETURNING id` on the writer pool and returns
+// the new row's id (database/sql's LastInsertId has no PostgreSQL form).
+// For tests and third-party writers, like Exec.
+func (s *Store) InsertID(ctx context.Context, query string, args ...any) (int64, error) {
+	var id int64
+	err := s.w.QueryRowContext(ctx, query, args...).Scan(&id)
+	return id, err
+}

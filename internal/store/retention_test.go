@@ -18,12 +18,11 @@ func insertJobAt(t *testing.T, st *store.Store, kind, status string, finished ti
 	if status == "pending" || status == "running" || status == "retryable" {
 		fin = nil
 	}
-	res, err := st.Exec(context.Background(), `INSERT INTO jobs (kind, status, created_at, updated_at, finished_at)
-		VALUES (?, ?, ?, ?, ?)`, kind, status, ts, ts, fin)
+	id, err := st.InsertID(context.Background(), `INSERT INTO jobs (kind, status, created_at, updated_at, finished_at)
+		VALUES (?, ?, ?, ?, ?) RETURNING id`, kind, status, ts, ts, fin)
 	if err != nil {
 		t.Fatalf("insert job: %v", err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 
@@ -119,11 +118,10 @@ func TestRetention(t *testing.T) {
 				if i == 7 {
 					status = "running"
 				}
-				res, err := e.st.Exec(ctx, `INSERT INTO scan_sessions (library_id, status, started_at) VALUES (?, ?, ?)`, l, status, ts)
+				id, err := e.st.InsertID(ctx, `INSERT INTO scan_sessions (library_id, status, started_at) VALUES (?, ?, ?) RETURNING id`, l, status, ts)
 				if err != nil {
 					t.Fatal(err)
 				}
-				id, _ := res.LastInsertId()
 				sessions[l] = append(sessions[l], id)
 				for range 30 {
 					if _, err := e.st.Exec(ctx, `INSERT INTO scan_errors (session_id, relative_path, error_code, created_at)

@@ -84,8 +84,8 @@ func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([
 // below it, so that a long jobs table is not walked twice a second.
 func (s *Store) FollowUpFloor(ctx context.Context) (int64, error) {
 	var id int64
-	err := s.r.GetContext(ctx, &id, `SELECT ifnull((SELECT min(id) FROM jobs WHERE status IN ('pending','running','retryable')),
-		(SELECT ifnull(max(id), 0) + 1 FROM jobs))`)
+	err := s.r.GetContext(ctx, &id, `SELECT coalesce((SELECT min(id) FROM jobs WHERE status IN ('pending','running','retryable')),
+		(SELECT coalesce(max(id), 0) + 1 FROM jobs))`)
 	if err != nil {
 		return 0, fmt.Errorf("follow-up floor: %w", err)
 	}

@@ -28,12 +28,11 @@ func setupDataPlane(t *testing.T) *dataPlane {
 	control, a, path := storetest.MustOpenDB(t)
 	b := storetest.MustOpen(t, path, store.RoleWorker, nil)
 	now := protocol.FormatTime(control.Now())
-	res, err := control.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('l', '/libraries/l', ?, ?)`, now, now)
+	lib, err := control.InsertID(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
+		VALUES ('l', '/libraries/l', ?, ?) RETURNING id`, now, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib, _ := res.LastInsertId()
 	return &dataPlane{a: a, b: b, lib: lib}
 }
 

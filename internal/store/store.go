@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -32,7 +33,8 @@ const (
 
 // Config configures Open. Zero values take the documented defaults.
 type Config struct {
-	// Path of the SQLite file. Required.
+	// Path of the SQLite file, or a postgres:// URL (PostgreSQL 15+, whose
+	// user is the role the process acts as). Required.
 	Path string
 	// Role selects the driver; default RoleControl.
 	Role Role
@@ -40,6 +42,10 @@ type Config struct {
 	BusyTimeout time.Duration
 	// MaxReaders bounds the reader pool; default 8.
 	MaxReaders int
+	// MaxWriters bounds the writer pool on PostgreSQL, where transactions
+	// are serializable and run side by side; default 4. SQLite has exactly
+	// one writer connection.
+	MaxWriters int
 	// WriterCacheMiB is the page cache of the one writer connection, in
 	// MiB; default 64. The hash job's commits update indexes keyed by
 	// random digests, touching pages all over them: with SQLite's default
@@ -56,14 +62,22 @@ type Config struct {
 
 // Store is an open Bindery database.
 type Store struct {
-	w    *sqlx.DB
-	r    *sqlx.DB
-	path string
-	now  func() time.Time
+	w      *sqlx.DB
+	r      *sqlx.DB
+	path   string
+	now    func() time.Time
+	engine engine
+	// txOptions are the write transactions' options: none on SQLite (its
+	// one writer runs BEGIN IMMEDIATE), SERIALIZABLE on PostgreSQL, so
+	// that the store's read-then-write transactions keep the meaning they
+	// have with one writer.
+	txOptions *sql.TxOptions
+	stop      func() // stops the database clock; nil on SQLite
 }
 
-// Open opens both pools and checks that the file really is an SQLite
-// database. It never migrates; see Migrate and CheckSchema.
+// Open opens both pools and checks that the database is usable: an SQLite
+// file, or a PostgreSQL database whose role fits the process's. It never
+// migrates; see Migrate and CheckSchema.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("open: no database path")
@@ -73,6 +87,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.MaxReaders == 0 {
 		cfg.MaxReaders = 8
+	}
+	if cfg.MaxWriters == 0 {
+		cfg.MaxWriters = 4
+	}
+	if engineOf(cfg.Path) == enginePostgres {
+		return openPostgres(ctx, cfg)
 	}
 	if cfg.WriterCacheMiB == 0 {
 		cfg.WriterCacheMiB = 64
@@ -149,10 +169,13 @@ func (s *Store) probe(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	if s.stop != nil {
+		s.stop()
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-// Path is the database file.
+// Path is the database file, or the URL without its password.
 func (s *Store) Path() string { return s.path }
 
 // Now is the store's clock, truncated to the protocol's millisecond
@@ -164,6 +187,9 @@ func (s *Store) nowText() string { return protocol.FormatTime(s.now()) }
 // Migrate applies every pending migration on a dedicated connection with
 // foreign keys off (legacy tables are rebuilt), then checks them.
 func Migrate(ctx context.Context, path string) error {
+	if engineOf(path) == enginePostgres {
+		return migratePostgres(ctx, path)
+	}
 	registerDrivers()
 	q := url.Values{}
 	q.Set("_busy_timeout", "10000")
@@ -190,17 +216,29 @@ func Migrate(ctx context.Context, path string) error {
 // CheckSchema returns nil only when the database is at exactly the schema
 // version this binary was built with.
 func (s *Store) CheckSchema(ctx context.Context) error {
+	if s.engine == enginePostgres {
+		return migrations.CheckPostgres(ctx, s.r.DB)
+	}
 	return migrations.Check(ctx, s.r.DB)
 }
 
 // SchemaVersion is the applied migration version.
 func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
+	if s.engine == enginePostgres {
+		return migrations.VersionPostgres(ctx, s.r.DB)
+	}
 	return migrations.Version(ctx, s.r.DB)
 }
 
 // IsBusy reports whether err is SQLITE_BUSY/SQLITE_LOCKED after the busy
-// timeout ran out.
+// timeout ran out, or PostgreSQL's counterparts: a serializable transaction
+// that lost to another, a deadlock, a lock not available. Each means: run
+// the transaction again.
 func IsBusy(err error) bool {
+	switch pgCode(err) {
+	case "40001", "40P01", "55P03":
+		return true
+	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
@@ -211,12 +249,18 @@ func IsBusy(err error) bool {
 // IsConstraint reports whether err is a constraint violation (CHECK, NOT
 // NULL, UNIQUE, FOREIGN KEY).
 func IsConstraint(err error) bool {
+	if strings.HasPrefix(pgCode(err), "23") {
+		return true
+	}
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.Code == sqlite3.ErrConstraint
 }
 
 // IsUnique reports whether err is a UNIQUE constraint violation.
 func IsUnique(err error) bool {
+	if pgCode(err) == "23505" {
+		return true
+	}
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.Code == sqlite3.ErrConstraint &&
 		(se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
@@ -225,6 +269,9 @@ func IsUnique(err error) bool {
 // IsAuthDenied reports whether err is the whitelist authorizer refusing a
 // statement.
 func IsAuthDenied(err error) bool {
+	if pgCode(err) == "42501" {
+		return true
+	}
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.Code == sqlite3.ErrAuth
 }
@@ -249,7 +296,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 }
 
 func (s *Store) writeOnce(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.w.BeginTxx(ctx, nil)
+	tx, err := s.w.BeginTxx(ctx, s.txOptions)
 	if err != nil {
 		return err
 	}

@@ -268,7 +268,7 @@ func (s *Store) MarkCoverRendered(ctx context.Context, fileID int64) (int64, err
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		return tx.GetContext(ctx, &v, `UPDATE library_files
-			SET cover_updated_at = max(?, ifnull(cover_updated_at, 0) + 1), updated_at = ?
+			SET cover_updated_at = max(?, coalesce(cover_updated_at, 0) + 1), updated_at = ?
 			WHERE id = ? RETURNING cover_updated_at`, now.Unix(), protocol.FormatTime(now), fileID)
 	})
 	if errors.Is(err, sql.ErrNoRows) {

@@ -31,24 +31,22 @@ func setupCovers(t *testing.T) *coverDB {
 
 func (db *coverDB) addLibrary(t *testing.T, path string) int64 {
 	t.Helper()
-	res, err := db.ctrl.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, path)
+	id, err := db.ctrl.InsertID(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
+		VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 
 // addFile inserts a present file of lib flagged needs_cover.
 func (db *coverDB) addFile(t *testing.T, lib int64, rel string) int64 {
 	t.Helper()
-	res, err := db.ctrl.Exec(context.Background(), `INSERT INTO library_files (library_id, relative_path, size_bytes,
-		mtime_ns, format, needs_cover, created_at, updated_at) VALUES (?, ?, 1, 1, 'zip', 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, lib, rel)
+	id, err := db.ctrl.InsertID(context.Background(), `INSERT INTO library_files (library_id, relative_path, size_bytes,
+		mtime_ns, format, needs_cover, created_at, updated_at) VALUES (?, ?, 1, 1, 'zip', 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, lib, rel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 

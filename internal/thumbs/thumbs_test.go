@@ -39,12 +39,11 @@ func setup(t *testing.T) *env {
 		}
 	}
 	e.ctrl, e.work, _ = storetest.MustOpenDB(t)
-	res, err := e.ctrl.Exec(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib)
+	e.libID, err = e.ctrl.InsertID(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
+		VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, e.lib)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.libID, _ = res.LastInsertId()
 	e.r = NewRenderer(e.work, Config{StateDir: e.state, LibraryRoots: pathsafe.Roots{base}})
 	return e
 }
@@ -66,12 +65,11 @@ func (e *env) put(t *testing.T, rel string, data []byte) int64 {
 
 func (e *env) register(t *testing.T, rel string) int64 {
 	t.Helper()
-	res, err := e.ctrl.Exec(context.Background(), `INSERT INTO library_files (library_id, relative_path, size_bytes,
-		mtime_ns, created_at, updated_at) VALUES (?, ?, 1, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.libID, rel)
+	id, err := e.ctrl.InsertID(context.Background(), `INSERT INTO library_files (library_id, relative_path, size_bytes,
+		mtime_ns, created_at, updated_at) VALUES (?, ?, 1, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, e.libID, rel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := res.LastInsertId()
 	return id
 }
 

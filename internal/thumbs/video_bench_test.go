@@ -157,25 +157,23 @@ func newVideoLane(tb testing.TB, lib string, paths []string, durationMS int64) *
 	tb.Helper()
 	ctx := context.Background()
 	ctrl, work, _ := storetest.MustOpenDB(tb)
-	res, err := ctrl.Exec(ctx, `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('videos', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, lib)
+	libID, err := ctrl.InsertID(ctx, `INSERT INTO libraries (name, path, created_at, updated_at)
+		VALUES ('videos', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, lib)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	libID, _ := res.LastInsertId()
 	l := &videoLane{r: NewRenderer(work, Config{StateDir: tb.TempDir(), LibraryRoots: pathsafe.Roots{lib}})}
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		res, err := ctrl.Exec(ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format,
-			created_at, updated_at) VALUES (?, ?, ?, ?, 'video', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		id, err := ctrl.InsertID(ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format,
+			created_at, updated_at) VALUES (?, ?, ?, ?, 'video', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`,
 			libID, filepath.Base(p), st.Size(), st.ModTime().UnixNano())
 		if err != nil {
 			tb.Fatal(err)
 		}
-		id, _ := res.LastInsertId()
 		if _, err := ctrl.Exec(ctx, `INSERT INTO video_probes (file_id, container, duration_ms, video_codec, probed_at)
 			VALUES (?, 'mp4', ?, 'h264', '2026-01-01 00:00:00.000')`, id, durationMS); err != nil {
 			tb.Fatal(err)

@@ -20,9 +20,15 @@ func NewClock() *Clock { return &Clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time
 func (c *Clock) Now() time.Time          { return c.t }
 func (c *Clock) Advance(d time.Duration) { c.t = c.t.Add(d) }
 
-// MustMigrate creates and migrates a fresh database file under tb's temp dir.
+// MustMigrate creates and migrates a fresh database: a file under tb's temp
+// dir, or, when BINDERY_TEST_DB=postgres, a database on the test binary's
+// private PostgreSQL server (see Postgres). It returns what BINDERY_DB would
+// hold: the path or the URL.
 func MustMigrate(tb testing.TB) string {
 	tb.Helper()
+	if Postgres() {
+		return mustMigratePostgres(tb)
+	}
 	path := filepath.Join(tb.TempDir(), "bindery.db")
 	if err := store.Migrate(context.Background(), path); err != nil {
 		tb.Fatalf("migrate: %v", err)
@@ -31,9 +37,13 @@ func MustMigrate(tb testing.TB) string {
 }
 
 // MustOpen opens path with the given role and closes it when the test ends.
-// now may be nil for the real clock.
+// now may be nil for the real clock. On PostgreSQL the worker role connects
+// as the database's worker role, as workerd must.
 func MustOpen(tb testing.TB, path string, role store.Role, now func() time.Time) *store.Store {
 	tb.Helper()
+	if role == store.RoleWorker && Postgres() {
+		path = workerURL(tb, path)
+	}
 	s, err := store.Open(context.Background(), store.Config{Path: path, Role: role, Now: now})
 	if err != nil {
 		tb.Fatalf("open: %v", err)

@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/migrations"
+)
+
+// engine is the database a Store speaks to. Only this package knows it:
+// the daemons hand over BINDERY_DB as they got it.
+type engine int
+
+const (
+	engineSQLite engine = iota
+	enginePostgres
+)
+
+// engineOf reads the engine off the database setting: a postgres:// (or
+// postgresql://) URL is PostgreSQL, anything else an SQLite file.
+func engineOf(db string) engine {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return enginePostgres
+	}
+	return engineSQLite
+}
+
+// pgURL is the user's URL with the session settings every connection
+// needs: UTC, so that the protocol's zone-less time text means UTC, and,
+// for the reader pool, read-only transactions (the counterpart of SQLite's
+// query_only).
+func pgURL(raw string, readOnly bool) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("database url: %w", err)
+	}
+	q := u.Query()
+	q.Set("timezone", "UTC")
+	if readOnly {
+		q.Set("default_transaction_read_only", "on")
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// redact is the URL without its password, for error messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "postgres://…"
+	}
+	return u.Redacted()
+}
+
+func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
+	registerPostgres()
+	name := redact(cfg.Path)
+	open := func(readOnly bool, conns int) (*sqlx.DB, error) {
+		u, err := pgURL(cfg.Path, readOnly)
+		if err != nil {
+			return nil, err
+		}
+		db, err := sqlx.Open(driverPostgres, u)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", name, err)
+		}
+		db.SetMaxOpenConns(conns)
+		db.SetMaxIdleConns(conns)
+		return db, nil
+	}
+	w, err := open(false, cfg.MaxWriters)
+	if err != nil {
+		return nil, err
+	}
+	r, err := open(true, cfg.MaxReaders)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	s := &Store{w: w, r: r, path: name, engine: enginePostgres, txOptions: &sql.TxOptions{Isolation: sql.LevelSerializable}}
+	if err := s.probePostgres(ctx, cfg.Role); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.now = cfg.Now
+	if s.now == nil {
+		clock, err := startDBClock(ctx, r)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open %s: %w", name, err)
+		}
+		s.now, s.stop = clock.now, clock.stop
+	}
+	return s, nil
+}
+
+// probePostgres fails early when the server does not answer, and when
+// workerd's role could write outside protocol §7: the grants made by
+// controld migrate are the whitelist, and a role that owns the tables or is
+// a superuser would bypass them.
+func (s *Store) probePostgres(ctx context.Context, role Role) error {
+	var policyWritable bool
+	err := s.r.QueryRowContext(ctx, `SELECT has_column_privilege('jobs', 'kind', 'UPDATE')`).Scan(&policyWritable)
+	if err != nil {
+		return fmt.Errorf("open %s: not a usable Bindery database: %w", s.path, err)
+	}
+	if role == RoleWorker && policyWritable {
+		return fmt.Errorf("open %s: %w: workerd's role may update jobs.kind, so the protocol's write whitelist would not hold; connect as the worker role that controld migrate creates", s.path, ErrWorkerRole)
+	}
+	return nil
+}
+
+// ErrWorkerRole: workerd was given a PostgreSQL role with more rights than
+// protocol §7 allows it.
+var ErrWorkerRole = errors.New("worker role too powerful")
+
+// dbClock is the database server's clock, read once and then carried
+// forward on this host's monotonic clock. Every lease time a process writes
+// is then the server's time, whatever this host's wall clock says or how it
+// is stepped, without a round trip per statement; one SQL text still serves
+// both engines. It is read again every minute so that the two oscillators
+// cannot drift apart (100 ppm is 6 ms a minute).
+type dbClock struct {
+	db   *sqlx.DB
+	mu   sync.Mutex
+	base time.Time // the server's clock …
+	at   time.Time // … when this host's monotonic clock read this
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// dbClockResync is how often the server's clock is read again.
+const dbClockResync = time.Minute
+
+func startDBClock(ctx context.Context, db *sqlx.DB) (*dbClock, error) {
+	c := &dbClock{db: db, done: make(chan struct{})}
+	if err := c.sync(ctx); err != nil {
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.loop()
+	return c, nil
+}
+
+func (c *dbClock) loop() {
+	defer c.wg.Done()
+	t := time.NewTicker(dbClockResync)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = c.sync(ctx) // a failed read keeps the last one, still monotonic
+			cancel()
+		}
+	}
+}
+
+// sync reads the server's clock, placing it at the middle of the round
+// trip.
+func (c *dbClock) sync(ctx context.Context) error {
+	before := time.Now()
+	var server time.Time
+	if err := c.db.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&server); err != nil {
+		return fmt.Errorf("database clock: %w", err)
+	}
+	after := time.Now()
+	c.mu.Lock()
+	c.base, c.at = server, before.Add(after.Sub(before)/2)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *dbClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.base.Add(time.Since(c.at))
+}
+
+func (c *dbClock) stop() {
+	close(c.done)
+	c.wg.Wait()
+}
+
+// migratePostgres applies PostgreSQL's migrations as the URL's role.
+func migratePostgres(ctx context.Context, raw string) error {
+	registerPostgres()
+	u, err := pgURL(raw, false)
+	if err != nil {
+		return err
+	}
+	// pgx's own driver: goose writes PostgreSQL's placeholders and booleans.
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", redact(raw), err)
+	}
+	defer db.Close()
+	if err := migrations.UpPostgres(ctx, db); err != nil {
+		return fmt.Errorf("migrate %s: %w", redact(raw), err)
+	}
+	return nil
+}
+
+// pgCode is the SQLSTATE of a PostgreSQL error, "" for any other error.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
