@@ -120,21 +120,26 @@ type HashStatus struct {
 // Complete reports that every duplicate group is known.
 func (h HashStatus) Complete() bool { return h.CandidatesPending == 0 }
 
-// hashPending selects the present files not hashed with ?2 (due or in a
+// hashPending selects the present files not hashed with the algorithm the
+// placeholder alg names (due or in a
 // read-error backoff) through indexes only: the needs_hash partial index,
 // and the dedup-group index for a digest of no or another algorithm (<>
 // spelt as two ranges). The status is read on every first page of
 // duplicate groups, so it must not scan a table of a million hashed files;
-// INDEXED BY keeps the planner, which has no statistics, from picking a
-// full index scan instead.
-const hashPending = `SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_needs_hash
+// INDEXED BY keeps SQLite's planner, which has no statistics, from picking
+// a full index scan instead (PostgreSQL's has them, and no such clause).
+func (s *Store) hashPending(alg string) string {
+	needsHash := s.pick(` INDEXED BY ix_library_files_needs_hash`, ``)
+	dedup := s.pick(` INDEXED BY ix_library_files_dedup_group`, ``)
+	return `SELECT ` + pendingCols + ` FROM library_files f` + needsHash + `
 		WHERE f.needs_hash = 1 AND f.is_missing = 0
-	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
+	UNION ALL SELECT ` + pendingCols + ` FROM library_files f` + dedup + `
 		WHERE f.hash_algorithm IS NULL AND f.needs_hash = 0 AND f.is_missing = 0 AND f.role <> 'folder'
-	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
-		WHERE f.hash_algorithm < ?2 AND f.needs_hash = 0 AND f.is_missing = 0 AND f.role <> 'folder'
-	UNION ALL SELECT ` + pendingCols + ` FROM library_files f INDEXED BY ix_library_files_dedup_group
-		WHERE f.hash_algorithm > ?2 AND f.needs_hash = 0 AND f.is_missing = 0 AND f.role <> 'folder'`
+	UNION ALL SELECT ` + pendingCols + ` FROM library_files f` + dedup + `
+		WHERE f.hash_algorithm < ` + alg + ` AND f.needs_hash = 0 AND f.is_missing = 0 AND f.role <> 'folder'
+	UNION ALL SELECT ` + pendingCols + ` FROM library_files f` + dedup + `
+		WHERE f.hash_algorithm > ` + alg + ` AND f.needs_hash = 0 AND f.is_missing = 0 AND f.role <> 'folder'`
+}
 
 const pendingCols = `f.id, f.library_id, f.size_bytes, f.partial_hash, f.hash_retry_after`
 
@@ -144,12 +149,12 @@ func (s *Store) HashStatus(ctx context.Context, alg protocol.HashAlgorithm) (Has
 	var row struct {
 		Due, DueBytes, Cand, CandBytes, Unreadable int64
 	}
-	err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(NOT waiting), 0), coalesce(sum(CASE WHEN NOT waiting THEN size_bytes END), 0),
-			coalesce(sum(cand), 0), coalesce(sum(CASE WHEN cand THEN size_bytes END), 0), coalesce(sum(waiting), 0)
-		FROM (SELECT f.size_bytes, coalesce(f.hash_retry_after > ?3, 0) AS waiting,
-				NOT coalesce(f.hash_retry_after > ?3, 0) AND `+hashCandidate+` AS cand
-			FROM (`+hashPending+`) f)`,
-		nil, string(alg), s.nowText()).Scan(&row.Due, &row.DueBytes, &row.Cand, &row.CandBytes, &row.Unreadable)
+	err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(1 - waiting), 0), coalesce(sum(CASE WHEN waiting = 0 THEN size_bytes END), 0),
+			coalesce(sum(cand), 0), coalesce(sum(CASE WHEN cand = 1 THEN size_bytes END), 0), coalesce(sum(waiting), 0)
+		FROM (SELECT f.size_bytes, CASE WHEN f.hash_retry_after > ?2 THEN 1 ELSE 0 END AS waiting,
+				CASE WHEN (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?2) AND `+hashCandidate+` THEN 1 ELSE 0 END AS cand
+			FROM (`+s.hashPending("?1")+`) f) AS pending`,
+		string(alg), s.nowText()).Scan(&row.Due, &row.DueBytes, &row.Cand, &row.CandBytes, &row.Unreadable)
 	if err != nil {
 		return HashStatus{}, fmt.Errorf("hash status: %w", err)
 	}

@@ -137,13 +137,13 @@ func (s *Store) FlagStaleLayoutCovers(ctx context.Context, shardCount int64) (in
 // HasStaleLayoutCovers reports whether any finished thumbnail row is not in
 // the layout of shardCount shards (cover.cache.shard_count changed).
 func (s *Store) HasStaleLayoutCovers(ctx context.Context, shardCount int64) (bool, error) {
-	var n int
-	err := s.r.GetContext(ctx, &n, `SELECT EXISTS (SELECT 1 FROM thumbnails t
+	var stale bool
+	err := s.r.GetContext(ctx, &stale, `SELECT EXISTS (SELECT 1 FROM thumbnails t
 		WHERE t.status IN ('ready','failed') AND `+layoutMismatch+`)`, shardPattern(shardCount), max(shardCount, 1))
 	if err != nil {
 		return false, fmt.Errorf("stale layout covers: %w", err)
 	}
-	return n == 1, nil
+	return stale, nil
 }
 
 // layoutMismatch is the SQL condition "row t is not in the n-shard layout".

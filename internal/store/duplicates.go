@@ -95,7 +95,7 @@ func (s *Store) duplicateGroupsQuery(ctx context.Context, after *protocol.Duplic
 			FROM duplicate_groups WHERE file_count > 1`
 		var args []any
 		if anchor != nil {
-			q += ` AND (neg_file_count, neg_total_size_bytes, hash_algorithm, content_hash) > (-?, -?, ?, ?)`
+			q += ` AND (neg_file_count, neg_total_size_bytes, hash_algorithm, content_hash) > (0 - ?, 0 - ?, ?, ?)`
 			args = anchor
 		}
 		q += ` ORDER BY neg_file_count, neg_total_size_bytes, hash_algorithm, content_hash LIMIT ?`
@@ -107,7 +107,7 @@ func (s *Store) duplicateGroupsQuery(ctx context.Context, after *protocol.Duplic
 		HAVING COUNT(*) > 1`
 	var args []any
 	if anchor != nil {
-		q += ` AND (file_count < ?1 OR (file_count = ?1 AND (total_size_bytes < ?2 OR (total_size_bytes = ?2
+		q += ` AND (COUNT(*) < ?1 OR (COUNT(*) = ?1 AND (SUM(size_bytes) < ?2 OR (SUM(size_bytes) = ?2
 			AND (hash_algorithm > ?3 OR (hash_algorithm = ?3 AND content_hash > ?4))))))`
 		args = anchor
 	}
@@ -119,7 +119,8 @@ func (s *Store) duplicateGroupsQuery(ctx context.Context, after *protocol.Duplic
 // present in this database.
 func (s *Store) hasDuplicateSummary(ctx context.Context) (bool, error) {
 	var n int
-	err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'duplicate_groups'`)
+	err := s.r.GetContext(ctx, &n, s.pick(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'duplicate_groups'`,
+		`SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'duplicate_groups'`))
 	if err != nil {
 		return false, fmt.Errorf("duplicate groups: %w", err)
 	}

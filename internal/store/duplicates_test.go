@@ -24,10 +24,14 @@ import (
 // tested and benchmarked against it.
 func dropSummary(tb testing.TB, st *store.Store) {
 	tb.Helper()
+	on := "" // PostgreSQL's triggers belong to their table
+	if storetest.Postgres() {
+		on = " ON library_files"
+	}
 	for _, q := range []string{
-		`DROP TRIGGER IF EXISTS tr_library_files_dup_insert`,
-		`DROP TRIGGER IF EXISTS tr_library_files_dup_update`,
-		`DROP TRIGGER IF EXISTS tr_library_files_dup_delete`,
+		`DROP TRIGGER IF EXISTS tr_library_files_dup_insert` + on,
+		`DROP TRIGGER IF EXISTS tr_library_files_dup_update` + on,
+		`DROP TRIGGER IF EXISTS tr_library_files_dup_delete` + on,
 		`DROP TABLE IF EXISTS duplicate_groups`,
 	} {
 		if _, err := st.Exec(context.Background(), q); err != nil {
@@ -248,7 +252,7 @@ func TestDuplicateSummaryTracksChanges(t *testing.T) {
 			SELECT hash_algorithm, content_hash, file_count, total_size_bytes FROM duplicate_groups
 			EXCEPT SELECT hash_algorithm, content_hash, COUNT(*), SUM(size_bytes) FROM library_files
 			 WHERE is_missing = 0 AND needs_hash = 0 AND hash_algorithm IS NOT NULL AND content_hash IS NOT NULL
-			 GROUP BY 1, 2)`)
+			 GROUP BY 1, 2) AS d`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +260,7 @@ func TestDuplicateSummaryTracksChanges(t *testing.T) {
 			SELECT hash_algorithm, content_hash, COUNT(*), SUM(size_bytes) FROM library_files
 			 WHERE is_missing = 0 AND needs_hash = 0 AND hash_algorithm IS NOT NULL AND content_hash IS NOT NULL
 			 GROUP BY 1, 2
-			EXCEPT SELECT hash_algorithm, content_hash, file_count, total_size_bytes FROM duplicate_groups)`)
+			EXCEPT SELECT hash_algorithm, content_hash, file_count, total_size_bytes FROM duplicate_groups) AS d`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +281,7 @@ func TestDuplicateSummaryTracksChanges(t *testing.T) {
 		{"delete library", `DELETE FROM libraries WHERE id = 2`},
 	}
 	for _, s := range steps {
-		if _, err := e.control.Exec(e.ctx, `PRAGMA foreign_keys = ON; `+s.sql); err != nil {
+		if _, err := e.control.Exec(e.ctx, s.sql); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		check(t, s.name)
@@ -288,6 +292,7 @@ func TestDuplicateSummaryTracksChanges(t *testing.T) {
 }
 
 func TestDuplicatePlans(t *testing.T) {
+	storetest.SkipOnPostgres(t, "reads SQLite's EXPLAIN QUERY PLAN")
 	for _, summary := range []bool{false, true} {
 		t.Run(fmt.Sprint("summary=", summary), func(t *testing.T) {
 			e := setupDup(t, summary)

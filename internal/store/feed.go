@@ -3,24 +3,39 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Change detection for controld's event feed. workerd runs in another
-// process, so controld cannot be told of progress: it polls. Polling stays
-// cheap because PRAGMA data_version, read on one dedicated connection,
-// changes only when another connection committed; only then are the rows
-// updated since the last look read, through indexes on updated_at.
+// process, so controld cannot be told of progress directly. On SQLite it
+// polls, and polling stays cheap because PRAGMA data_version, read on one
+// dedicated connection, changes only when another connection committed. On
+// PostgreSQL, where workers sit on other hosts, triggers NOTIFY
+// bindery_changes and the watcher LISTENs on a connection of its own. Only
+// then are the rows updated since the last look read, through indexes on
+// updated_at.
 
-// ChangeWatcher holds the dedicated connection whose data_version is read.
+// changesChannel is the channel the PostgreSQL schema's triggers notify.
+const changesChannel = "bindery_changes"
+
+// ChangeWatcher holds the dedicated connection that learns of commits.
 type ChangeWatcher struct {
-	conn *sql.Conn
+	conn *sql.Conn // SQLite: data_version is per connection
 	last int64
+	pg   *pgx.Conn // PostgreSQL: the LISTENing connection
 }
 
-// WatchChanges takes a reader connection out of the pool for a watcher.
-// Close returns it.
+// WatchChanges takes a dedicated connection for a watcher. Close gives it
+// back.
 func (s *Store) WatchChanges(ctx context.Context) (*ChangeWatcher, error) {
+	if s.engine == enginePostgres {
+		return s.listenChanges(ctx)
+	}
 	conn, err := s.r.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch changes: %w", err)
@@ -31,6 +46,22 @@ func (s *Store) WatchChanges(ctx context.Context) (*ChangeWatcher, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+func (s *Store) listenChanges(ctx context.Context) (*ChangeWatcher, error) {
+	u, err := pgURL(s.dsn, false)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("watch changes: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+changesChannel); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("watch changes: %w", err)
+	}
+	return &ChangeWatcher{pg: conn}, nil
 }
 
 func (w *ChangeWatcher) version(ctx context.Context) (int64, error) {
@@ -44,6 +75,9 @@ func (w *ChangeWatcher) version(ctx context.Context) (int64, error) {
 // Changed reports whether any other connection committed since the last
 // call (or since WatchChanges).
 func (w *ChangeWatcher) Changed(ctx context.Context) (bool, error) {
+	if w.pg != nil {
+		return w.notified(ctx)
+	}
 	v, err := w.version(ctx)
 	if err != nil {
 		return false, err
@@ -53,8 +87,37 @@ func (w *ChangeWatcher) Changed(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-// Close gives the connection back to the pool.
-func (w *ChangeWatcher) Close() error { return w.conn.Close() }
+// notifyPoll is how long Changed waits for a notification that has not
+// arrived; the feed calls it on its own tick.
+const notifyPoll = 5 * time.Millisecond
+
+// notified drains the notifications received since the last call.
+func (w *ChangeWatcher) notified(ctx context.Context) (bool, error) {
+	changed := false
+	for {
+		wait, cancel := context.WithTimeout(ctx, notifyPoll)
+		_, err := w.pg.WaitForNotification(wait)
+		cancel()
+		switch {
+		case err == nil:
+			changed = true
+		case ctx.Err() != nil:
+			return changed, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
+			return changed, nil
+		default:
+			return changed, fmt.Errorf("watch changes: %w", err)
+		}
+	}
+}
+
+// Close gives the connection back.
+func (w *ChangeWatcher) Close() error {
+	if w.pg != nil {
+		return w.pg.Close(context.Background())
+	}
+	return w.conn.Close()
+}
 
 // JobsUpdatedSince returns up to limit jobs whose updated_at >= since,
 // oldest change first.

@@ -67,7 +67,7 @@ type FileSig struct {
 func (s *Store) FileSigsAfter(ctx context.Context, libraryID int64, after string, limit int) ([]FileSig, error) {
 	out := make([]FileSig, 0, limit)
 	rows, err := s.r.QueryContext(ctx, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing, role,
-			coalesce(analysis_error_code = ?, 0)
+			CASE WHEN analysis_error_code = ? THEN 1 ELSE 0 END
 		FROM library_files WHERE library_id = ? AND relative_path > ? ORDER BY relative_path LIMIT ?`,
 		protocol.ErrIOError, libraryID, after, limit)
 	if err != nil {
@@ -164,7 +164,7 @@ func insertFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
 			inode, device, last_seen_scan_id, needs_analysis, needs_hash, needs_cover, sort_key, role, path_key, volumes, created_at, updated_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8 <> 'folder', 0, ?9, ?8, ?11, ?12, ?10, ?10) ON CONFLICT (library_id, relative_path) DO NOTHING`)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, CASE WHEN ?8 <> 'folder' THEN 1 ELSE 0 END, 0, ?9, ?8, ?11, ?12, ?10, ?10) ON CONFLICT (library_id, relative_path) DO NOTHING`)
 	if err != nil {
 		return err
 	}
@@ -184,8 +184,8 @@ func updateFiles(ctx context.Context, tx *sqlx.Tx, b *DiscoveryBatch, now string
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET size_bytes = ?1, mtime_ns = ?2, inode = ?3, device = ?4,
-			needs_analysis = CASE WHEN ?5 OR role <> ?9 THEN 1 ELSE needs_analysis END,
-			needs_hash = CASE WHEN ?9 = 'folder' THEN 0 WHEN ?5 THEN 1 ELSE needs_hash END,
+			needs_analysis = CASE WHEN ?5 = 1 OR role <> ?9 THEN 1 ELSE needs_analysis END,
+			needs_hash = CASE WHEN ?9 = 'folder' THEN 0 WHEN ?5 = 1 THEN 1 ELSE needs_hash END,
 			series_id = CASE WHEN ?9 IN ('book', 'folder') THEN series_id END, role = ?9, volumes = ?10,
 			is_missing = 0, missing_since = NULL, last_seen_scan_id = ?6, updated_at = ?7 WHERE id = ?8`)
 	if err != nil {

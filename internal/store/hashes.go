@@ -51,7 +51,7 @@ type HashCandidate struct {
 // a hash (a folder book never does: its pages are hashed): flagged by the scanner, or hashed with an algorithm other than ?2
 // (lazy rehash), and not waiting out an error backoff (retry after ?3).
 const hashDue = `f.is_missing = 0 AND f.role <> 'folder'
-	AND (f.needs_hash = 1 OR f.hash_algorithm IS NOT ?2)
+	AND (f.needs_hash = 1 OR f.hash_algorithm IS DISTINCT FROM ?2)
 	AND (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3)
 	AND (?1 IS NULL OR f.library_id = ?1)`
 
@@ -93,7 +93,7 @@ func (s *Store) HashCandidates(ctx context.Context, p HashPass, libraryID sql.Nu
 // over a hashed library of 100,000 files counted them in 300 ms by a scan.
 func (s *Store) CountHashCandidates(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm) (int64, error) {
 	var n int64
-	err := s.r.GetContext(ctx, &n, `SELECT count(*) FROM (`+hashPending+`) f
+	err := s.r.GetContext(ctx, &n, `SELECT count(*) FROM (`+s.hashPending("?2")+`) f
 		WHERE (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3) AND (?1 IS NULL OR f.library_id = ?1)`,
 		libraryID, string(alg), s.nowText())
 	if err != nil {

@@ -340,7 +340,7 @@ func (m *leaseModel) check(rt *rapid.T) {
 		}
 		var status string
 		var owner, leaseAt sql.NullString
-		err := m.raw.QueryRow(`SELECT status, worker_id, lease_expires_at FROM `+r.table+` WHERE id = ?`, id).Scan(&status, &owner, &leaseAt)
+		err := m.raw.QueryRow(`SELECT status, worker_id, `+storetest.TimeText("lease_expires_at")+` FROM `+r.table+` WHERE id = ?`, id).Scan(&status, &owner, &leaseAt)
 		if err != nil {
 			rt.Fatal(err)
 		}

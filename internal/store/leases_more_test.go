@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -32,14 +33,14 @@ func TestThumbnailLease(t *testing.T) {
 		if err := f.worker.FinishThumbnail(f.ctx, a, "w1", store.ThumbnailDone{Width: 320, Height: 480, BytesSize: 9000}); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.str(t, `SELECT status || width || 'x' || height || ',' || bytes_size || coalesce(lease_expires_at, '-') FROM thumbnails WHERE id = ?`, a); got != "ready320x480,9000-" {
+		if got := f.str(t, `SELECT status || width || 'x' || height || ',' || bytes_size || coalesce(`+storetest.TimeText("lease_expires_at")+`, '-') FROM thumbnails WHERE id = ?`, a); got != "ready320x480,9000-" {
 			t.Fatalf("ready row %s", got)
 		}
 		if err := f.worker.FailThumbnail(f.ctx, b, "w2", protocol.ErrDecodeError, "bad jpeg"); err != nil {
 			t.Fatal(err)
 		}
 		want := "failed,decode_error,1," + protocol.FormatTime(f.clock.Now().Add(store.ThumbnailBackoff(1)))
-		if got := f.str(t, `SELECT status || ',' || error_code || ',' || error_count || ',' || retry_after FROM thumbnails WHERE id = ?`, b); got != want {
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || error_count || ',' || `+storetest.TimeText("retry_after")+` FROM thumbnails WHERE id = ?`, b); got != want {
 			t.Fatalf("failed row %s, want %s", got, want)
 		}
 		if n, err := f.control.RequeueFailedThumbnails(f.ctx); err != nil || n != 0 {
@@ -57,7 +58,7 @@ func TestThumbnailLease(t *testing.T) {
 		if n, err := f.control.RequeueFailedThumbnails(f.ctx); err != nil || n != 1 {
 			t.Fatalf("requeue %d, %v", n, err)
 		}
-		if got := f.str(t, `SELECT status || error_count || coalesce(retry_after, '-') FROM thumbnails WHERE id = ?`, b); got != "pending1-" {
+		if got := f.str(t, `SELECT status || error_count || coalesce(`+storetest.TimeText("retry_after")+`, '-') FROM thumbnails WHERE id = ?`, b); got != "pending1-" {
 			t.Fatalf("requeued row %s", got)
 		}
 	})
@@ -69,7 +70,7 @@ func TestThumbnailLease(t *testing.T) {
 		if err := f.worker.FailThumbnail(f.ctx, id, "w", protocol.ErrNoPages, "empty"); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.str(t, `SELECT coalesce(retry_after, 'never') FROM thumbnails WHERE id = ?`, id); got != "never" {
+		if got := f.str(t, `SELECT coalesce(`+storetest.TimeText("retry_after")+`, 'never') FROM thumbnails WHERE id = ?`, id); got != "never" {
 			t.Fatalf("retry_after %s", got)
 		}
 	})
@@ -113,7 +114,7 @@ func TestCleanupLease(t *testing.T) {
 	if err := f.worker.FailCleanup(f.ctx, later, "w", 1, 0, protocol.ErrIOError, "disk"); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.str(t, `SELECT group_concat(status || deleted_files || deleted_rows || coalesce(error_code, ''), ',') FROM thumbnail_cleanup_jobs ORDER BY id`); got != "completed34,failed10io_error" {
+	if got := f.str(t, `SELECT `+storetest.Concat(`status || deleted_files || deleted_rows || coalesce(error_code, '')`, ",", "id")+` FROM thumbnail_cleanup_jobs`); got != "completed34,failed10io_error" {
 		t.Fatalf("rows %s", got)
 	}
 }
@@ -171,7 +172,7 @@ func TestCheckpointLease(t *testing.T) {
 	if err := f.worker.RetryCheckpoint(f.ctx, id, "w", fig, protocol.ErrCheckpointBusy, "readers", 2); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.str(t, `SELECT status || retry_count || checkpoint_log_frames || coalesce(finished_at, '-') FROM wal_maintenance_jobs WHERE id = ?`, id); got != "failed310"+f.now() {
+	if got := f.str(t, `SELECT status || retry_count || checkpoint_log_frames || coalesce(`+storetest.TimeText("finished_at")+`, '-') FROM wal_maintenance_jobs WHERE id = ?`, id); got != "failed310"+f.now() {
 		t.Fatalf("exhausted row %s", got)
 	}
 	ok := f.insert(t, `INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, f.now(), f.now(), f.now())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +12,6 @@ import (
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
-
-	_ "github.com/mattn/go-sqlite3"
 )
 
 const lease = 30 * time.Second
@@ -67,14 +66,20 @@ func (f *fixture) addThumb(t *testing.T, fileID int64, group string) int64 {
 
 func (f *fixture) str(t *testing.T, q string, args ...any) string {
 	t.Helper()
-	var s *string
-	if err := rawDB(t, f.path).QueryRow(q, args...).Scan(&s); err != nil {
+	var v any
+	if err := rawDB(t, f.path).QueryRow(q, args...).Scan(&v); err != nil {
 		t.Fatalf("query %q: %v", q, err)
 	}
-	if s == nil {
+	switch v := v.(type) {
+	case nil:
 		return "<nil>"
+	case []byte:
+		return string(v)
+	case time.Time: // PostgreSQL's timestamptz, as SQLite stores it
+		return protocol.FormatTime(v)
+	default:
+		return fmt.Sprint(v)
 	}
-	return *s
 }
 
 func (f *fixture) num(t *testing.T, q string, args ...any) int64 {
@@ -134,7 +139,7 @@ func TestJobLease(t *testing.T) {
 		if j, err := f.worker.ClaimJob(f.ctx, "w1", lease); err != nil || j != nil {
 			t.Fatalf("claim = %v, %v; want nothing", j, err)
 		}
-		if got := f.str(t, `SELECT group_concat(kind || ':' || status || ':' || coalesce(worker_id, '-'), ',') FROM jobs ORDER BY id`); got != "delete:pending:-,thumbnail:pending:-" {
+		if got := f.str(t, `SELECT `+storetest.Concat(`kind || ':' || status || ':' || coalesce(worker_id, '-')`, ",", "id")+` FROM jobs`); got != "delete:pending:-,thumbnail:pending:-" {
 			t.Fatalf("rows = %s", got)
 		}
 	})
@@ -192,7 +197,7 @@ func TestJobLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := f.str(t, `SELECT status || ',' || error_code || ',' || coalesce(lease_expires_at, 'null') || ',' || worker_id FROM jobs WHERE id = ?`, id); got != "cancelled,cancelled,null,w1" {
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || coalesce(`+storetest.TimeText("lease_expires_at")+`, 'null') || ',' || worker_id FROM jobs WHERE id = ?`, id); got != "cancelled,cancelled,null,w1" {
 			t.Fatalf("finished row %s", got)
 		}
 		if err := f.worker.FinishJob(f.ctx, id, "w1", store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
@@ -238,7 +243,7 @@ func TestJobLease(t *testing.T) {
 		if err := f.worker.ReleaseJob(f.ctx, id, "w1"); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.str(t, `SELECT status || ',' || error_code || ',' || coalesce(lease_expires_at, 'null') FROM jobs WHERE id = ?`, id); got != "retryable,worker_shutdown,null" {
+		if got := f.str(t, `SELECT status || ',' || error_code || ',' || coalesce(`+storetest.TimeText("lease_expires_at")+`, 'null') FROM jobs WHERE id = ?`, id); got != "retryable,worker_shutdown,null" {
 			t.Fatalf("released %s", got)
 		}
 		if err := f.worker.ReleaseJob(f.ctx, id, "w1"); !errors.Is(err, store.ErrNotOwner) {
@@ -276,10 +281,10 @@ func TestRecoverStale(t *testing.T) {
 		t.Fatalf("recovery = %+v, %v", c, err)
 	}
 	for q, want := range map[string]string{
-		`SELECT status || coalesce(worker_id, '-') || coalesce(lease_expires_at, '-') FROM jobs WHERE id = ?`:                   "retryable--",
-		`SELECT status || coalesce(worker_id, '-') || coalesce(lease_expires_at, '-') FROM thumbnails WHERE id = ?`:             "pending--",
-		`SELECT status || coalesce(worker_id, '-') || coalesce(lease_expires_at, '-') FROM thumbnail_cleanup_jobs WHERE id = ?`: "pending--",
-		`SELECT status || retry_count || error_code || retry_after FROM wal_maintenance_jobs WHERE id = ?`:                      "retryable1lease_expired" + protocol.FormatTime(f.clock.Now().Add(store.WALBackoff(1))),
+		`SELECT status || coalesce(worker_id, '-') || coalesce(` + storetest.TimeText("lease_expires_at") + `, '-') FROM jobs WHERE id = ?`:                   "retryable--",
+		`SELECT status || coalesce(worker_id, '-') || coalesce(` + storetest.TimeText("lease_expires_at") + `, '-') FROM thumbnails WHERE id = ?`:             "pending--",
+		`SELECT status || coalesce(worker_id, '-') || coalesce(` + storetest.TimeText("lease_expires_at") + `, '-') FROM thumbnail_cleanup_jobs WHERE id = ?`: "pending--",
+		`SELECT status || retry_count || error_code || ` + storetest.TimeText("retry_after") + ` FROM wal_maintenance_jobs WHERE id = ?`:                      "retryable1lease_expired" + protocol.FormatTime(f.clock.Now().Add(store.WALBackoff(1))),
 	} {
 		var id int64
 		switch {
@@ -298,10 +303,10 @@ func TestRecoverStale(t *testing.T) {
 	}
 }
 
-// rawDB is a plain go-sqlite3 handle on the file, as a third party holds.
+// rawDB is a plain handle on the database, as a third party holds.
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	db, err := store.OpenRaw(path)
 	if err != nil {
 		t.Fatal(err)
 	}

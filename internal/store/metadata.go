@@ -78,7 +78,7 @@ func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
 		file, err := tx.PrepareContext(ctx, `UPDATE library_files SET format = nullif(?, ''), total_pages = ?,
 				series_name_raw = nullif(?, ''), series_id = NULL, sort_key = ?, analysis_error_code = nullif(?, ''),
 				analysis_error_message = nullif(?, ''), analyzed_at = ?, needs_analysis = 0,
-				needs_cover = CASE WHEN ? THEN 1 ELSE needs_cover END, updated_at = ?
+				needs_cover = CASE WHEN ? = 1 THEN 1 ELSE needs_cover END, updated_at = ?
 			WHERE id = ? AND needs_analysis = 1`)
 		if err != nil {
 			return err

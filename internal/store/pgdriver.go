@@ -95,7 +95,7 @@ func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
 var numbered sync.Map // query text → its numbered form
 
 // numberPlaceholders turns each `?` outside quotes and comments into $1,
-// $2, … in order. The store's queries are constants (or built from them),
+// $2, … in order, and SQLite's numbered `?N` into `$N`. The store's queries are constants (or built from them),
 // so the results are cached.
 func numberPlaceholders(query string) string {
 	if !strings.Contains(query, "?") {
@@ -130,8 +130,11 @@ func numberPlaceholders(query string) string {
 			}
 			b.WriteByte(ch)
 		case '?':
-			n++
 			b.WriteByte('$')
+			if j := i + 1; j < len(query) && query[j] >= '0' && query[j] <= '9' {
+				continue // SQLite's numbered ?N is PostgreSQL's $N
+			}
+			n++
 			b.WriteString(strconv.Itoa(n))
 		default:
 			b.WriteByte(ch)

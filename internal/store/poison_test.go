@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -33,8 +34,8 @@ func TestPoisonPills(t *testing.T) {
 				t.Fatalf("recovery %d: %+v %v", i, c, err)
 			}
 		}
-		got := f.str(t, `SELECT status || ',' || error_code || ',' || recovered_count || ',' || coalesce(retry_after, '-') || ','
-			|| coalesce(worker_id, '-') || ',' || coalesce(lease_expires_at, '-') || ',' || (finished_at IS NOT NULL) FROM thumbnails WHERE id = ?`, poison)
+		got := f.str(t, `SELECT status || ',' || error_code || ',' || recovered_count || ',' || coalesce(`+storetest.TimeText("retry_after")+`, '-') || ','
+			|| coalesce(worker_id, '-') || ',' || coalesce(`+storetest.TimeText("lease_expires_at")+`, '-') || ',' || CASE WHEN finished_at IS NOT NULL THEN 1 ELSE 0 END FROM thumbnails WHERE id = ?`, poison)
 		if got != "failed,"+protocol.ErrRenderCrashed+",3,-,-,-,1" {
 			t.Fatalf("row %s", got)
 		}

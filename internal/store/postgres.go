@@ -34,6 +34,16 @@ func engineOf(db string) engine {
 	return engineSQLite
 }
 
+// pick is the engine's spelling of an SQL fragment the two do not share
+// (date arithmetic, JSON, hex): one of two constants, so every statement
+// stays built from constants.
+func (s *Store) pick(sqlite, postgres string) string {
+	if s.engine == enginePostgres {
+		return postgres
+	}
+	return sqlite
+}
+
 // pgURL is the user's URL with the session settings every connection
 // needs: UTC, so that the protocol's zone-less time text means UTC, and,
 // for the reader pool, read-only transactions (the counterpart of SQLite's
@@ -86,7 +96,7 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	s := &Store{w: w, r: r, path: name, engine: enginePostgres, txOptions: &sql.TxOptions{Isolation: sql.LevelSerializable}}
+	s := &Store{w: w, r: r, path: name, dsn: cfg.Path, engine: enginePostgres, txOptions: &sql.TxOptions{Isolation: sql.LevelSerializable}}
 	if err := s.probePostgres(ctx, cfg.Role); err != nil {
 		s.Close()
 		return nil, err

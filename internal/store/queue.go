@@ -158,7 +158,7 @@ func libraryExists(ctx context.Context, tx *sqlx.Tx, id int64) error {
 func activeJobFor(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib sql.NullInt64) (*Job, error) {
 	var j Job
 	err := tx.GetContext(ctx, &j, `SELECT * FROM jobs
-		WHERE kind = ? AND library_id IS ? AND status IN ('pending','running')
+		WHERE kind = ? AND library_id IS NOT DISTINCT FROM ? AND status IN ('pending','running')
 		ORDER BY id LIMIT 1`, string(kind), lib)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -195,11 +195,11 @@ func upgradeEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*
 // slot and nobody waits in the queue (a waiting entry would otherwise be
 // overtaken). It returns nil, nil when the slot is taken.
 func insertJobIfFree(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*Job, error) {
-	var busy int
+	var busy bool
 	err := tx.QueryRowContext(ctx, `SELECT
 		EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending','running') AND kind IN ('scan','hash'))
 		OR EXISTS (SELECT 1 FROM scan_requests)`).Scan(&busy)
-	if err != nil || busy == 1 {
+	if err != nil || busy {
 		return nil, err
 	}
 	return insertPendingJob(ctx, tx, r.Kind, r.LibraryID, r.Priority, now)
@@ -298,9 +298,9 @@ func (s *Store) PromoteQueueHead(ctx context.Context) (*Job, error) {
 	var job *Job
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		job = nil
-		var busy int
+		var busy bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs
-			WHERE status IN ('pending','running') AND kind IN ('scan','hash'))`).Scan(&busy); err != nil || busy == 1 {
+			WHERE status IN ('pending','running') AND kind IN ('scan','hash'))`).Scan(&busy); err != nil || busy {
 			return err
 		}
 		var q ScanRequest

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"net/url"
 )
 
 // Exec runs one statement on the writer pool. It exists for tests and for
@@ -34,4 +35,20 @@ func (s *Store) InsertID(ctx context.Context, query string, args ...any) (int64,
 	var id int64
 	err := s.w.QueryRowContext(ctx, query, args...).Scan(&id)
 	return id, err
+}
+
+// OpenRaw opens the database as a third party holds it: one plain
+// database/sql handle, no whitelist and none of the store's pools, with the
+// store's `?` placeholders on either engine. For tests and tools.
+func OpenRaw(path string) (*sql.DB, error) {
+	if engineOf(path) == enginePostgres {
+		registerPostgres()
+		u, err := pgURL(path, false)
+		if err != nil {
+			return nil, err
+		}
+		return sql.Open(driverPostgres, u)
+	}
+	registerDrivers()
+	return sql.Open(driverControl, "file:"+(&url.URL{Path: path}).EscapedPath()+"?_busy_timeout=10000")
 }

@@ -70,7 +70,7 @@ func (s *Store) DeleteOldMaintenance(ctx context.Context, p RetentionPolicy, lim
 // of their library (running sessions count towards keep but are never
 // pruned).
 const prunableSessions = `SELECT id FROM (SELECT id, status,
-		row_number() OVER (PARTITION BY library_id ORDER BY id DESC) AS rn FROM scan_sessions)
+		row_number() OVER (PARTITION BY library_id ORDER BY id DESC) AS rn FROM scan_sessions) AS ranked
 	WHERE rn > ? AND status <> 'running'`
 
 // PruneScanSessions deletes old scan sessions: first up to limit of their

@@ -47,7 +47,7 @@ func TestRequeueRetryableJobs(t *testing.T) {
 		if rq, _, err := f.control.RequeueRetryableJobs(f.ctx, 5); rq != 1 || err != nil {
 			t.Fatalf("requeue = %d, %v", rq, err)
 		}
-		if got := f.str(t, `SELECT status || attempt || coalesce(retry_after, '-') FROM jobs WHERE id = ?`, scan); got != "pending2-" {
+		if got := f.str(t, `SELECT status || attempt || coalesce(`+storetest.TimeText("retry_after")+`, '-') FROM jobs WHERE id = ?`, scan); got != "pending2-" {
 			t.Fatalf("requeued %s", got)
 		}
 	})

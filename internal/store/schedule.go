@@ -24,7 +24,7 @@ func (s *Store) RequestScheduledScans(ctx context.Context) ([]RequestOutcome, er
 	now := s.nowText()
 	var due []int64
 	if err := s.r.SelectContext(ctx, &due, `SELECT id FROM libraries WHERE scan_interval_minutes > 0
-		AND (last_scan_requested_at IS NULL OR last_scan_requested_at <= `+dueCutoff+`) ORDER BY id`, now); err != nil {
+		AND (last_scan_requested_at IS NULL OR last_scan_requested_at <= `+s.dueCutoff()+`) ORDER BY id`, now); err != nil {
 		return nil, fmt.Errorf("due scheduled scans: %w", err)
 	}
 	var out []RequestOutcome
@@ -34,7 +34,7 @@ func (s *Store) RequestScheduledScans(ctx context.Context) ([]RequestOutcome, er
 			o = nil
 			var still bool
 			err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM libraries WHERE id = ? AND scan_interval_minutes > 0
-				AND (last_scan_requested_at IS NULL OR last_scan_requested_at <= `+dueCutoff+`))`, id, now).Scan(&still)
+				AND (last_scan_requested_at IS NULL OR last_scan_requested_at <= `+s.dueCutoff()+`))`, id, now).Scan(&still)
 			if err != nil || !still {
 				return err
 			}
@@ -54,22 +54,29 @@ func (s *Store) RequestScheduledScans(ctx context.Context) ([]RequestOutcome, er
 }
 
 // dueCutoff is now minus the library's interval, computed from the store
-// clock's now (bound as the placeholder), never SQLite's own clock.
-const dueCutoff = `strftime('%Y-%m-%d %H:%M:%f', ?, '-' || scan_interval_minutes || ' minutes')`
+// clock's now (bound as the placeholder), never the database's own clock.
+func (s *Store) dueCutoff() string {
+	return s.pick(`strftime('%Y-%m-%d %H:%M:%f', ?, '-' || scan_interval_minutes || ' minutes')`,
+		`(?::timestamptz - scan_interval_minutes * interval '1 minute')`)
+}
 
 // needsFollowUp selects the finished jobs j controld must follow up,
 // exactly once each: every finished scan (the hash job after it), and
 // every hash job that yielded the single-active slot to a scan (its
 // remaining work, requested again).
-const needsFollowUp = `((j.kind = 'scan' AND j.status IN ('completed','failed','cancelled'))
-	OR (j.kind = 'hash' AND j.status = 'completed' AND json_extract(j.result, '$.` + protocol.ResultYielded + `') = 1))
+func (s *Store) needsFollowUp() string {
+	return `((j.kind = 'scan' AND j.status IN ('completed','failed','cancelled'))
+	OR (j.kind = 'hash' AND j.status = 'completed' AND ` +
+		s.pick(`json_extract(j.result, '$.`+protocol.ResultYielded+`') = 1`,
+			`(j.result::jsonb ->> '`+protocol.ResultYielded+`') IN ('true', '1')`) + `))
 	AND NOT EXISTS (SELECT 1 FROM job_followups f WHERE f.job_id = j.id)`
+}
 
 // JobsToFollowUp pages the finished jobs that have no job_followups row
 // yet, in id order after afterID.
 func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([]Job, error) {
 	out := []Job{}
-	err := s.r.SelectContext(ctx, &out, `SELECT j.* FROM jobs j WHERE j.id > ? AND `+needsFollowUp+`
+	err := s.r.SelectContext(ctx, &out, `SELECT j.* FROM jobs j WHERE j.id > ? AND `+s.needsFollowUp()+`
 		ORDER BY j.id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("jobs to follow up: %w", err)
@@ -104,7 +111,7 @@ func (s *Store) FollowUpJob(ctx context.Context, jobID int64, hashAfterScan bool
 	err = s.write(ctx, func(tx *sqlx.Tx) error {
 		done, hash = false, nil
 		var j Job
-		err := tx.GetContext(ctx, &j, `SELECT * FROM jobs j WHERE j.id = ? AND `+needsFollowUp, jobID)
+		err := tx.GetContext(ctx, &j, `SELECT * FROM jobs j WHERE j.id = ? AND `+s.needsFollowUp(), jobID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return followUpRefusal(ctx, tx, jobID)
 		}
@@ -157,9 +164,9 @@ func followUpRequest(j Job, hashAfterScan bool) (JobRequest, bool) {
 // exist (ErrNotFound), or is not a finished scan nor a yielded hash
 // (ErrConflict), or was already followed up (nil: done=false).
 func followUpRefusal(ctx context.Context, tx *sqlx.Tx, id int64) error {
-	var followed int
+	var followed bool
 	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM job_followups WHERE job_id = ?)`, id).Scan(&followed)
-	if err != nil || followed == 1 {
+	if err != nil || followed {
 		return err
 	}
 	var kind, status string

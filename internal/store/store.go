@@ -65,6 +65,7 @@ type Store struct {
 	w      *sqlx.DB
 	r      *sqlx.DB
 	path   string
+	dsn    string // the URL as given (PostgreSQL), for dedicated connections
 	now    func() time.Time
 	engine engine
 	// txOptions are the write transactions' options: none on SQLite (its

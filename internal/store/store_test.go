@@ -22,10 +22,10 @@ var enumCases = []struct {
 	{"jobs", "status", "completed", `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete', %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
 	{"jobs", "priority", "high", `INSERT INTO jobs (kind, status, priority, created_at, updated_at) VALUES ('delete', 'completed', %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
 	{"scan_sessions", "status", "running", `INSERT INTO scan_sessions (library_id, status, started_at) VALUES (1, %s, '2026-01-01 00:00:00.000')`},
-	{"library_files", "hash_algorithm", "blake3", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, hash_algorithm, created_at, updated_at) VALUES (1, hex(randomblob(8)), 1, 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
-	{"library_files", "format", "zip", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format, created_at, updated_at) VALUES (1, hex(randomblob(8)), 1, 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
-	{"library_files", "role", "sidecar", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, role, created_at, updated_at) VALUES (1, hex(randomblob(8)), 1, 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
-	{"thumbnails", "status", "ready", `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at) VALUES (abs(random()), 1, 'library:1', %s, 'c', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"library_files", "hash_algorithm", "blake3", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, hash_algorithm, created_at, updated_at) VALUES (1, 'f' || (SELECT count(*) FROM library_files), 1, 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"library_files", "format", "zip", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format, created_at, updated_at) VALUES (1, 'f' || (SELECT count(*) FROM library_files), 1, 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"library_files", "role", "sidecar", `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, role, created_at, updated_at) VALUES (1, 'f' || (SELECT count(*) FROM library_files), 1, 1, %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
+	{"thumbnails", "status", "ready", `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at) VALUES ((SELECT count(*) + 100 FROM thumbnails), 1, 'library:1', %s, 'c', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
 	{"thumbnails", "media_type", "image", `INSERT INTO thumbnails (file_id, library_id, group_key, status, media_type, output_relpath, created_at, updated_at) VALUES (1, 1, 'library:1', 'ready', %s, 'c', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
 	{"thumbnails", "format", "jpeg", `INSERT INTO thumbnails (file_id, library_id, group_key, status, format, output_relpath, created_at, updated_at) VALUES (1, 1, 'library:1', 'ready', %s, 'c', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
 	{"thumbnail_cleanup_jobs", "status", "pending", `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at) VALUES ('library:1', %s, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`},
@@ -85,11 +85,15 @@ func TestNotNullColumns(t *testing.T) {
 		`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at) VALUES (1, 1, NULL, 'c', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
 		`INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (NULL, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
 		`INSERT INTO io_rate_limits (bucket_key, next_available_at_ms, updated_at) VALUES ('b', NULL, '2026-01-01 00:00:00.000')`,
-		`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, content_hash, created_at, updated_at) VALUES (1, 'short', 1, 1, x'00', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
 	} {
 		if _, err := s.Exec(context.Background(), q); !store.IsConstraint(err) {
 			t.Errorf("%s: want constraint error, got %v", q, err)
 		}
+	}
+	short := `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, content_hash, created_at, updated_at)
+		VALUES (1, 'short', 1, 1, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`
+	if _, err := s.Exec(context.Background(), short, []byte{0}); !store.IsConstraint(err) {
+		t.Errorf("a one-byte digest: want constraint error, got %v", err)
 	}
 }
 
@@ -139,6 +143,7 @@ func TestSingleActiveIndex(t *testing.T) {
 // TestPragmasOnEveryConnection holds several reader connections at once and
 // checks each one got the DSN's pragmas.
 func TestPragmasOnEveryConnection(t *testing.T) {
+	storetest.SkipOnPostgres(t, "pragmas are SQLite's")
 	control, worker, _ := storetest.MustOpenDB(t)
 	for name, s := range map[string]*store.Store{"control": control, "worker": worker} {
 		t.Run(name, func(t *testing.T) {

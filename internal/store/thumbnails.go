@@ -61,7 +61,7 @@ const admitOne = `INSERT INTO thumbnails (file_id, library_id, group_key, media_
 	FROM library_files f
 	WHERE f.id = ? AND f.is_missing = 0
 	  AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.format = ?
-		AND (t.status IN ('pending','running') OR (? AND t.status = 'ready')))
+		AND (t.status IN ('pending','running') OR (? = 1 AND t.status = 'ready')))
 	  AND (SELECT count(*) FROM thumbnails WHERE status IN ('pending','running')) < ?
 	RETURNING *`
 
@@ -212,13 +212,13 @@ func (s *Store) AdmitPendingCovers(ctx context.Context, libraryID int64, limit i
 }
 
 func queueFullIfFlagged(ctx context.Context, tx *sqlx.Tx, libraryID int64) error {
-	var flagged int
+	var flagged bool
 	err := tx.GetContext(ctx, &flagged, `SELECT EXISTS (SELECT 1 FROM library_files
 		WHERE library_id = ? AND needs_cover = 1 AND is_missing = 0)`, libraryID)
 	if err != nil {
 		return err
 	}
-	if flagged == 1 {
+	if flagged {
 		return ErrQueueFull
 	}
 	return nil
@@ -268,8 +268,9 @@ func (s *Store) MarkCoverRendered(ctx context.Context, fileID int64) (int64, err
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		return tx.GetContext(ctx, &v, `UPDATE library_files
-			SET cover_updated_at = max(?, coalesce(cover_updated_at, 0) + 1), updated_at = ?
-			WHERE id = ? RETURNING cover_updated_at`, now.Unix(), protocol.FormatTime(now), fileID)
+			SET cover_updated_at = CASE WHEN ?1 > coalesce(cover_updated_at, 0) + 1 THEN ?1
+				ELSE coalesce(cover_updated_at, 0) + 1 END, updated_at = ?2
+			WHERE id = ?3 RETURNING cover_updated_at`, now.Unix(), protocol.FormatTime(now), fileID)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, missingRow(fileRow, fileID)

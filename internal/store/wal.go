@@ -95,23 +95,23 @@ func upgradeCheckpoint(ctx context.Context, tx *sqlx.Tx, w WALJob, mode protocol
 }
 
 func checkInterval(ctx context.Context, tx *sqlx.Tx, now time.Time, minInterval time.Duration) error {
-	var last sql.NullString
+	var last any // text on SQLite, a timestamp on PostgreSQL
 	if err := tx.QueryRowContext(ctx, `SELECT max(created_at) FROM wal_maintenance_jobs`).Scan(&last); err != nil {
 		return err
 	}
-	if !last.Valid {
+	if last == nil {
 		return nil
 	}
 	// The time triggers keep created_at canonical; should a value still
 	// not parse, a checkpoint is allowed rather than refused until someone
 	// forces one while the WAL grows.
-	t, err := protocol.ParseTime(last.String)
-	if err != nil {
+	var t protocol.Time
+	if err := t.Scan(last); err != nil {
 		return nil
 	}
 	if wait := t.Add(minInterval).Sub(now); wait > 0 {
 		return fmt.Errorf("%w: last checkpoint requested at %s, next allowed in %s",
-			ErrQueueFull, last.String, wait.Round(time.Second))
+			ErrQueueFull, t, wait.Round(time.Second))
 	}
 	return nil
 }

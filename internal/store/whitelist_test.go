@@ -11,7 +11,8 @@ func storetestOpenWorker(t *testing.T, f *fixture) *store.Store {
 	return storetest.MustOpen(t, f.path, store.RoleWorker, f.clock.Now)
 }
 
-// TestWorkerAuthorizer proves that SQLite itself refuses workerd writes
+// TestWorkerAuthorizer proves that the database itself (SQLite's
+// authorizer, PostgreSQL's grants) refuses workerd writes
 // outside protocol §7: policy columns, settings, libraries, schema.
 func TestWorkerAuthorizer(t *testing.T) {
 	f := setupLease(t)
@@ -34,7 +35,7 @@ func TestWorkerAuthorizer(t *testing.T) {
 		`UPDATE thumbnail_cleanup_jobs SET group_key = 'other'`,
 		`UPDATE wal_maintenance_jobs SET requested_mode = 'truncate'`,
 		`INSERT INTO scan_requests (kind, priority, created_at, updated_at) VALUES ('scan', 'high', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
-		`CREATE TABLE evil (x)`,
+		`CREATE TABLE evil (x integer)`,
 		`DROP INDEX ix_jobs_single_active_scan_hash`,
 	}
 	for _, q := range denied {

@@ -445,6 +445,31 @@ END $$;
 CREATE TRIGGER tr_library_files_partial_reset BEFORE UPDATE OF size_bytes, mtime_ns ON library_files
     FOR EACH ROW EXECUTE FUNCTION tr_library_files_partial_reset();
 
+-- SQLite's printf for the one pattern the store's SQL uses, '%0<N>d' (a
+-- cover's shard folder, see store.relpathSQL), so that the statement is one
+-- text on both engines.
+-- +goose StatementBegin
+CREATE FUNCTION printf(fmt text, n bigint) RETURNS text LANGUAGE sql IMMUTABLE STRICT
+    RETURN lpad(n::text, greatest(length(n::text), substring(fmt FROM '^%0([0-9]+)d$')::int), '0');
+-- +goose StatementEnd
+
+-- The event feed's wake-up (store.WatchChanges): SQLite's watcher reads
+-- PRAGMA data_version, PostgreSQL's listens on bindery_changes, notified
+-- once per statement that writes a table the feed reads.
+-- +goose StatementBegin
+CREATE FUNCTION tr_notify_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('bindery_changes', TG_TABLE_NAME);
+    RETURN NULL;
+END $$;
+-- +goose StatementEnd
+CREATE TRIGGER tr_jobs_notify AFTER INSERT OR UPDATE OR DELETE ON jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION tr_notify_changes();
+CREATE TRIGGER tr_thumbnails_notify AFTER INSERT OR UPDATE OR DELETE ON thumbnails
+    FOR EACH STATEMENT EXECUTE FUNCTION tr_notify_changes();
+CREATE TRIGGER tr_scan_errors_notify AFTER INSERT ON scan_errors
+    FOR EACH STATEMENT EXECUTE FUNCTION tr_notify_changes();
+
 -- +goose Down
 DROP SCHEMA public CASCADE;
 CREATE SCHEMA public;

@@ -75,3 +75,21 @@ func workerURL(tb testing.TB, raw string) string {
 	u.User = url.User(workerRole(u.Path[1:]))
 	return u.String()
 }
+
+// TimeText is SQL rendering the time column col as the protocol's text
+// (protocol.FormatTime), on either engine: tests compare rows as text.
+func TimeText(col string) string {
+	if Postgres() {
+		return "to_char(" + col + " AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')"
+	}
+	return col
+}
+
+// Concat is SQL joining expr over the rows with sep, in order: SQLite's
+// group_concat, PostgreSQL's string_agg.
+func Concat(expr, sep, order string) string {
+	if Postgres() {
+		return "string_agg(" + expr + ", '" + sep + "' ORDER BY " + order + ")"
+	}
+	return "group_concat(" + expr + ", '" + sep + "')"
+}
