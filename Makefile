@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/bindery-nas/bindery/internal/version.Version=$(VERSION)
 BIN := bin
 VAR := var
 
-.PHONY: all deps test-deps docker-base docker-base-background build test vet fmt-check lint run install docker bench bench-smoke chaos fuzz clean
+.PHONY: all deps test-deps docker-base docker-base-background build test test-postgres vet fmt-check lint run install docker bench bench-smoke chaos fuzz clean
 
 all: build
 
@@ -52,11 +52,20 @@ vet: deps
 # The README's test command; .ci/run calls exactly this.
 # bench-smoke runs beside the tests: the container tests spend most of
 # their time waiting on docker, and the two together fit the time budget.
+# The PostgreSQL run of the store suite goes beside them too.
 test: docker-base-background deps test-deps fmt-check vet
 	@mkdir -p $(VAR); $(MAKE) --no-print-directory bench-smoke >$(VAR)/bench-smoke.log 2>&1 & bench=$$!; \
+	$(MAKE) --no-print-directory test-postgres >$(VAR)/test-postgres.log 2>&1 & pg=$$!; \
 	$(GO) test -race -timeout 20m ./...; rc=$$?; \
+	wait $$pg; prc=$$?; echo "--- make test-postgres (log in $(VAR)/test-postgres.log)"; cat $(VAR)/test-postgres.log; \
 	wait $$bench; brc=$$?; echo "--- make bench-smoke (log in $(VAR)/bench-smoke.log)"; cat $(VAR)/bench-smoke.log; \
-	[ $$rc -eq 0 ] && [ $$brc -eq 0 ]
+	[ $$rc -eq 0 ] && [ $$prc -eq 0 ] && [ $$brc -eq 0 ]
+
+# The suites that run on both engines, on PostgreSQL (a private server
+# each test binary starts; see internal/pgtest).
+POSTGRES_SUITES := ./internal/store/...
+test-postgres: deps
+	BINDERY_TEST_DB=postgres $(GO) test -race -timeout 20m $(POSTGRES_SUITES)
 
 # The performance report: every workload beside the tool users compare it
 # with, measured in the same run, written to docs/PERFORMANCE.md.

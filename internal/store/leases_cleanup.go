@@ -34,7 +34,7 @@ const cleanupClaim = `UPDATE thumbnail_cleanup_jobs SET status = 'running', work
 // It returns nil, nil when nothing is eligible.
 func (s *Store) ClaimCleanup(ctx context.Context, workerID string, lease time.Duration) (*CleanupJob, error) {
 	var c *CleanupJob
-	err := s.claim(ctx, cleanupProbe, func(now string) []any { return []any{now, now} }, recoverStaleCleanup,
+	err := s.claim(ctx, s.txOptions, cleanupProbe, func(now string) []any { return []any{now, now} }, recoverStaleCleanup,
 		func(tx *sqlx.Tx, now, expires string) error {
 			var row CleanupJob
 			err := tx.GetContext(ctx, &row, cleanupClaim, workerID, now, expires, now, now)

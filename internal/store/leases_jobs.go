@@ -39,11 +39,11 @@ func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Durati
 		OR EXISTS (SELECT 1 FROM jobs WHERE ` + staleWhere + `)`
 	claim := `UPDATE jobs SET status = 'running', worker_id = ?, worker_heartbeat_at = ?, lease_expires_at = ?,
 		started_at = ?, updated_at = ?
-		WHERE id = (SELECT id FROM jobs WHERE status = 'pending'` + filter + ` ORDER BY priority, created_at, id LIMIT 1)
+		WHERE id = (SELECT id FROM jobs WHERE status = 'pending'` + filter + ` ORDER BY priority, created_at, id LIMIT 1` + s.skipLocked() + `)
 		AND status = 'pending' RETURNING *`
 	var job *Job
 	probeArgs := func(now string) []any { return append(append([]any{}, args...), now) }
-	err := s.claim(ctx, probe, probeArgs, recoverStaleJobs, func(tx *sqlx.Tx, now, expires string) error {
+	err := s.claim(ctx, s.claimTxOptions, probe, probeArgs, recoverStaleJobs, func(tx *sqlx.Tx, now, expires string) error {
 		var j Job
 		err := tx.GetContext(ctx, &j, claim, append([]any{workerID, now, expires, now, now}, args...)...)
 		if err == nil {
@@ -155,9 +155,9 @@ func releaseJobArgs(ts, workerID string, extra ...any) []any {
 
 // claim is the shape shared by the four claim paths: a read-only probe on
 // the reader pool (so that idle polling never takes the write lock), then
-// one write transaction that recovers the table's stale rows and claims.
-// probeArgs builds the probe's arguments from the current time.
-func (s *Store) claim(ctx context.Context, probe string, probeArgs func(now string) []any,
+// one write transaction, with opts, that recovers the table's stale rows
+// and claims. probeArgs builds the probe's arguments from the current time.
+func (s *Store) claim(ctx context.Context, opts *sql.TxOptions, probe string, probeArgs func(now string) []any,
 	recoverFn func(context.Context, *sqlx.Tx, time.Time) (int64, error),
 	claimFn func(tx *sqlx.Tx, now, expires string) error, lease time.Duration) error {
 	if lease <= 0 {
@@ -170,7 +170,7 @@ func (s *Store) claim(ctx context.Context, probe string, probeArgs func(now stri
 	if !eligible {
 		return nil
 	}
-	return s.write(ctx, func(tx *sqlx.Tx) error {
+	return s.writeTx(ctx, opts, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		if _, err := recoverFn(ctx, tx, now); err != nil {
 			return err

@@ -19,16 +19,20 @@ const thumbProbe = `SELECT EXISTS (SELECT 1 FROM thumbnails WHERE status = 'pend
 // that, a suspect (recovered_count > 0), but only into a process that runs
 // no other cover, and nothing more while a suspect runs. A cover that kills
 // workerd so dies alone: the renders beside it are not recovered with it,
-// and it reaches MaxRecoveries by itself.
-const thumbClaim = `UPDATE thumbnails SET status = 'running', worker_id = ?1, worker_heartbeat_at = ?2,
+// and it reaches MaxRecoveries by itself. On PostgreSQL the rule is kept by
+// claiming one row at a time per process (thumbClaims), as SQLite's single
+// writer does, while other processes' claims skip the locked rows.
+func (s *Store) thumbClaim() string {
+	return `UPDATE thumbnails SET status = 'running', worker_id = ?1, worker_heartbeat_at = ?2,
 	lease_expires_at = ?3, started_at = ?2, updated_at = ?2
 	WHERE id = coalesce(
-		(SELECT id FROM thumbnails WHERE status = 'pending' AND recovered_count = 0 ORDER BY created_at, id LIMIT 1),
+		(SELECT id FROM thumbnails WHERE status = 'pending' AND recovered_count = 0 ORDER BY created_at, id LIMIT 1` + s.skipLocked() + `),
 		(SELECT id FROM thumbnails WHERE status = 'pending' AND recovered_count > 0
 			AND NOT EXISTS (SELECT 1 FROM thumbnails r WHERE r.status = 'running' AND r.worker_id = ?1)
-			ORDER BY created_at, id LIMIT 1))
+			ORDER BY created_at, id LIMIT 1` + s.skipLocked() + `))
 	AND NOT EXISTS (SELECT 1 FROM thumbnails r WHERE r.status = 'running' AND r.worker_id = ?1 AND r.recovered_count > 0)
 	AND status = 'pending' RETURNING *`
+}
 
 // ClaimThumbnail recovers stale thumbnail rows (running → pending, or
 // failed at MaxRecoveries) and claims a pending row (thumbClaim), in one
@@ -36,10 +40,14 @@ const thumbClaim = `UPDATE thumbnails SET status = 'running', worker_id = ?1, wo
 // eligible.
 func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.Duration) (*Thumbnail, error) {
 	var t *Thumbnail
-	err := s.claim(ctx, thumbProbe, func(now string) []any { return []any{now} }, recoverStaleThumbnails,
+	if s.engine == enginePostgres {
+		s.thumbClaims.Lock()
+		defer s.thumbClaims.Unlock()
+	}
+	err := s.claim(ctx, s.claimTxOptions, thumbProbe, func(now string) []any { return []any{now} }, recoverStaleThumbnails,
 		func(tx *sqlx.Tx, now, expires string) error {
 			var row Thumbnail
-			err := tx.GetContext(ctx, &row, thumbClaim, workerID, now, expires)
+			err := tx.GetContext(ctx, &row, s.thumbClaim(), workerID, now, expires)
 			if err == nil {
 				t = &row
 			}

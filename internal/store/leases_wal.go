@@ -29,7 +29,7 @@ const walClaim = `UPDATE wal_maintenance_jobs SET status = 'running', worker_id 
 // is eligible.
 func (s *Store) ClaimCheckpoint(ctx context.Context, workerID string, lease time.Duration) (*WALJob, error) {
 	var w *WALJob
-	err := s.claim(ctx, walProbe, func(now string) []any { return []any{now, now, now} }, recoverStaleWAL,
+	err := s.claim(ctx, s.txOptions, walProbe, func(now string) []any { return []any{now, now, now} }, recoverStaleWAL,
 		func(tx *sqlx.Tx, now, expires string) error {
 			var row WALJob
 			err := tx.GetContext(ctx, &row, walClaim, workerID, now, expires, now, now, now, now)

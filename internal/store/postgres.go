@@ -44,6 +44,11 @@ func (s *Store) pick(sqlite, postgres string) string {
 	return sqlite
 }
 
+// skipLocked ends a claim's row choice: on PostgreSQL, rows another
+// claimer has locked are passed over instead of waited for, so that N
+// workers claim N different rows at once (SQLite has one writer).
+func (s *Store) skipLocked() string { return s.pick(``, ` FOR UPDATE SKIP LOCKED`) }
+
 // pgURL is the user's URL with the session settings every connection
 // needs: UTC, so that the protocol's zone-less time text means UTC, and,
 // for the reader pool, read-only transactions (the counterpart of SQLite's
@@ -96,7 +101,9 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	s := &Store{w: w, r: r, path: name, dsn: cfg.Path, engine: enginePostgres, txOptions: &sql.TxOptions{Isolation: sql.LevelSerializable}}
+	s := &Store{w: w, r: r, path: name, dsn: cfg.Path, engine: enginePostgres,
+		txOptions:      &sql.TxOptions{Isolation: sql.LevelSerializable},
+		claimTxOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted}}
 	if err := s.probePostgres(ctx, cfg.Role); err != nil {
 		s.Close()
 		return nil, err

@@ -52,3 +52,8 @@ func OpenRaw(path string) (*sql.DB, error) {
 	registerDrivers()
 	return sql.Open(driverControl, "file:"+(&url.URL{Path: path}).EscapedPath()+"?_busy_timeout=10000")
 }
+
+// QueryRow runs a query returning one row on the reader pool; for tests.
+func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.r.QueryRowContext(ctx, query, args...)
+}

@@ -8,9 +8,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -73,7 +75,13 @@ type Store struct {
 	// that the store's read-then-write transactions keep the meaning they
 	// have with one writer.
 	txOptions *sql.TxOptions
-	stop      func() // stops the database clock; nil on SQLite
+	// claimTxOptions are those of the job and thumbnail claims: READ
+	// COMMITTED on PostgreSQL, where the claim statement locks the one row
+	// it takes and skips those other claimers hold, so that concurrent
+	// claims never abort one another.
+	claimTxOptions *sql.TxOptions
+	thumbClaims    sync.Mutex // PostgreSQL: one thumbnail claim at a time per process
+	stop           func()     // stops the database clock; nil on SQLite
 }
 
 // Open opens both pools and checks that the database is usable: an SQLite
@@ -277,27 +285,38 @@ func IsAuthDenied(err error) bool {
 	return errors.As(err, &se) && se.Code == sqlite3.ErrAuth
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction on the writer pool,
-// retrying with backoff when SQLite stays busy beyond its busy timeout. fn
-// must be safe to run again.
+// write runs fn in one write transaction on the writer pool (BEGIN
+// IMMEDIATE on SQLite, SERIALIZABLE on PostgreSQL), running it again with
+// backoff when SQLite stays busy beyond its busy timeout or PostgreSQL
+// reports a serialization failure. fn must be safe to run again.
 func (s *Store) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	backoff := 50 * time.Millisecond
+	return s.writeTx(ctx, s.txOptions, fn)
+}
+
+func (s *Store) writeTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
+	// SQLite already waited its busy timeout; a PostgreSQL transaction that
+	// lost a race is best run again at once, with jitter so that the losers
+	// do not meet again.
+	backoff, attempts := 50*time.Millisecond, 8
+	if s.engine == enginePostgres {
+		backoff, attempts = time.Millisecond, 16
+	}
 	for attempt := 0; ; attempt++ {
-		err := s.writeOnce(ctx, fn)
-		if err == nil || !IsBusy(err) || attempt >= 8 {
+		err := s.writeOnce(ctx, opts, fn)
+		if err == nil || !IsBusy(err) || attempt >= attempts {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(backoff):
+		case <-time.After(backoff + rand.N(backoff)):
 		}
 		backoff = min(backoff*2, 2*time.Second)
 	}
 }
 
-func (s *Store) writeOnce(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.w.BeginTxx(ctx, s.txOptions)
+func (s *Store) writeOnce(ctx context.Context, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.w.BeginTxx(ctx, opts)
 	if err != nil {
 		return err
 	}
