@@ -63,7 +63,7 @@ test: docker-base-background deps test-deps fmt-check vet
 
 # The suites that run on both engines, on PostgreSQL (a private server
 # each test binary starts; see internal/pgtest).
-POSTGRES_SUITES := ./internal/store/...
+POSTGRES_SUITES := ./internal/store/... ./internal/engine ./internal/api
 test-postgres: deps
 	BINDERY_TEST_DB=postgres $(GO) test -race -timeout 20m $(POSTGRES_SUITES)
 

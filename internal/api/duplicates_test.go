@@ -51,8 +51,8 @@ func TestDuplicateGroupsStatus(t *testing.T) {
 	})
 	t.Run("complete once every candidate is hashed", func(t *testing.T) {
 		sum := strings.Repeat("ab", 32)
-		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = unhex(?),
-			needs_hash = 0 WHERE id IN (?, ?, ?)`, sum, ids[0], ids[1], ids[2]); err != nil {
+		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?,
+			needs_hash = 0 WHERE id IN (?, ?, ?)`, unhex(sum), ids[0], ids[1], ids[2]); err != nil {
 			t.Fatal(err)
 		}
 		want := status{Complete: true, HashAlgorithm: "blake3", BackfillPending: 1, BackfillBytes: 7777}
@@ -78,12 +78,12 @@ func TestDuplicateGroupsStatus(t *testing.T) {
 		}
 	})
 	t.Run("only the first page carries it", func(t *testing.T) {
-		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET content_hash = unhex(?) WHERE id = ?`,
-			strings.Repeat("cd", 32), ids[2]); err != nil {
+		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET content_hash = ? WHERE id = ?`,
+			unhex(strings.Repeat("cd", 32)), ids[2]); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = unhex(?),
-			needs_hash = 0, size_bytes = 1000, hash_retry_after = NULL WHERE id = ?`, strings.Repeat("cd", 32), ids[3]); err != nil {
+		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?,
+			needs_hash = 0, size_bytes = 1000, hash_retry_after = NULL WHERE id = ?`, unhex(strings.Repeat("cd", 32)), ids[3]); err != nil {
 			t.Fatal(err)
 		}
 		r := e.call("GET", "/api/v1/duplicates/groups?limit=1", "")

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bindery-nas/bindery/internal/pgtest"
 )
 
 // statusLog records the status of every request the tests send through
@@ -54,6 +56,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	pgtest.StopShared()
 	os.Exit(code)
 }
 

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
 // pageAll walks a list with limit 2 and returns the names (field) in the
@@ -116,7 +118,7 @@ func TestNaturalOrder(t *testing.T) {
 				e.file(other, "a/One Piece 10.cbz")
 			}
 		})
-		paths, err := e.worker.QueryText(e.ctx, `SELECT group_concat(relative_path, '|') FROM library_files
+		paths, err := e.worker.QueryText(e.ctx, `SELECT `+storetest.Concat("relative_path", "|", "relative_path")+` FROM library_files
 			WHERE library_id = ? AND relative_path <> 'a/first.cbz'`, lib)
 		if err != nil {
 			t.Fatal(err)
@@ -160,9 +162,15 @@ func TestSeriesDetails(t *testing.T) {
 			ids[0], natsort.BookKey(number, 0, false, rel), missing, id); err != nil {
 			t.Fatal(err)
 		}
+		var m struct {
+			S, G, A, M *string
+			C          *int
+		}
+		if err := json.Unmarshal([]byte(meta), &m); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := e.worker.Exec(e.ctx, `INSERT INTO file_metadata (file_id, source, summary, genre, age_rating, manga, series_count, updated_at)
-			SELECT ?1, 'comicinfo', json_extract(?2, '$.s'), json_extract(?2, '$.g'), json_extract(?2, '$.a'),
-				json_extract(?2, '$.m'), json_extract(?2, '$.c'), ?3`, id, meta, e.now()); err != nil {
+			VALUES (?, 'comicinfo', ?, ?, ?, ?, ?, ?)`, id, m.S, m.G, m.A, m.M, m.C, e.now()); err != nil {
 			t.Fatal(err)
 		}
 		return id

@@ -14,8 +14,8 @@ const (
 // hashed marks a file hashed with hex digest h, as a hash job would.
 func (e *env) hashed(id int64, h string, mtime int64) {
 	e.t.Helper()
-	if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = unhex(?),
-		hashed_size_bytes = size_bytes, hashed_mtime_ns = ?, mtime_ns = ?, needs_hash = 0 WHERE id = ?`, h, mtime, mtime, id); err != nil {
+	if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?,
+		hashed_size_bytes = size_bytes, hashed_mtime_ns = ?, mtime_ns = ?, needs_hash = 0 WHERE id = ?`, unhex(h), mtime, mtime, id); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -2,7 +2,7 @@ package api_test
 
 import (
 	"context"
-	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,9 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
-
-	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/bindery-nas/bindery/internal/api"
 	"github.com/bindery-nas/bindery/internal/events"
@@ -56,7 +55,7 @@ func setup(t testing.TB) *env {
 	}
 	e.broker = events.New(events.Config{Store: control, Interval: 20 * 1e6})
 	srv, err := api.New(api.Config{Store: control, Token: testToken, CoverKey: testCoverKey, LibraryRoots: []string{e.root},
-		StateDir: e.state, Events: e.broker, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		StateDir: e.state, Events: e.broker, Logger: slog.New(slog.NewTextHandler(newTestLog(t), &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,12 +128,12 @@ func (e *env) expect(r resp, status int, code string) {
 // changed nothing.
 func (e *env) snapshot() string {
 	e.t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+e.path+"?mode=ro")
+	db, err := store.OpenRaw(e.path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	rows, err := db.Query(storetest.TablesSQL())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -213,4 +212,42 @@ func (e *env) exec(q string, args ...any) {
 	if _, err := e.st.Exec(e.ctx, q, args...); err != nil {
 		e.t.Fatalf("%s: %v", q, err)
 	}
+}
+
+// testLog writes the server's error log into the test's output (an
+// internal_error then says why), until the test ends.
+type testLog struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func newTestLog(t testing.TB) *testLog {
+	l := &testLog{t: t}
+	t.Cleanup(l.stop)
+	return l
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Log(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
+}
+
+func (l *testLog) stop() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}
+
+// unhex is a digest given in hex, as the database stores it.
+func unhex(h string) []byte {
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

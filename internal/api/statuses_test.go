@@ -55,8 +55,8 @@ func TestDocumentedStatuses(t *testing.T) {
 		g := f + 1
 		e.file(lib, "b.cbz")
 		digest := strings.Repeat("ab", 32)
-		e.exec(`UPDATE library_files SET hash_algorithm = 'blake3', content_hash = unhex(?), hashed_at = ?, needs_hash = 0 WHERE id IN (?, ?)`,
-			digest, e.now(), f, g)
+		e.exec(`UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?, hashed_at = ?, needs_hash = 0 WHERE id IN (?, ?)`,
+			unhex(digest), e.now(), f, g)
 		e.expect(e.call("GET", "/api/v1/duplicates/groups/blake3:"+digest+"/files", ""), 200, "")
 	})
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -36,6 +37,7 @@ func (e *env) shell(sql string) {
 // shell, with their own time spellings, page, recover, claim and gate
 // checkpoints like Bindery's own.
 func TestThirdPartyTimes(t *testing.T) {
+	storetest.SkipOnPostgres(t, "third parties here are SQLite's own tools (Python's sqlite3, the sqlite3 shell)")
 	e := setup(t)
 	lib := e.library("a")
 	e.shell(`INSERT INTO jobs (kind, status, created_at, updated_at, finished_at) VALUES

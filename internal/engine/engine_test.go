@@ -63,13 +63,20 @@ func (h *harness) stop() {
 	}
 }
 
-func (h *harness) exec(q string, args ...any) int64 {
+func (h *harness) exec(q string, args ...any) {
 	h.t.Helper()
-	res, err := h.control.Exec(context.Background(), q, args...)
-	if err != nil {
+	if _, err := h.control.Exec(context.Background(), q, args...); err != nil {
 		h.t.Fatalf("exec %q: %v", q, err)
 	}
-	id, _ := res.LastInsertId()
+}
+
+// insert is exec for an `INSERT … RETURNING id`, returning the id.
+func (h *harness) insert(q string, args ...any) int64 {
+	h.t.Helper()
+	id, err := h.control.InsertID(context.Background(), q, args...)
+	if err != nil {
+		h.t.Fatalf("insert %q: %v", q, err)
+	}
 	return id
 }
 
@@ -92,14 +99,14 @@ func (h *harness) waitFor(want int64, q string, args ...any) {
 }
 
 func (h *harness) job(kind, payload string) int64 {
-	return h.exec(`INSERT INTO jobs (kind, payload, created_at, updated_at) VALUES (?, ?, ?, ?)`,
+	return h.insert(`INSERT INTO jobs (kind, payload, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id`,
 		kind, payload, protocol.FormatTime(time.Now()), protocol.FormatTime(time.Now()))
 }
 
 func (h *harness) thumb(fileID int64) int64 {
 	now := protocol.FormatTime(time.Now())
-	return h.exec(`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
-		VALUES (?, 1, 'g', 'x.webp', ?, ?)`, fileID, now, now)
+	return h.insert(`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
+		VALUES (?, 1, 'g', 'x.webp', ?, ?) RETURNING id`, fileID, now, now)
 }
 
 func TestEngineRunsEveryLane(t *testing.T) {
@@ -177,7 +184,7 @@ func TestEngineHashYieldsToScan(t *testing.T) {
 	noop := &enginetest.Noop{Delay: time.Minute}
 	h := setup(t, noop.Executors(), nil)
 	now := protocol.FormatTime(time.Now())
-	lib := h.exec(`INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('l', '/l', ?, ?)`, now, now)
+	lib := h.insert(`INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('l', '/l', ?, ?) RETURNING id`, now, now)
 	queueScan := func() {
 		h.exec(`INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
 			VALUES ('scan', ?, 'high', 'manual', ?, ?)`, lib, now, now)
@@ -189,7 +196,7 @@ func TestEngineHashYieldsToScan(t *testing.T) {
 		asked := time.Now()
 		queueScan()
 		h.waitFor(1, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'completed' AND error_code IS NULL
-			AND json_extract(result, '$.yielded') = 1 AND lease_expires_at IS NULL`, id)
+			AND `+storetest.JSONTrue("result", protocol.ResultYielded)+` AND lease_expires_at IS NULL`, id)
 		if d := time.Since(asked); d > 2*time.Second {
 			t.Fatalf("yield observed after %v, want within 2 s", d)
 		}

@@ -159,7 +159,7 @@ func filesInOrderQuery(f FileFilter, after *protocol.SortCursor, limit int) (str
 // fileFilterSQL is the filter as a condition over library_files f, with
 // one parameter per set field, bound by fileFilterArgs in the same order.
 func fileFilterSQL(f FileFilter) string {
-	where := []string{"1"}
+	where := []string{"1 = 1"}
 	if f.LibraryID.Valid {
 		where = append(where, "f.library_id = ?")
 	}

@@ -27,7 +27,7 @@ type HashLibrary struct {
 func (s *Store) HashLibraries(ctx context.Context, libraryID sql.NullInt64) ([]HashLibrary, error) {
 	var out []HashLibrary
 	err := s.r.SelectContext(ctx, &out, `SELECT id, path FROM libraries
-		WHERE ? IS NULL OR id = ? ORDER BY id`, libraryID, libraryID)
+		WHERE id = ? OR ? IS NULL ORDER BY id`, libraryID, libraryID)
 	if err != nil {
 		return nil, fmt.Errorf("hash libraries: %w", err)
 	}
@@ -53,7 +53,7 @@ type HashCandidate struct {
 const hashDue = `f.is_missing = 0 AND f.role <> 'folder'
 	AND (f.needs_hash = 1 OR f.hash_algorithm IS DISTINCT FROM ?2)
 	AND (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3)
-	AND (?1 IS NULL OR f.library_id = ?1)`
+	AND (f.library_id = ?1 OR ?1 IS NULL)`
 
 // HashPass names the files one pass of a hash job reads whole.
 type HashPass int
@@ -94,7 +94,7 @@ func (s *Store) HashCandidates(ctx context.Context, p HashPass, libraryID sql.Nu
 func (s *Store) CountHashCandidates(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm) (int64, error) {
 	var n int64
 	err := s.r.GetContext(ctx, &n, `SELECT count(*) FROM (`+s.hashPending("?2")+`) f
-		WHERE (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3) AND (?1 IS NULL OR f.library_id = ?1)`,
+		WHERE (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3) AND (f.library_id = ?1 OR ?1 IS NULL)`,
 		libraryID, string(alg), s.nowText())
 	if err != nil {
 		return 0, fmt.Errorf("count hash candidates: %w", err)

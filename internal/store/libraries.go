@@ -165,9 +165,9 @@ func (s *Store) DeleteLibrary(ctx context.Context, id int64) error {
 			return fmt.Errorf("delete library: cancel jobs: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at)
-				SELECT DISTINCT t.group_key, 'pending', ?1, ?1, ?1 FROM thumbnails t
+				SELECT g.group_key, 'pending', ?1, ?1, ?1 FROM (SELECT DISTINCT t.group_key FROM thumbnails t
 				WHERE t.library_id = ?2 AND NOT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs c
-					WHERE c.group_key = t.group_key AND c.status = 'pending')`, now, id); err != nil {
+					WHERE c.group_key = t.group_key AND c.status = 'pending')) AS g`, now, id); err != nil {
 			return fmt.Errorf("delete library: schedule cleanup: %w", err)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM libraries WHERE id = ?`, id)

@@ -82,14 +82,31 @@ func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.N
 // CheckNamedValue stores a Go bool as 0 or 1: the protocol's flags are
 // integers on both engines, so that the same `= 1` reads them.
 func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
-	if b, ok := nv.Value.(bool); ok {
-		nv.Value = int64(0)
-		if b {
-			nv.Value = int64(1)
+	switch v := nv.Value.(type) {
+	case bool:
+		nv.Value = flag(v)
+		return nil
+	case *bool:
+		if nv.Value = nil; v != nil {
+			nv.Value = flag(*v)
 		}
 		return nil
+	case driver.Valuer:
+		if val, err := v.Value(); err == nil {
+			if b, ok := val.(bool); ok {
+				nv.Value = flag(b)
+				return nil
+			}
+		}
 	}
 	return c.Conn.CheckNamedValue(nv)
+}
+
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 var numbered sync.Map // query text → its numbered form

@@ -152,6 +152,7 @@ type dbClock struct {
 	base time.Time // the server's clock …
 	at   time.Time // … when this host's monotonic clock read this
 	done chan struct{}
+	once sync.Once // Close may be called twice
 	wg   sync.WaitGroup
 }
 
@@ -206,7 +207,7 @@ func (c *dbClock) now() time.Time {
 }
 
 func (c *dbClock) stop() {
-	close(c.done)
+	c.once.Do(func() { close(c.done) })
 	c.wg.Wait()
 }
 

@@ -171,7 +171,7 @@ func (s *Store) GetScan(ctx context.Context, id int64) (ScanRecord, error) {
 func (s *Store) ListScans(ctx context.Context, libraryID sql.NullInt64, beforeID int64, limit int) ([]ScanRecord, error) {
 	var out []ScanRecord
 	err := s.r.SelectContext(ctx, &out, `SELECT `+scanCols+` FROM scan_sessions
-		WHERE (?1 IS NULL OR library_id = ?1) AND (?2 = 0 OR id < ?2)
+		WHERE (library_id = ?1 OR ?1 IS NULL) AND (?2 = 0 OR id < ?2)
 		ORDER BY id DESC LIMIT ?3`, libraryID, beforeID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list scans: %w", err)

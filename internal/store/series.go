@@ -278,11 +278,17 @@ type SeriesDetails struct {
 	FirstBook sql.NullString `db:"first_book"`
 }
 
-// seriesField is the first present book's value of a file_metadata column,
-// in reading order (ix_library_files_series_sort).
+// seriesField is the first present book's value of a file_metadata text
+// column, in reading order (ix_library_files_series_sort); an empty text
+// counts as no value.
 func seriesField(col string) string {
+	return seriesValue(col, ` AND m.`+col+` <> ''`)
+}
+
+// seriesValue is seriesField for any column, with an extra condition.
+func seriesValue(col, cond string) string {
 	return `(SELECT m.` + col + ` FROM library_files f JOIN file_metadata m ON m.file_id = f.id
-		WHERE f.series_id = ?1 AND f.is_missing = 0 AND m.` + col + ` IS NOT NULL AND m.` + col + ` <> ''
+		WHERE f.series_id = ?1 AND f.is_missing = 0 AND m.` + col + ` IS NOT NULL` + cond + `
 		ORDER BY f.sort_key, f.id LIMIT 1) AS ` + col
 }
 
@@ -293,7 +299,7 @@ func (s *Store) GetSeriesDetails(ctx context.Context, id int64) (SeriesDetails, 
 	var d SeriesDetails
 	err := s.r.GetContext(ctx, &d, `SELECT `+seriesField("summary")+`, `+seriesField("genre")+`, `+seriesField("tags")+`,
 		`+seriesField("age_rating")+`, `+seriesField("language_iso")+`, `+seriesField("writer")+`,
-		`+seriesField("manga")+`, `+seriesField("series_count")+`,
+		`+seriesField("manga")+`, `+seriesValue("series_count", "")+`,
 		(SELECT f.id FROM library_files f WHERE f.series_id = ?1 AND f.is_missing = 0
 		   AND EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready')
 		 ORDER BY f.sort_key, f.id LIMIT 1) AS cover_file_id,

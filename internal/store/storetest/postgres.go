@@ -93,3 +93,20 @@ func Concat(expr, sep, order string) string {
 	}
 	return "group_concat(" + expr + ", '" + sep + "')"
 }
+
+// JSONTrue is SQL testing that the JSON text column col has key set to 1
+// (or true), on either engine.
+func JSONTrue(col, key string) string {
+	if Postgres() {
+		return "(" + col + "::jsonb ->> '" + key + "') IN ('1', 'true')"
+	}
+	return "json_extract(" + col + ", '$." + key + "') = 1"
+}
+
+// TablesSQL lists the database's own tables by name, on either engine.
+func TablesSQL() string {
+	if Postgres() {
+		return `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`
+	}
+	return `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`
+}
