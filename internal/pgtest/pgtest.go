@@ -263,10 +263,21 @@ func StopShared() {
 // test, and drops it when the test ends. It returns its name.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
+	return NewDatabaseFrom(tb, "")
+}
+
+// NewDatabaseFrom is NewDatabase copying the database template (one
+// nobody is connected to), or template1 when it is "".
+func NewDatabaseFrom(tb testing.TB, template string) string {
+	tb.Helper()
 	s := Shared(tb)
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), s.databases.Add(1))
 	ctx := context.Background()
-	if err := s.Exec(ctx, "postgres", "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + template
+	}
+	if err := s.Exec(ctx, "postgres", create); err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}
 	tb.Cleanup(func() { _ = s.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })

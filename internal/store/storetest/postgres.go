@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/pgtest"
@@ -37,33 +39,53 @@ func SkipOnPostgres(tb testing.TB, why string) {
 }
 
 // mustMigratePostgres makes a database migrated by its owner (the
-// superuser, standing in for controld's role) with a worker role holding
-// exactly the grants controld migrate gives workerd.
+// superuser, standing in for controld's role), with the worker role of the
+// test binary holding exactly the grants controld migrate gives workerd.
 func mustMigratePostgres(tb testing.TB) string {
 	tb.Helper()
-	srv := pgtest.Shared(tb)
-	name := pgtest.NewDatabase(tb)
-	ctx := context.Background()
-	raw := srv.URL(name, pgtest.Superuser)
-	if err := store.Migrate(ctx, raw); err != nil {
-		tb.Fatalf("migrate: %v", err)
-	}
-	role := workerRole(name)
-	grants, err := migrations.WorkerGrants(role)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := srv.Exec(ctx, name, append([]string{"CREATE ROLE " + role + " LOGIN"}, grants...)...); err != nil {
-		tb.Fatalf("worker role: %v", err)
-	}
-	tb.Cleanup(func() {
-		_ = srv.Exec(ctx, name, "DROP OWNED BY "+role)
-		_ = srv.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)", "DROP ROLE IF EXISTS "+role)
-	})
-	return raw
+	name := pgtest.NewDatabaseFrom(tb, migratedTemplate(tb))
+	return pgtest.Shared(tb).URL(name, pgtest.Superuser)
 }
 
-func workerRole(database string) string { return "w_" + database }
+var template struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// migratedTemplate is a database migrated once per test binary, with the
+// worker role's grants, which each test's database copies: a test's
+// database then costs a CREATE DATABASE … TEMPLATE instead of the
+// migrations and some fifty GRANTs.
+func migratedTemplate(tb testing.TB) string {
+	tb.Helper()
+	template.once.Do(func() { template.name, template.err = makeTemplate(pgtest.Shared(tb)) })
+	if template.err != nil {
+		tb.Fatalf("migrated template: %v", template.err)
+	}
+	return template.name
+}
+
+func makeTemplate(srv *pgtest.Server) (string, error) {
+	ctx := context.Background()
+	name := fmt.Sprintf("migrated_%d", os.Getpid())
+	if err := srv.Exec(ctx, "postgres", "CREATE DATABASE "+name); err != nil {
+		return "", err
+	}
+	if err := store.Migrate(ctx, srv.URL(name, pgtest.Superuser)); err != nil {
+		return "", err
+	}
+	grants, err := migrations.WorkerGrants(workerRole())
+	if err != nil {
+		return "", err
+	}
+	stmts := append([]string{"DROP ROLE IF EXISTS " + workerRole(), "CREATE ROLE " + workerRole() + " LOGIN"}, grants...)
+	return name, srv.Exec(ctx, name, stmts...)
+}
+
+// workerRole is the test binary's workerd role (roles are the server's, so
+// every database copied from the template grants it the same).
+func workerRole() string { return fmt.Sprintf("worker_%d", os.Getpid()) }
 
 // workerURL is raw with the database's worker role as its user.
 func workerURL(tb testing.TB, raw string) string {
@@ -72,7 +94,7 @@ func workerURL(tb testing.TB, raw string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	u.User = url.User(workerRole(u.Path[1:]))
+	u.User = url.User(workerRole())
 	return u.String()
 }
 
