@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -81,6 +82,9 @@ func CheckPostgres(ctx context.Context, db *sql.DB) error {
 	return checkVersion(v)
 }
 
+// ErrBadRole: a worker role name WorkerGrants refuses.
+var ErrBadRole = errors.New("worker role")
+
 // roleName is what WorkerGrants accepts as a role: a plain lowercase
 // identifier, so that it never needs quoting.
 var roleName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -95,7 +99,7 @@ var roleName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // (controld migrate --print-grants prints them).
 func WorkerGrants(role string) ([]string, error) {
 	if !roleName.MatchString(role) {
-		return nil, fmt.Errorf("worker role %q: want a lowercase identifier", role)
+		return nil, fmt.Errorf("%w %q: want a lowercase identifier", ErrBadRole, role)
 	}
 	stmts := []string{
 		"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM " + role,

@@ -12,33 +12,73 @@ import (
 )
 
 func newMigrateCommand() *cobra.Command {
-	var dbPath string
+	var dbPath, workerRole, printGrants string
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply pending schema migrations and exit",
 		Long: `Apply every pending schema migration to the database and exit.
 Migrating an up-to-date database is a no-op. A database written by a newer
-Bindery is refused: controld never downgrades.`,
+Bindery is refused: controld never downgrades.
+
+On PostgreSQL, --worker-role NAME also makes NAME a login role holding
+exactly the writes workerd may do (run it as the role controld uses, which
+owns the schema); --print-grants NAME prints those statements for a DBA
+instead, and touches no database.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printGrants != "" {
+				return printWorkerGrants(cmd, printGrants)
+			}
 			if err := migrate(cmd, dbPath); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "database %s at schema version %d\n", dbPath, migrations.Latest())
-			return printRepairs(cmd, dbPath)
+			st, err := store.Open(cmd.Context(), store.Config{Path: dbPath})
+			if err != nil {
+				return cli.Exit(cli.ExitDatabase, err)
+			}
+			defer st.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "database %s at schema version %d\n", st.Path(), migrations.Latest())
+			if workerRole != "" {
+				if err := grantWorker(cmd, dbPath, workerRole); err != nil {
+					return err
+				}
+			}
+			return printRepairs(cmd, st)
 		},
 	}
-	cmd.Flags().StringVar(&dbPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file (env BINDERY_DB)")
+	cmd.Flags().StringVar(&dbPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file or postgres:// URL (env BINDERY_DB)")
+	cmd.Flags().StringVar(&workerRole, "worker-role", "", "PostgreSQL: create or update this login role with workerd's grants")
+	cmd.Flags().StringVar(&printGrants, "print-grants", "", "PostgreSQL: print the grants of this worker role and exit")
 	return cmd
+}
+
+func printWorkerGrants(cmd *cobra.Command, role string) error {
+	grants, err := migrations.WorkerGrants(role)
+	if err != nil {
+		return cli.Exit(cli.ExitUsage, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "CREATE ROLE %s LOGIN;\n", role)
+	for _, g := range grants {
+		fmt.Fprintln(cmd.OutOrStdout(), g+";")
+	}
+	return nil
+}
+
+func grantWorker(cmd *cobra.Command, dbPath, role string) error {
+	err := store.GrantWorker(cmd.Context(), dbPath, role)
+	switch {
+	case err == nil:
+		fmt.Fprintf(cmd.OutOrStdout(), "worker role %s holds workerd's grants\n", role)
+		return nil
+	case errors.Is(err, store.ErrNotPostgres), errors.Is(err, migrations.ErrBadRole):
+		return cli.Exit(cli.ExitUsage, err)
+	default:
+		return cli.Exit(cli.ExitDatabase, err)
+	}
 }
 
 // printRepairs lists what the data migrations repaired (legacy rows, times
 // in another spelling), so that an operator sees it once, after migrating.
-func printRepairs(cmd *cobra.Command, dbPath string) error {
-	st, err := store.Open(cmd.Context(), store.Config{Path: dbPath})
-	if err != nil {
-		return cli.Exit(cli.ExitDatabase, err)
-	}
-	defer st.Close()
+func printRepairs(cmd *cobra.Command, st *store.Store) error {
 	repairs, err := st.MigrationRepairs(cmd.Context())
 	if err != nil {
 		return cli.Exit(cli.ExitDatabase, err)

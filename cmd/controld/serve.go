@@ -88,7 +88,7 @@ func NewMain() *Main {
 	m := &Main{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), serveErr: make(chan error, 1)}
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	c := &m.Config
-	fs.StringVar(&c.DB, "db", cli.Env("BINDERY_DB", ""), "SQLite database file (env BINDERY_DB; default <state-dir>/bindery.db)")
+	fs.StringVar(&c.DB, "db", cli.Env("BINDERY_DB", ""), "SQLite database file or postgres:// URL (env BINDERY_DB; default <state-dir>/bindery.db)")
 	fs.StringVar(&c.Listen, "listen", cli.Env("BINDERY_LISTEN", "127.0.0.1:8080"),
 		"address of the admin API (env BINDERY_LISTEN); use 0.0.0.0:8080 to serve other hosts")
 	fs.StringVar(&c.StateDir, "state-dir", cli.Env("BINDERY_STATE_DIR", cli.DefaultStateDir),
@@ -175,7 +175,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.http = m.API.HTTPServer(c.Listen)
 	m.http.BaseContext = func(net.Listener) context.Context { return ctx }
 	go func() { m.serveErr <- m.http.Serve(m.ln) }()
-	m.Logger.Info("controld serving", "addr", m.ln.Addr().String(), "db", c.DB, "library_roots", c.LibraryRoots)
+	m.Logger.Info("controld serving", "addr", m.ln.Addr().String(), "db", m.Store.Path(), "library_roots", c.LibraryRoots)
 	return nil
 }
 

@@ -49,7 +49,7 @@ and monitoring; set BINDERY_WORKER_ID for both "run" and "healthcheck".`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dbPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file (env BINDERY_DB)")
+	f.StringVar(&dbPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file or postgres:// URL (env BINDERY_DB)")
 	f.StringVar(&workerID, "worker-id", cli.Env("BINDERY_WORKER_ID", ""), "worker to check; empty = any worker (env BINDERY_WORKER_ID)")
 	f.DurationVar(&lease, "lease", protocol.DefaultLeaseDuration, "the workers' lease (env BINDERY_LEASE)")
 	return cmd

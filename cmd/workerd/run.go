@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -64,7 +65,7 @@ workerd), 64 usage.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.DBPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file, shared with controld (env BINDERY_DB)")
+	f.StringVar(&cfg.DBPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file or postgres:// URL, shared with controld (env BINDERY_DB)")
 	f.StringVar(&cfg.StateDir, "state-dir", cli.Env("BINDERY_STATE_DIR", cli.DefaultStateDir), "state directory: cover cache and temp files (env BINDERY_STATE_DIR)")
 	f.StringVar(&cfg.LibraryRoot, "library-root", cli.Env("BINDERY_LIBRARY_ROOT", cli.DefaultLibraryRoot), "folders library paths must lie under, comma-separated; each must exist (env BINDERY_LIBRARY_ROOT)")
 	f.StringVar(&cfg.WorkerID, "worker-id", cli.Env("BINDERY_WORKER_ID", ""), "this worker's id in worker_id columns; unique per live process (env BINDERY_WORKER_ID, default host-pid-random)")
@@ -105,10 +106,10 @@ func (m *Main) run(ctx context.Context, cfg runConfig) error {
 // missing file, a file that is not a Bindery database, or a schema version
 // this binary was not built for. It never creates or migrates anything.
 func openWorkerStore(ctx context.Context, path string) (*store.Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, cli.Exit(cli.ExitDatabase, fmt.Errorf("database %s: %w (workerd never creates it: start controld or run \"controld migrate\" first)", path, err))
-	}
 	st, err := store.Open(ctx, store.Config{Path: path, Role: store.RoleWorker})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, cli.Exit(cli.ExitDatabase, fmt.Errorf("%w (workerd never creates it: start controld or run \"controld migrate\" first)", err))
+	}
 	if err != nil {
 		return nil, cli.Exit(cli.ExitDatabase, err)
 	}
@@ -118,10 +119,10 @@ func openWorkerStore(ctx context.Context, path string) (*store.Store, error) {
 		return st, nil
 	case errors.Is(err, migrations.ErrSchemaTooOld), errors.Is(err, migrations.ErrSchemaTooNew):
 		st.Close()
-		return nil, cli.Exit(cli.ExitSchema, fmt.Errorf("database %s: %w", path, err))
+		return nil, cli.Exit(cli.ExitSchema, fmt.Errorf("database %s: %w", st.Path(), err))
 	default:
 		st.Close()
-		return nil, cli.Exit(cli.ExitDatabase, fmt.Errorf("database %s: %w", path, err))
+		return nil, cli.Exit(cli.ExitDatabase, fmt.Errorf("database %s: %w", st.Path(), err))
 	}
 }
 

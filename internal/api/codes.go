@@ -92,6 +92,7 @@ var codes = map[string]codeInfo{
 	store.CodeJobTerminal:       {http.StatusConflict, "the job has already ended"},
 	store.CodeLibraryExists:     {http.StatusConflict, "a library with this path exists"},
 	store.CodeLibraryBusy:       {http.StatusConflict, "a scan or hash job of the library is active"},
+	store.CodeNoWAL:             {http.StatusConflict, "the database is PostgreSQL, which checkpoints itself"},
 	CodeBodyTooLarge:            {http.StatusRequestEntityTooLarge, "the body is larger than 1 MiB"},
 	CodeUnsupportedMediaType:    {http.StatusUnsupportedMediaType, "the body is not application/json"},
 	CodeQueueFull:               {http.StatusTooManyRequests, "the scan queue is at capacity"},

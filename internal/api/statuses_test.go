@@ -71,6 +71,7 @@ func TestDocumentedStatuses(t *testing.T) {
 
 	t.Run("checkpoint too soon", func(t *testing.T) {
 		e.t = t
+		storetest.SkipOnPostgres(t, "checkpoints are SQLite's (TestWALAndMaintenance sees PostgreSQL's 409)")
 		e.expect(e.call("POST", "/api/v1/maintenance/wal-checkpoint", `{"mode":"truncate"}`), 202, "")
 		e.exec(`UPDATE wal_maintenance_jobs SET status = 'completed', finished_at = ?`, e.now())
 		e.expect(e.call("POST", "/api/v1/maintenance/wal-checkpoint", `{"mode":"truncate"}`), 429, "checkpoint_too_soon")

@@ -209,12 +209,16 @@ const retentionPause = 20 * time.Millisecond
 // its own minimum spacing: the request is refused until it is due) and a
 // truncate checkpoint when the -wal file outgrew its threshold.
 func (s *Scheduler) walCheckpoints(ctx context.Context) (int64, error) {
+	wal, ok := s.st.WALFile()
+	if !ok {
+		return 0, nil // a server database checkpoints itself
+	}
 	v, err := settings.Load(ctx, s.st)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	if fi, err := os.Stat(s.st.Path() + "-wal"); err == nil {
+	if fi, err := os.Stat(wal); err == nil {
 		threshold := v.Int(settings.WALCheckpointTruncateMB) << 20
 		if fi.Size() > threshold {
 			minGap := time.Duration(v.Int(settings.WALCheckpointMinIntervalSec)) * time.Second

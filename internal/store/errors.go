@@ -18,6 +18,7 @@ const (
 	CodeJobTerminal   = "job_terminal"
 	CodeLibraryExists = "library_exists"
 	CodeLibraryBusy   = "library_busy"
+	CodeNoWAL         = "checkpoint_not_applicable"
 )
 
 // Application errors of the store. The API maps each to one HTTP status in

@@ -238,3 +238,45 @@ func pgCode(err error) string {
 	}
 	return ""
 }
+
+// ErrNotPostgres: an operation that exists only on PostgreSQL (worker
+// roles) was asked of an SQLite database, where workerd's writes are held
+// by the authorizer on its connections instead.
+var ErrNotPostgres = errors.New("not a PostgreSQL database: worker roles are PostgreSQL's (on SQLite workerd's writes are checked on its own connections)")
+
+// GrantWorker makes role, as the URL's role (controld's, which owns the
+// schema), a login role holding exactly the writes protocol §7 allows
+// workerd (migrations.WorkerGrants). It may be run again: the grants are
+// set anew. The role's password, if any, is the DBA's to set.
+func GrantWorker(ctx context.Context, raw, role string) error {
+	if engineOf(raw) != enginePostgres {
+		return ErrNotPostgres
+	}
+	grants, err := migrations.WorkerGrants(role)
+	if err != nil {
+		return err
+	}
+	u, err := pgURL(raw, false)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("pgx", u)
+	if err != nil {
+		return fmt.Errorf("grant worker: %w", err)
+	}
+	defer db.Close()
+	var exists bool
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role).Scan(&exists); err != nil {
+		return fmt.Errorf("grant worker: %w", err)
+	}
+	stmts := grants
+	if !exists {
+		stmts = append([]string{"CREATE ROLE " + role + " LOGIN"}, grants...)
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("grant worker %s: %s: %w", role, q, err)
+		}
+	}
+	return nil
+}

@@ -29,6 +29,16 @@ const walCols = `id, requested_mode, reason, status, execute_after, retry_count,
 // time reports busy and is retried later with backoff.
 const DefaultCheckpointBusyTimeout = time.Second
 
+// WALFile is the SQLite database's -wal file, which controld checkpoints
+// through wal_maintenance_jobs; false on PostgreSQL, whose server runs its
+// own checkpoints.
+func (s *Store) WALFile() (string, bool) {
+	if s.engine == enginePostgres {
+		return "", false
+	}
+	return s.path + "-wal", true
+}
+
 // EnqueueCheckpoint requests a checkpoint. An active row (pending, running
 // or retryable) is returned instead of a duplicate, with false; a pending
 // row is raised to the stronger mode when asked (passive < restart <
@@ -37,6 +47,10 @@ const DefaultCheckpointBusyTimeout = time.Second
 func (s *Store) EnqueueCheckpoint(ctx context.Context, mode protocol.CheckpointMode, reason string, force bool, minInterval time.Duration) (WALJob, bool, error) {
 	if _, err := protocol.ParseCheckpointMode(string(mode)); err != nil {
 		return WALJob{}, false, fmt.Errorf("enqueue checkpoint: %w: %v", ErrInvalidRequest, err)
+	}
+	if _, ok := s.WALFile(); !ok {
+		return WALJob{}, false, &protocol.Error{Code: CodeNoWAL,
+			Message: "checkpoints are SQLite's: PostgreSQL checkpoints its own write-ahead log", Err: ErrConflict}
 	}
 	var (
 		out     WALJob
