@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/pgtest"
 	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
@@ -84,6 +85,7 @@ func binDir(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.StopShared()
 	pruneBuildStages()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

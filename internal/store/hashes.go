@@ -27,7 +27,7 @@ type HashLibrary struct {
 func (s *Store) HashLibraries(ctx context.Context, libraryID sql.NullInt64) ([]HashLibrary, error) {
 	var out []HashLibrary
 	err := s.r.SelectContext(ctx, &out, `SELECT id, path FROM libraries
-		WHERE id = ? OR ? IS NULL ORDER BY id`, libraryID, libraryID)
+		WHERE id = ?1 OR ?1 IS NULL ORDER BY id`, libraryID)
 	if err != nil {
 		return nil, fmt.Errorf("hash libraries: %w", err)
 	}

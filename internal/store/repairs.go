@@ -19,6 +19,9 @@ type MigrationRepair struct {
 // did it.
 func (s *Store) MigrationRepairs(ctx context.Context) ([]MigrationRepair, error) {
 	out := []MigrationRepair{}
+	if s.engine == enginePostgres {
+		return out, nil // the repairs are of legacy SQLite rows (PROTOCOL.md §2)
+	}
 	err := s.r.SelectContext(ctx, &out, `SELECT version, table_name, column_name, code, rows FROM migration_repairs ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("migration repairs: %w", err)
