@@ -28,21 +28,7 @@ func startAsUnit(t *testing.T, stage, bin, unit string, env []string) *daemon {
 		t.Fatal(err)
 	}
 	argv := strings.Fields(u.last("Service", "ExecStart"))
-	argv[0] = filepath.Join(bin, filepath.Base(argv[0]))
-	d := &daemon{cmd: exec.Command(argv[0], argv[1:]...), out: &bytes.Buffer{}, done: make(chan error, 1)}
-	d.cmd.Env = env
-	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.done <- d.cmd.Wait() }()
-	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Kill()
-			<-d.done
-		}
-	})
-	return d
+	return startProcess(t, env, filepath.Join(bin, filepath.Base(argv[0])), argv[1:]...)
 }
 
 // stop sends SIGTERM and waits up to the units' TimeoutStopSec for exit 0.
