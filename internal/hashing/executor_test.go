@@ -115,7 +115,7 @@ func (e *env) row(t *testing.T, id int64) hashRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hashRow{h.HashAlgorithm, h.ContentHash, h.NeedsHash, h.HashedSizeBytes, h.HashedMtimeNs,
+	return hashRow{h.HashAlgorithm, h.ContentHash, h.NeedsHash, h.HashedSizeBytes, h.HashedMtimeNS,
 		h.HashErrorCount, h.HashLastError, h.HashRetryAfter}
 }
 

@@ -198,7 +198,7 @@ func fileFilterArgs(f FileFilter) []any {
 func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 	var row struct {
 		ThumbID   sql.NullInt64  `db:"thumb_id"`
-		Relpath   sql.NullString `db:"output_relpath"`
+		RelPath   sql.NullString `db:"output_relpath"`
 		Format    sql.NullString `db:"format"`
 		UpdatedAt sql.NullInt64  `db:"cover_updated_at"`
 	}
@@ -215,7 +215,7 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 	if !row.ThumbID.Valid {
 		return CoverRef{}, &protocol.Error{Code: CodeCoverNotReady, Message: fmt.Sprintf("file %d has no cover yet", fileID), Err: ErrNotFound}
 	}
-	ref := CoverRef{FileID: fileID, ThumbnailID: row.ThumbID.Int64, OutputRelPath: row.Relpath.String,
+	ref := CoverRef{FileID: fileID, ThumbnailID: row.ThumbID.Int64, OutputRelPath: row.RelPath.String,
 		Format: protocol.ImageFormat(row.Format.String), Version: coverVersion(row.UpdatedAt, row.ThumbID.Int64)}
 	return ref, nil
 }

@@ -200,7 +200,7 @@ type HashState struct {
 	HashAlgorithm   sql.NullString    `db:"hash_algorithm"`
 	ContentHash     []byte            `db:"content_hash"`
 	HashedSizeBytes sql.NullInt64     `db:"hashed_size_bytes"`
-	HashedMtimeNs   sql.NullInt64     `db:"hashed_mtime_ns"`
+	HashedMtimeNS   sql.NullInt64     `db:"hashed_mtime_ns"`
 	HashedAt        protocol.NullTime `db:"hashed_at"`
 	HashErrorCount  int64             `db:"hash_error_count"`
 	HashLastError   sql.NullString    `db:"hash_last_error"`
