@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +13,7 @@ import (
 )
 
 func newMigrateCommand() *cobra.Command {
-	var dbPath, workerRole, printGrants string
+	var dbPath, workerRole, printGrants, from string
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply pending schema migrations and exit",
@@ -23,10 +24,17 @@ Bindery is refused: controld never downgrades.
 On PostgreSQL, --worker-role NAME also makes NAME a login role holding
 exactly the writes workerd may do (run it as the role controld uses, which
 owns the schema); --print-grants NAME prints those statements for a DBA
-instead, and touches no database.`,
+instead, and touches no database; --from FILE copies an SQLite database,
+migrated to this release and with both daemons stopped, into the empty
+PostgreSQL database (all or nothing; ids, covers' rows and history kept).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if printGrants != "" {
 				return printWorkerGrants(cmd, printGrants)
+			}
+			if from != "" {
+				if err := copyFrom(cmd, strings.TrimPrefix(from, "sqlite://"), dbPath); err != nil {
+					return err
+				}
 			}
 			if err := migrate(cmd, dbPath); err != nil {
 				return err
@@ -48,6 +56,7 @@ instead, and touches no database.`,
 	cmd.Flags().StringVar(&dbPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file or postgres:// URL (env BINDERY_DB)")
 	cmd.Flags().StringVar(&workerRole, "worker-role", "", "PostgreSQL: create or update this login role with workerd's grants")
 	cmd.Flags().StringVar(&printGrants, "print-grants", "", "PostgreSQL: print the grants of this worker role and exit")
+	cmd.Flags().StringVar(&from, "from", "", "PostgreSQL: first copy this SQLite database (a path or sqlite:// URL) into the empty database")
 	return cmd
 }
 
@@ -95,6 +104,22 @@ func migrate(cmd *cobra.Command, dbPath string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, migrations.ErrSchemaTooNew):
+		return cli.Exit(cli.ExitSchema, err)
+	default:
+		return cli.Exit(cli.ExitDatabase, err)
+	}
+}
+
+func copyFrom(cmd *cobra.Command, from, to string) error {
+	err := store.CopyToPostgres(cmd.Context(), from, to, func(table string, rows int64) {
+		fmt.Fprintf(cmd.OutOrStdout(), "copied %s: %d rows\n", table, rows)
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrTargetNotEmpty), errors.Is(err, store.ErrNotPostgres):
+		return cli.Exit(cli.ExitUsage, err)
+	case errors.Is(err, migrations.ErrSchemaTooOld), errors.Is(err, migrations.ErrSchemaTooNew):
 		return cli.Exit(cli.ExitSchema, err)
 	default:
 		return cli.Exit(cli.ExitDatabase, err)

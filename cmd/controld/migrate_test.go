@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,16 +13,17 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/bindery-nas/bindery/internal/cli"
+	"github.com/bindery-nas/bindery/internal/pgtest"
 )
 
-// runMigrate runs "controld migrate --db path" and returns its output and
-// exit code.
-func runMigrate(t *testing.T, path string) (string, int) {
+// runMigrate runs "controld migrate --db path [flags]" and returns its
+// output and exit code.
+func runMigrate(t *testing.T, path string, flags ...string) (string, int) {
 	t.Helper()
 	var out bytes.Buffer
 	cmd := newMigrateCommand()
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--db", path})
+	cmd.SetArgs(append([]string{"--db", path}, flags...))
 	err := cmd.ExecuteContext(context.Background())
 	if err != nil {
 		out.WriteString(err.Error())
@@ -70,4 +73,56 @@ func TestMigrateLegacy(t *testing.T) {
 			t.Fatalf("tables after the refusal: %q %v", tables, err)
 		}
 	})
+}
+
+// TestMigrateToPostgres: the PostgreSQL flags of controld migrate, and
+// their bad forms. (TestCopyToPostgres checks the copy row by row.)
+func TestMigrateToPostgres(t *testing.T) {
+	sqlite := filepath.Join(t.TempDir(), "bindery.db")
+	if out, code := runMigrate(t, sqlite); code != 0 {
+		t.Fatalf("migrate the SQLite file: exit %d\n%s", code, out)
+	}
+	srv := pgtest.Shared(t)
+	url := srv.URL(pgtest.NewDatabase(t), pgtest.Superuser)
+	role := fmt.Sprintf("w_migrate_%d", os.Getpid())
+	t.Cleanup(func() { _ = srv.Exec(context.Background(), "postgres", "DROP ROLE IF EXISTS "+role) })
+
+	out, code := runMigrate(t, url, "--from", "sqlite://"+sqlite, "--worker-role", role)
+	if code != 0 || !strings.Contains(out, "copied library_files: 0 rows") || !strings.Contains(out, "worker role "+role) {
+		t.Fatalf("--from and --worker-role: exit %d\n%s", code, out)
+	}
+	for _, c := range []struct {
+		name  string
+		db    string
+		flags []string
+		code  int
+		want  string
+	}{
+		{"a bad role name", url, []string{"--worker-role", "Bad-Role"}, cli.ExitUsage, "want a lowercase identifier"},
+		{"roles on SQLite", sqlite, []string{"--worker-role", role}, cli.ExitUsage, "not a PostgreSQL database"},
+		{"a copy into SQLite", sqlite, []string{"--from", sqlite}, cli.ExitUsage, "not a PostgreSQL database"},
+		{"a missing source", url, []string{"--from", filepath.Join(t.TempDir(), "none.db")}, cli.ExitDatabase, "no such file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if out, code := runMigrate(t, c.db, c.flags...); code != c.code || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s", code, c.code, c.want, out)
+			}
+		})
+	}
+	t.Run("grants printed for a DBA", func(t *testing.T) {
+		var out bytes.Buffer
+		cmd := newMigrateCommand()
+		cmd.SetOut(&out)
+		cmd.SetArgs([]string{"--print-grants", "bindery_worker"})
+		if err := cmd.ExecuteContext(context.Background()); err != nil ||
+			!strings.Contains(out.String(), "GRANT UPDATE (") || !strings.Contains(out.String(), "CREATE ROLE bindery_worker LOGIN;") {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+	})
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
 }

@@ -240,9 +240,8 @@ func pgCode(err error) string {
 }
 
 // ErrNotPostgres: an operation that exists only on PostgreSQL (worker
-// roles) was asked of an SQLite database, where workerd's writes are held
-// by the authorizer on its connections instead.
-var ErrNotPostgres = errors.New("not a PostgreSQL database: worker roles are PostgreSQL's (on SQLite workerd's writes are checked on its own connections)")
+// roles, the copy from SQLite) was asked of something else.
+var ErrNotPostgres = errors.New("not a PostgreSQL database (a postgres:// URL)")
 
 // GrantWorker makes role, as the URL's role (controld's, which owns the
 // schema), a login role holding exactly the writes protocol §7 allows
@@ -250,7 +249,7 @@ var ErrNotPostgres = errors.New("not a PostgreSQL database: worker roles are Pos
 // set anew. The role's password, if any, is the DBA's to set.
 func GrantWorker(ctx context.Context, raw, role string) error {
 	if engineOf(raw) != enginePostgres {
-		return ErrNotPostgres
+		return fmt.Errorf("worker role: %w: on SQLite workerd's writes are checked by its own connections", ErrNotPostgres)
 	}
 	grants, err := migrations.WorkerGrants(role)
 	if err != nil {
