@@ -3,10 +3,13 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -16,7 +19,7 @@ import (
 // controld's admission would.
 func seedThumbnails(b *testing.B, path string, n int) {
 	b.Helper()
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
+	db, err := store.OpenRaw(path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,10 +45,11 @@ func seedThumbnails(b *testing.B, path string, n int) {
 
 // BenchmarkClaimFinishThumbnail measures claim→finish cycles per second of
 // the real lease paths (probe, stale recovery, claim, owner-checked
-// finish, whitelist authorizer) with 1 and 4 workers, each worker its own
-// Store (own connections), as separate workerd processes would be.
+// finish, whitelist authorizer or grants) with 1 and 4 workers (and 16 on
+// PostgreSQL, where workers sit on many hosts), each worker its own Store
+// (own connections), as separate workerd processes would be.
 func BenchmarkClaimFinishThumbnail(b *testing.B) {
-	for _, workers := range []int{1, 4} {
+	for _, workers := range benchWorkers() {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			path := storetest.MustMigrate(b)
 			seedThumbnails(b, path, b.N)
@@ -133,4 +137,73 @@ func BenchmarkPlainSQLiteTwoTx(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "cycles/s")
+}
+
+// benchWorkers are the worker counts of the claim benchmarks.
+func benchWorkers() []int {
+	if storetest.Postgres() {
+		return []int{1, 4, 16}
+	}
+	return []int{1, 4}
+}
+
+// BenchmarkPlainPostgresTwoTx is PostgreSQL's baseline, pgbench-style: the
+// same claim (FOR UPDATE SKIP LOCKED) and finish as two bare statements
+// over pgx, with as many connections as the claim benchmark has workers,
+// and no probe, recovery, lease times or owner check.
+func BenchmarkPlainPostgresTwoTx(b *testing.B) {
+	if !storetest.Postgres() {
+		b.Skip("PostgreSQL only: run with " + storetest.EngineVar + "=postgres")
+	}
+	for _, workers := range benchWorkers() {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			path := storetest.MustMigrate(b)
+			seedThumbnails(b, path, b.N)
+			ctx := context.Background()
+			conns := make([]*pgx.Conn, workers)
+			for i := range conns {
+				c, err := pgx.Connect(ctx, path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close(ctx)
+				conns[i] = c
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, workers)
+			b.ResetTimer()
+			start := time.Now()
+			for i, c := range conns {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					w := fmt.Sprintf("w%d", i)
+					for {
+						var id int64
+						err := c.QueryRow(ctx, `UPDATE thumbnails SET status = 'running', worker_id = $1
+							WHERE id = (SELECT id FROM thumbnails WHERE status = 'pending' ORDER BY created_at, id
+							LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`, w).Scan(&id)
+						if errors.Is(err, pgx.ErrNoRows) {
+							return
+						}
+						if err == nil {
+							_, err = c.Exec(ctx, `UPDATE thumbnails SET status = 'ready' WHERE id = $1 AND worker_id = $2`, id, w)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cycles/s")
+		})
+	}
 }

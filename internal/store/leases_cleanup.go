@@ -21,7 +21,7 @@ const cleanupEligible = `c.status = 'pending' AND c.execute_after <= ? AND NOT E
 	AND (t.group_key = c.group_key OR c.group_key = 'file:' || t.file_id OR c.group_key LIKE 'shards:%'))`
 
 const cleanupProbe = `SELECT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs c WHERE ` + cleanupEligible + `)
-	OR EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs WHERE ` + staleWhere + `)`
+	, EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs WHERE ` + staleWhere + `)`
 
 const cleanupClaim = `UPDATE thumbnail_cleanup_jobs SET status = 'running', worker_id = ?, worker_heartbeat_at = ?,
 	lease_expires_at = ?, finished_at = NULL, updated_at = ?

@@ -36,7 +36,7 @@ func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Durati
 		args[i] = string(k)
 	}
 	probe := `SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'pending'` + filter + `)
-		OR EXISTS (SELECT 1 FROM jobs WHERE ` + staleWhere + `)`
+		, EXISTS (SELECT 1 FROM jobs WHERE ` + staleWhere + `)`
 	claim := `UPDATE jobs SET status = 'running', worker_id = ?, worker_heartbeat_at = ?, lease_expires_at = ?,
 		started_at = ?, updated_at = ?
 		WHERE id = (SELECT id FROM jobs WHERE status = 'pending'` + filter + ` ORDER BY priority, created_at, id LIMIT 1` + s.skipLocked() + `)
@@ -154,26 +154,29 @@ func releaseJobArgs(ts, workerID string, extra ...any) []any {
 }
 
 // claim is the shape shared by the four claim paths: a read-only probe on
-// the reader pool (so that idle polling never takes the write lock), then
-// one write transaction, with opts, that recovers the table's stale rows
-// and claims. probeArgs builds the probe's arguments from the current time.
+// the reader pool (so that idle polling never takes the write lock) that
+// says whether rows are pending and whether any lease went stale, then one
+// write transaction, with opts, that recovers the table's stale rows (when
+// the probe saw some) and claims. probeArgs builds the probe's arguments from the current time.
 func (s *Store) claim(ctx context.Context, opts *sql.TxOptions, probe string, probeArgs func(now string) []any,
 	recoverFn func(context.Context, *sqlx.Tx, time.Time) (int64, error),
 	claimFn func(tx *sqlx.Tx, now, expires string) error, lease time.Duration) error {
 	if lease <= 0 {
 		lease = protocol.DefaultLeaseDuration
 	}
-	var eligible bool
-	if err := s.r.GetContext(ctx, &eligible, probe, probeArgs(s.nowText())...); err != nil {
+	var pending, stale bool
+	if err := s.r.QueryRowContext(ctx, probe, probeArgs(s.nowText())...).Scan(&pending, &stale); err != nil {
 		return err
 	}
-	if !eligible {
+	if !pending && !stale {
 		return nil
 	}
 	return s.writeTx(ctx, opts, func(tx *sqlx.Tx) error {
 		now := s.Now()
-		if _, err := recoverFn(ctx, tx, now); err != nil {
-			return err
+		if stale { // a statement saved on almost every claim
+			if _, err := recoverFn(ctx, tx, now); err != nil {
+				return err
+			}
 		}
 		err := claimFn(tx, protocol.FormatTime(now), protocol.FormatTime(now.Add(lease)))
 		if errors.Is(err, sql.ErrNoRows) {

@@ -13,7 +13,7 @@ import (
 // Lease paths of the thumbnails table (protocol §4.3, §7.2).
 
 const thumbProbe = `SELECT EXISTS (SELECT 1 FROM thumbnails WHERE status = 'pending')
-	OR EXISTS (SELECT 1 FROM thumbnails WHERE ` + staleWhere + `)`
+	, EXISTS (SELECT 1 FROM thumbnails WHERE ` + staleWhere + `)`
 
 // thumbClaim takes the oldest pending row that never lost a worker; failing
 // that, a suspect (recovered_count > 0), but only into a process that runs

@@ -16,7 +16,7 @@ const walEligible = `status IN ('pending','retryable') AND execute_after <= ?
 	AND (retry_after IS NULL OR retry_after <= ?)`
 
 const walProbe = `SELECT EXISTS (SELECT 1 FROM wal_maintenance_jobs WHERE ` + walEligible + `)
-	OR EXISTS (SELECT 1 FROM wal_maintenance_jobs WHERE ` + staleWhere + `)`
+	, EXISTS (SELECT 1 FROM wal_maintenance_jobs WHERE ` + staleWhere + `)`
 
 const walClaim = `UPDATE wal_maintenance_jobs SET status = 'running', worker_id = ?, worker_heartbeat_at = ?,
 	lease_expires_at = ?, started_at = ?, finished_at = NULL, updated_at = ?
