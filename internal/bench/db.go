@@ -49,6 +49,46 @@ func claimRows(ctx context.Context, r *runner) []Row {
 	return rows
 }
 
+// postgresClaimRows: the same BenchmarkClaimFinishThumbnail on PostgreSQL
+// (a private server internal/pgtest starts), with 1, 4 and 16 worker
+// stores, beside BenchmarkPlainPostgresTwoTx, the pgbench-style cycle of
+// two bare statements over as many pgx connections (issue 22's target is
+// at 4 workers).
+func postgresClaimRows(ctx context.Context, r *runner) []Row {
+	const work = "claim→finish thumbnail cycles on PostgreSQL"
+	var rows []Row
+	for _, n := range r.pick([]int{2000}, []int{10_000}) {
+		size := count(n) + " rows"
+		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store", Bench: "ClaimFinishThumbnail$|PlainPostgresTwoTx$",
+			Benchtime: fmt.Sprintf("%dx", n), Env: []string{"BINDERY_TEST_DB=postgres"}})
+		if err != nil {
+			rows = append(rows, notRun(work, size, "≥ 0.8× plain at 4 workers", err))
+			continue
+		}
+		for _, w := range []int{1, 4, 16} {
+			work, target := fmt.Sprintf("%s, %d worker(s)", work, w), "— (reported)"
+			if w == 4 {
+				target = "≥ 0.8× plain"
+			}
+			sub := fmt.Sprintf("/workers=%d", w)
+			ours, base := o.Find("BenchmarkClaimFinishThumbnail"+sub), o.Find("BenchmarkPlainPostgresTwoTx"+sub)
+			if ours == nil || base == nil {
+				rows = append(rows, notRun(work, size, target, missing(o, "PlainPostgresTwoTx")))
+				continue
+			}
+			a, b := ours.Metrics["cycles/s"], base.Metrics["cycles/s"]
+			row := Row{Workload: work, Size: size, Bindery: num(a) + " cycles/s",
+				Baseline: "plain two-statement pgx cycle: " + num(b) + " cycles/s",
+				Ratio:    ratio(a, b), Target: target, Status: Info}
+			if w == 4 {
+				row.Status = verdict(b > 0 && a/b >= 0.8)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
 // duplicateStoreRows: BenchmarkDuplicateGroups, the §6.2 page from random
 // anchors through the store (no HTTP), summary table against the plain
 // GROUP BY it replaced.

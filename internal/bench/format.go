@@ -20,6 +20,7 @@ func workloads() []workload {
 		{"covers", coverRows},
 		{"video-covers", videoCoverRows},
 		{"claim", claimRows},
+		{"claim-postgres", postgresClaimRows},
 		{"api", apiRows},
 		{"duplicates-store", duplicateStoreRows},
 		{"wal", walRows},

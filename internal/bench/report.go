@@ -233,7 +233,10 @@ const method = `- The driver (` + "`internal/bench`, `cmd/benchd`" + `) compiles
   same files, its VmHWM and its largest ffmpeg child's (rusage); ffmpegthumbnailer's largest process.
 - Claim→finish (` + "`internal/store` BenchmarkClaimFinishThumbnail, BenchmarkPlainSQLiteTwoTx" + `): the store's real
   lease path (stale recovery, claim, owner-checked finish, worker authorizer), each worker its own connections,
-  against two bare transactions on one go-sqlite3 connection.
+  against two bare transactions on one go-sqlite3 connection. On PostgreSQL (` + "`BINDERY_TEST_DB=postgres`" + `, a
+  private server started by the benchmark), the same path with 1, 4 and 16 worker stores against
+  ` + "BenchmarkPlainPostgresTwoTx" + `: the same claim (` + "`FOR UPDATE SKIP LOCKED`" + `) and finish as two bare
+  statements over as many pgx connections.
 - API pages: a real ` + "`controld serve`" + ` process (built from this tree) on a database migrated by its own
   ` + "`controld migrate`" + ` and filled with SQL (a fifth of the files in duplicate groups of three, two fifths single
   files; finished jobs), loaded over loopback by an open-loop generator at a fixed 200 requests/s after controld
