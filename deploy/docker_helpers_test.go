@@ -114,7 +114,11 @@ func sweepLeftovers(t *testing.T) {
 }
 
 // composeDown removes a project's containers, networks and volumes, and
-// every image named after it (each test's images are PROJECT:tag).
+// every image named after it (each test's images are PROJECT:tag). Their
+// untagged parents stay (--no-prune): they are the layer cache another
+// test's build may be standing on at this moment (a parent removed under
+// a running build fails it with "unknown parent image ID"); TestMain
+// prunes them once every test is done.
 func composeDown(project, file string) {
 	cmd := exec.Command("docker-compose", "-p", project, "-f", file, "down", "-v", "--remove-orphans", "-t", "5")
 	// The file's required variable must be set for compose to parse it.
@@ -122,7 +126,7 @@ func composeDown(project, file string) {
 	cmd.Run()
 	out, _ := exec.Command("docker", "images", "-q", project).Output()
 	if ids := strings.Fields(string(out)); len(ids) > 0 {
-		exec.Command("docker", append([]string{"rmi", "-f"}, ids...)...).Run()
+		exec.Command("docker", append([]string{"rmi", "-f", "--no-prune"}, ids...)...).Run()
 	}
 }
 
