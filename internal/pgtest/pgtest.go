@@ -72,7 +72,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "bindery-pg-")
+	dir, err := os.MkdirTemp(tempRoot(cred), "bindery-pg-")
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +107,17 @@ func serverUser() (*syscall.Credential, error) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// tempRoot is where the server's folder goes: the usual temp dir, or,
+// when the server runs as the postgres user, /tmp, which that user can
+// reach (a TMPDIR under a root-only folder, as benchd's, it cannot: initdb
+// would not even start).
+func tempRoot(cred *syscall.Credential) string {
+	if cred != nil {
+		return "/tmp"
+	}
+	return ""
 }
 
 func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
