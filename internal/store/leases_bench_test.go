@@ -58,38 +58,14 @@ func BenchmarkClaimFinishThumbnail(b *testing.B) {
 				stores[i] = storetest.MustOpen(b, path, store.RoleWorker, nil)
 			}
 			ctx := context.Background()
-			var wg sync.WaitGroup
-			errs := make(chan error, workers)
-			b.ResetTimer()
-			start := time.Now()
-			for i, st := range stores {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					id := fmt.Sprintf("w%d", i)
-					for {
-						t, err := st.ClaimThumbnail(ctx, id, 30*time.Second)
-						if err != nil {
-							errs <- err
-							return
-						}
-						if t == nil {
-							return
-						}
-						if err := st.FinishThumbnail(ctx, t.ID, id, store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1}); err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
+			elapsed := runCycles(b, workers, func(i int) (bool, error) {
+				st, id := stores[i], fmt.Sprintf("w%d", i)
+				t, err := st.ClaimThumbnail(ctx, id, 30*time.Second)
+				if err != nil || t == nil {
+					return false, err
+				}
+				return true, st.FinishThumbnail(ctx, t.ID, id, store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1})
+			})
 			if n, _ := stores[0].QueryInt(ctx, `SELECT count(*) FROM thumbnails WHERE status = 'ready'`); n != int64(b.N) {
 				b.Fatalf("ready = %d, want %d", n, b.N)
 			}
@@ -169,41 +145,55 @@ func BenchmarkPlainPostgresTwoTx(b *testing.B) {
 				defer c.Close(ctx)
 				conns[i] = c
 			}
-			var wg sync.WaitGroup
-			errs := make(chan error, workers)
-			b.ResetTimer()
-			start := time.Now()
-			for i, c := range conns {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					w := fmt.Sprintf("w%d", i)
-					for {
-						var id int64
-						err := c.QueryRow(ctx, `UPDATE thumbnails SET status = 'running', worker_id = $1
-							WHERE id = (SELECT id FROM thumbnails WHERE status = 'pending' ORDER BY created_at, id
-							LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`, w).Scan(&id)
-						if errors.Is(err, pgx.ErrNoRows) {
-							return
-						}
-						if err == nil {
-							_, err = c.Exec(ctx, `UPDATE thumbnails SET status = 'ready' WHERE id = $1 AND worker_id = $2`, id, w)
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
+			elapsed := runCycles(b, workers, func(i int) (bool, error) {
+				c, w := conns[i], fmt.Sprintf("w%d", i)
+				var id int64
+				err := c.QueryRow(ctx, `UPDATE thumbnails SET status = 'running', worker_id = $1
+					WHERE id = (SELECT id FROM thumbnails WHERE status = 'pending' ORDER BY created_at, id
+					LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`, w).Scan(&id)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return false, nil
+				}
+				if err == nil {
+					_, err = c.Exec(ctx, `UPDATE thumbnails SET status = 'ready' WHERE id = $1 AND worker_id = $2`, id, w)
+				}
+				return err == nil, err
+			})
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cycles/s")
 		})
 	}
+}
+
+// runCycles runs cycle(i) in a loop on each of n goroutines until it
+// reports no more work, timing from the first cycle to the last, and fails
+// b on the first error.
+func runCycles(b *testing.B, n int, cycle func(i int) (more bool, err error)) time.Duration {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	b.ResetTimer()
+	start := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				more, err := cycle(i)
+				if err != nil {
+					errs <- err
+				}
+				if !more || err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return elapsed
 }
