@@ -6,7 +6,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -37,30 +36,10 @@ func run(out string, files int) error {
 	// Two copies of the first book make a duplicate group to look at.
 	first := filepath.Join(out, filepath.FromSlash(m.Files[0].Path))
 	for _, name := range []string{"copy of first book" + filepath.Ext(first), "another copy" + filepath.Ext(first)} {
-		if err := copyFile(first, filepath.Join(out, "Duplicates", name)); err != nil {
+		if err := fixtures.CopyFile(first, filepath.Join(out, "Duplicates", name)); err != nil {
 			return err
 		}
 	}
 	fmt.Printf("wrote %d files to %s\n", len(m.Files)+2, out)
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/bindery-nas/bindery/internal/fixtures"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -84,7 +85,7 @@ func makeVideoCorpus(dir string) error {
 		return fmt.Errorf("ffmpeg source: %v: %s", err, msg)
 	}
 	for i := range files {
-		if err := copyFile(src, filepath.Join(lib, fmt.Sprintf("%03d.mp4", i))); err != nil {
+		if err := fixtures.CopyFile(src, filepath.Join(lib, fmt.Sprintf("%03d.mp4", i))); err != nil {
 			return err
 		}
 	}
@@ -92,23 +93,6 @@ func makeVideoCorpus(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "complete"), nil, 0o644)
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // warmVideos reads every file once, so that both sides start from the
