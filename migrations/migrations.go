@@ -96,19 +96,22 @@ func Up(ctx context.Context, db *sql.DB) error {
 // Version reads the applied schema version without creating anything: 0 for
 // a database goose has never touched.
 func Version(ctx context.Context, db *sql.DB) (int64, error) {
-	var n int
-	err := db.QueryRowContext(ctx,
-		"SELECT count(*) FROM sqlite_master WHERE type='table' AND name='goose_db_version'").Scan(&n)
-	if err != nil {
+	return appliedVersion(ctx, db,
+		`SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version')`)
+}
+
+// appliedVersion is goose's newest applied version, 0 when the engine's
+// exists query says goose's table is not there.
+func appliedVersion(ctx context.Context, db *sql.DB, exists string) (int64, error) {
+	var there bool
+	if err := db.QueryRowContext(ctx, exists).Scan(&there); err != nil {
 		return 0, fmt.Errorf("schema version: %w", err)
 	}
-	if n == 0 {
+	if !there {
 		return 0, nil
 	}
 	var v sql.NullInt64
-	err = db.QueryRowContext(ctx,
-		"SELECT max(version_id) FROM goose_db_version WHERE is_applied").Scan(&v)
-	if err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT max(version_id) FROM goose_db_version WHERE is_applied`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("schema version: %w", err)
 	}
 	return v.Int64, nil

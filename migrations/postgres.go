@@ -59,18 +59,7 @@ func UpPostgres(ctx context.Context, db *sql.DB) error {
 // VersionPostgres is the applied migration version of a PostgreSQL
 // database, 0 when goose never ran there.
 func VersionPostgres(ctx context.Context, db *sql.DB) (int64, error) {
-	var exists bool
-	if err := db.QueryRowContext(ctx, `SELECT to_regclass('goose_db_version') IS NOT NULL`).Scan(&exists); err != nil {
-		return 0, fmt.Errorf("schema version: %w", err)
-	}
-	if !exists {
-		return 0, nil
-	}
-	var v sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT max(version_id) FROM goose_db_version WHERE is_applied`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("schema version: %w", err)
-	}
-	return v.Int64, nil
+	return appliedVersion(ctx, db, `SELECT to_regclass('goose_db_version') IS NOT NULL`)
 }
 
 // CheckPostgres is Check for a PostgreSQL database.
