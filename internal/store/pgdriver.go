@@ -79,8 +79,9 @@ func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.N
 	return c.Conn.QueryContext(ctx, numberPlaceholders(query), args)
 }
 
-// CheckNamedValue stores a Go bool as 0 or 1: the protocol's flags are
-// integers on both engines, so that the same `= 1` reads them.
+// CheckNamedValue stores a Go bool (or *bool, as a patch holds it) as 0 or
+// 1: the protocol's flags are integers on both engines, so that the same
+// `= 1` reads them. Other values, Valuers included, go to pgx untouched.
 func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
 	switch v := nv.Value.(type) {
 	case bool:
@@ -91,13 +92,6 @@ func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
 			nv.Value = flag(*v)
 		}
 		return nil
-	case driver.Valuer:
-		if val, err := v.Value(); err == nil {
-			if b, ok := val.(bool); ok {
-				nv.Value = flag(b)
-				return nil
-			}
-		}
 	}
 	return c.Conn.CheckNamedValue(nv)
 }
