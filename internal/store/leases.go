@@ -1,0 +1,171 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// claimPath is one of the four claim paths (jobs, thumbnails, cleanup,
+// WAL), as claim runs it.
+type claimPath struct {
+	gate *claimGate
+	// probe reads, on the reader pool, whether rows are pending and whether
+	// any lease went stale; probeArgs builds its arguments from the time.
+	probe     string
+	probeArgs func(now string) []any
+	recover   func(context.Context, *sqlx.Tx, time.Time) (int64, error)
+	// claim runs the claim statement and reports sql.ErrNoRows when it took
+	// nothing. It may run more than once (a retried transaction), so it
+	// resets what it returns on each run.
+	claim func(q sqlx.QueryerContext, now, expires string) error
+	// rowLocked: the claim statement locks the row it takes and skips the
+	// rows other claimers hold (FOR UPDATE SKIP LOCKED), so on PostgreSQL it
+	// is safe at READ COMMITTED, alone or in a transaction. The cleanup and
+	// WAL claims read other tables' state and keep SERIALIZABLE.
+	rowLocked bool
+}
+
+// claimGate decides, per claim path and process, whether a claim probes
+// first. A path whose last claim took a row is busy: its next claim goes
+// straight to the claim statement (on PostgreSQL one round trip, without
+// BEGIN and COMMIT), and it probes for stale leases only once
+// staleCheckEvery has passed since its last probe. An idle path, or a
+// busy one whose claim found nothing, probes on the reader pool first, so
+// that idle polling never writes (on SQLite, never takes the write lock;
+// on PostgreSQL, never fires the NOTIFY triggers). controld's timer
+// recovers stale leases as well, whatever the workers do.
+type claimGate struct {
+	busy      atomic.Bool
+	lastProbe atomic.Int64 // unix ns, on the store's clock
+}
+
+// staleCheckEvery bounds how long a busy claim path goes without looking
+// for stale leases: far below any lease, so a dead worker's row waits at
+// most this long beyond its lease when the queue never empties.
+const staleCheckEvery = time.Second
+
+func (g *claimGate) direct(now time.Time) bool {
+	return g.busy.Load() && now.UnixNano()-g.lastProbe.Load() < int64(staleCheckEvery)
+}
+
+// claimGates are a store's gates, one per claim path.
+type claimGates struct{ jobs, thumbnails, cleanup, wal claimGate }
+
+// claim runs a claim path: straight to the claim statement when the gate
+// says the path is busy, else (or when that took nothing) the probe and
+// then one write transaction that recovers the table's stale rows (when
+// the probe saw some) and claims.
+func (s *Store) claim(ctx context.Context, p claimPath, lease time.Duration) error {
+	if lease <= 0 {
+		lease = protocol.DefaultLeaseDuration
+	}
+	now := s.Now()
+	if p.gate.direct(now) {
+		took, err := s.claimDirect(ctx, p, lease)
+		if err != nil || took {
+			return err
+		}
+	}
+	p.gate.lastProbe.Store(now.UnixNano())
+	var pending, stale bool
+	if err := s.r.QueryRowContext(ctx, p.probe, p.probeArgs(protocol.FormatTime(now))...).Scan(&pending, &stale); err != nil {
+		return err
+	}
+	p.gate.busy.Store(false)
+	if !pending && !stale {
+		return nil
+	}
+	opts := s.txOptions
+	if p.rowLocked {
+		opts = s.claimTxOptions
+	}
+	took := false
+	err := s.writeTx(ctx, opts, func(tx *sqlx.Tx) error {
+		now := s.Now()
+		if stale {
+			if _, err := p.recover(ctx, tx, now); err != nil {
+				return err
+			}
+		}
+		err := p.claim(tx, protocol.FormatTime(now), protocol.FormatTime(now.Add(lease)))
+		took = err == nil
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // lost the race to another worker: nothing claimed
+		}
+		return err
+	})
+	p.gate.busy.Store(err == nil && took)
+	return err
+}
+
+// claimDirect runs the claim statement alone: on its own at READ COMMITTED
+// when the path is rowLocked (PostgreSQL), else in a write transaction.
+func (s *Store) claimDirect(ctx context.Context, p claimPath, lease time.Duration) (took bool, err error) {
+	run := func(q sqlx.QueryerContext) error {
+		now := s.Now()
+		return p.claim(q, protocol.FormatTime(now), protocol.FormatTime(now.Add(lease)))
+	}
+	if p.rowLocked {
+		err = s.writeOne(ctx, func(q sqlx.ExtContext) error { return run(q) })
+	} else {
+		err = s.writeTx(ctx, s.txOptions, func(tx *sqlx.Tx) error { return run(tx) })
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		p.gate.busy.Store(false)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// writeOne runs fn, which issues exactly one statement, as a write. On
+// SQLite that is a transaction of the one writer, as every write. On
+// PostgreSQL the statement runs alone at READ COMMITTED, without BEGIN and
+// COMMIT: the lease paths' statements match the row they change by id,
+// owner and status, and PostgreSQL re-checks that WHERE clause against the
+// newest version of a row another transaction changed meanwhile, so one
+// statement needs no stronger isolation, and every finish, heartbeat and
+// release saves two round trips.
+func (s *Store) writeOne(ctx context.Context, fn func(q sqlx.ExtContext) error) error {
+	if s.engine != enginePostgres {
+		return s.write(ctx, func(tx *sqlx.Tx) error { return fn(tx) })
+	}
+	return s.retryBusy(ctx, func() error { return fn(s.w) })
+}
+
+// ownedExec runs an owner-checked statement and turns "no row matched"
+// into ErrNotOwner.
+func ownedExec(ctx context.Context, q sqlx.ExecerContext, query string, args ...any) error {
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+// ownerErr wraps a lease-path error, mapping a RETURNING that found no row
+// to ErrNotOwner.
+func ownerErr(what string, id int64, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows), errors.Is(err, ErrNotOwner):
+		return fmt.Errorf("%s %d: %w", what, id, ErrNotOwner)
+	default:
+		return fmt.Errorf("%s %d: %w", what, id, err)
+	}
+}
