@@ -28,6 +28,7 @@ type ChangeWatcher struct {
 	conn *sql.Conn // SQLite: data_version is per connection
 	last int64
 	pg   *pgx.Conn // PostgreSQL: the LISTENing connection
+	url  string    // PostgreSQL: how to connect it again
 }
 
 // WatchChanges takes a dedicated connection for a watcher. Close gives it
@@ -53,15 +54,27 @@ func (s *Store) listenChanges(ctx context.Context) (*ChangeWatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := pgx.Connect(ctx, u)
+	w := &ChangeWatcher{url: u}
+	if err := w.listen(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// listen (re)connects the LISTENing connection.
+func (w *ChangeWatcher) listen(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, listenTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, w.url)
 	if err != nil {
-		return nil, fmt.Errorf("watch changes: %w", err)
+		return fmt.Errorf("watch changes: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+changesChannel); err != nil {
 		conn.Close(ctx)
-		return nil, fmt.Errorf("watch changes: %w", err)
+		return fmt.Errorf("watch changes: %w", err)
 	}
-	return &ChangeWatcher{pg: conn}, nil
+	w.pg = conn
+	return nil
 }
 
 func (w *ChangeWatcher) version(ctx context.Context) (int64, error) {
@@ -87,12 +100,25 @@ func (w *ChangeWatcher) Changed(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
+// listenTimeout bounds one attempt to connect the LISTENing connection, so
+// that a server behind a cut network does not hold the feed's loop.
+const listenTimeout = 10 * time.Second
+
 // notifyPoll is how long Changed waits for a notification that has not
 // arrived; the feed calls it on its own tick.
 const notifyPoll = 5 * time.Millisecond
 
-// notified drains the notifications received since the last call.
+// notified drains the notifications received since the last call. A
+// connection lost (the server restarted, the network failed) is connected
+// again on the next call, which reports a change: notifications sent
+// meanwhile were missed, so the feed must look.
 func (w *ChangeWatcher) notified(ctx context.Context) (bool, error) {
+	if w.pg.IsClosed() {
+		if err := w.listen(ctx); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
 	changed := false
 	for {
 		wait, cancel := context.WithTimeout(ctx, notifyPoll)
@@ -106,6 +132,7 @@ func (w *ChangeWatcher) notified(ctx context.Context) (bool, error) {
 		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
 			return changed, nil
 		default:
+			w.pg.Close(ctx) // the next call connects again
 			return changed, fmt.Errorf("watch changes: %w", err)
 		}
 	}

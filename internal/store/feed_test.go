@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,4 +38,36 @@ func TestChangeWatcher(t *testing.T) {
 	if changed, err := w.Changed(ctx); err != nil || changed {
 		t.Fatalf("after the change was reported: changed=%v err=%v", changed, err)
 	}
+}
+
+// TestChangeWatcherReconnects: on PostgreSQL, a LISTENing connection the
+// server dropped (a restart, a network cut) is connected again, and the
+// call that reconnects reports a change, since notifications were missed.
+func TestChangeWatcherReconnects(t *testing.T) {
+	if !storetest.Postgres() {
+		t.Skip("PostgreSQL only: SQLite's watcher reads data_version on a local connection")
+	}
+	ctx := context.Background()
+	control, _, _ := storetest.MustOpenDB(t)
+	w, err := control.WatchChanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := control.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN%'`); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitForState(t, "the watcher reconnects and reports a change", 10*time.Second, func() (bool, string) {
+		changed, err := w.Changed(ctx)
+		return err == nil && changed, fmt.Sprintf("changed=%v err=%v", changed, err)
+	})
+	if _, err := control.Exec(ctx, `INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', ?, ?)`,
+		"2026-01-01 00:00:00.000", "2026-01-01 00:00:00.000"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitForState(t, "the reconnected watcher sees the insert", 5*time.Second, func() (bool, string) {
+		changed, err := w.Changed(ctx)
+		return err == nil && changed, fmt.Sprintf("changed=%v err=%v", changed, err)
+	})
 }
