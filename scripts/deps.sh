@@ -28,6 +28,7 @@ command -v ffmpegthumbnailer >/dev/null || need+=(ffmpegthumbnailer) # the video
 # The PostgreSQL tests start private servers (internal/pgtest), never the
 # system's: the package is asked not to create or start one.
 compgen -G '/usr/lib/postgresql/1[5-9]/bin/postgres' >/dev/null || need+=(postgresql)
+command -v ip >/dev/null || need+=(iproute2) # the scale-out test's hosts are network namespaces
 }
 for extra in "$@"; do
   case "$extra" in

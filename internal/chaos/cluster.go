@@ -31,14 +31,20 @@ type cluster struct {
 	mu       sync.Mutex
 	controld *daemon
 	workers  map[string]*daemon // slot → current incarnation
-	gen      map[string]int     // slot → incarnations started
+	// workerDB and netns place worker slots on other hosts: the database
+	// URL a slot's workerd uses (default db) and the network namespace it
+	// runs in (default none).
+	workerDB map[string]string
+	netns    map[string]string
+	gen      map[string]int // slot → incarnations started
 	ctlGen   int
 }
 
 func newCluster(name, dir, bin, libRoot string, lease time.Duration) (*cluster, error) {
 	c := &cluster{name: name, bin: bin, state: filepath.Join(dir, "state"), libRoot: libRoot,
 		logs: filepath.Join(dir, "logs"), lease: lease, token: "chaos-" + name + "-token",
-		http: &http.Client{Timeout: 30 * time.Second}, workers: map[string]*daemon{}, gen: map[string]int{}}
+		http: &http.Client{Timeout: 30 * time.Second}, workers: map[string]*daemon{}, gen: map[string]int{},
+		workerDB: map[string]string{}, netns: map[string]string{}}
 	c.db = filepath.Join(c.state, "bindery.db")
 	for _, d := range []string{c.state, c.logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -99,8 +105,16 @@ func (c *cluster) startWorker(slot string) (*daemon, error) {
 	c.gen[slot]++
 	id := fmt.Sprintf("%s-%s-%d", c.name, slot, c.gen[slot])
 	c.mu.Unlock()
-	d, err := startDaemon(filepath.Join(c.bin, "workerd"), id, c.logs, c.env(), "run", "--worker-id", id,
-		"--lease", c.lease.String(), "--thumbnail-concurrency", "2", "--shutdown-grace", "2s")
+	env := c.env()
+	if u := c.workerDB[slot]; u != "" {
+		env = append(env, "BINDERY_DB="+u) // the later value wins
+	}
+	bin, args := filepath.Join(c.bin, "workerd"), []string{"run", "--worker-id", id,
+		"--lease", c.lease.String(), "--thumbnail-concurrency", "2", "--shutdown-grace", "2s"}
+	if ns := c.netns[slot]; ns != "" {
+		bin, args = "ip", append([]string{"netns", "exec", ns, bin}, args...)
+	}
+	d, err := startDaemon(bin, id, c.logs, env, args...)
 	if err != nil {
 		return nil, err
 	}

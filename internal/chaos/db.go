@@ -9,13 +9,15 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the harness reads the database as a third party
 
+	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 // openRO opens the database read-only, as any monitoring tool would: the
-// harness never writes through this handle.
+// harness never writes through this handle. Either engine: the path may be
+// a postgres:// URL.
 func openRO(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=10000")
+	db, err := store.OpenReadOnly(path)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +29,7 @@ func openRO(path string) (*sql.DB, error) {
 // makes as an operator: pulling the retry time of retryable jobs forward
 // (see fastForward).
 func openOperator(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_txlock=immediate")
+	db, err := store.OpenRaw(path)
 	if err != nil {
 		return nil, err
 	}

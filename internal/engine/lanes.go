@@ -71,6 +71,8 @@ func (e *Engine) runJob(job store.Job) {
 	switch {
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost: job stopped, nothing written")
+	case store.IsUnavailable(err):
+		log.Warn(dbUnavailable, "err", err)
 	case err == nil:
 		finish(e.completed(job.ID, rep, result))
 	case errors.Is(cause, errYieldRequested):
@@ -238,6 +240,12 @@ func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// dbUnavailable: work that failed because the database could not be
+// reached (PostgreSQL restarted, the network cut) is not at fault, so it is
+// not ended failed: nothing is written, and once its lease expires the row
+// is recovered and run again.
+const dbUnavailable = "database unreachable: work stopped, nothing written; the row runs again once its lease expires"
+
 // end writes how a non-job row ended: nothing when the lease was lost, the
 // executor's outcome when it returned on its own (or succeeded anyway), a
 // release when shutdown cancelled it.
@@ -246,6 +254,8 @@ func (e *Engine) end(what string, id int64, cause, err error, outcome func(ctx c
 	switch {
 	case errors.Is(cause, errLeaseLost):
 		e.log.Warn("lease lost: work stopped, nothing written", "row", what, "id", id)
+	case store.IsUnavailable(err):
+		e.log.Warn(dbUnavailable, "row", what, "id", id, "err", err)
 	case err != nil && errors.Is(cause, errShutdown):
 		e.persist(what, id, func(ctx context.Context) error { return release(ctx, id, e.cfg.WorkerID) })
 	default:

@@ -19,8 +19,10 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,9 +40,23 @@ const Superuser = "bindery"
 type Server struct {
 	dir, socketDir string
 	port           int
+	opts           Options
+	cred           *syscall.Credential
+	bin            string
 	cmd            *exec.Cmd
 	done           chan error
 	databases      atomic.Int64
+}
+
+// Options shape a server that other hosts reach: by default it listens on
+// 127.0.0.1 and trusts only local connections.
+type Options struct {
+	// Listen are the addresses the server listens on besides 127.0.0.1,
+	// e.g. the test's network-namespace links; they must exist already.
+	Listen []string
+	// Trust are the client networks (CIDR) allowed in without a password
+	// besides the local ones.
+	Trust []string
 }
 
 // binDir finds the newest PostgreSQL 15+ server binaries Debian installed.
@@ -63,7 +79,10 @@ func version(binDir string) int {
 }
 
 // Start initializes and starts a server in a new temp folder.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartWith(Options{}) }
+
+// StartWith is Start with options.
+func StartWith(opts Options) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -76,7 +95,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, socketDir: filepath.Join(dir, "run"), done: make(chan error, 1)}
+	s := &Server{dir: dir, socketDir: filepath.Join(dir, "run"), opts: opts, cred: cred, bin: bin, done: make(chan error, 1)}
 	if err := s.prepare(cred); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -87,7 +106,15 @@ func Start() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %w: %s", err, out)
 	}
-	if err := s.start(cred, bin); err != nil {
+	if err := s.trust(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if s.port, err = freePort(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.start(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -148,25 +175,50 @@ func (s *Server) command(cred *syscall.Credential, bin string, args ...string) *
 	return cmd
 }
 
-func (s *Server) start(cred *syscall.Credential, bin string) error {
-	port, err := freePort()
+// trust appends the Trust networks to pg_hba.conf.
+func (s *Server) trust() error {
+	if len(s.opts.Trust) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(s.dataDir(), "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	s.port = port
-	s.cmd = s.command(cred, filepath.Join(bin, "postgres"), "-D", s.dataDir(), "-k", s.socketDir,
-		"-p", strconv.Itoa(port), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+	for _, cidr := range s.opts.Trust {
+		fmt.Fprintf(f, "host all all %s trust\n", cidr)
+	}
+	return f.Close()
+}
+
+func (s *Server) start() error {
+	listen := strings.Join(append([]string{"127.0.0.1"}, s.opts.Listen...), ",")
+	s.done = make(chan error, 1)
+	s.cmd = s.command(s.cred, filepath.Join(s.bin, "postgres"), "-D", s.dataDir(), "-k", s.socketDir,
+		"-p", strconv.Itoa(s.port), "-c", "listen_addresses="+listen, "-c", "fsync=off",
 		"-c", "full_page_writes=off", "-c", "synchronous_commit=off", "-c", "max_connections=200")
-	log, err := os.Create(filepath.Join(s.dir, "server.log"))
+	log, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
 	s.cmd.Stdout, s.cmd.Stderr = log, log
-	if err := s.cmd.Start(); err != nil {
+	cmd, done, started := s.cmd, s.done, make(chan error, 1)
+	go func() {
+		// Pdeathsig fires when the thread that started the child ends, not
+		// the process: the server keeps this thread for its whole life.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			done <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	go func() { s.done <- s.cmd.Wait() }()
 	return s.waitReady()
 }
 
@@ -213,8 +265,11 @@ func (s *Server) DSN(db, role string) string {
 
 // URL is the postgres:// URL of database db as role over TCP, the form
 // BINDERY_DB takes.
-func (s *Server) URL(db, role string) string {
-	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", role, s.port, db)
+func (s *Server) URL(db, role string) string { return s.URLAt("127.0.0.1", db, role) }
+
+// URLAt is URL through another of the server's addresses (Options.Listen).
+func (s *Server) URLAt(host, db, role string) string {
+	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", role, host, s.port, db)
 }
 
 // Exec runs statements as the superuser on database db.
@@ -234,16 +289,30 @@ func (s *Server) Exec(ctx context.Context, db string, stmts ...string) error {
 
 // Close stops the server (fast shutdown) and removes its folder.
 func (s *Server) Close() error {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-s.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-			<-s.done
-		}
-	}
+	s.stop()
 	return os.RemoveAll(s.dir)
+}
+
+// Restart stops the server (fast shutdown: clients' connections are cut)
+// and starts it again on the same port and data, as an operator's
+// `systemctl restart postgresql` would.
+func (s *Server) Restart() error {
+	s.stop()
+	return s.start()
+}
+
+func (s *Server) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd = nil
 }
 
 var shared struct {

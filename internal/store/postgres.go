@@ -3,9 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +38,10 @@ func engineOf(db string) engine {
 	return engineSQLite
 }
 
+// idleTxTimeout is how long the server keeps a transaction whose client
+// went quiet; see pgURL.
+const idleTxTimeout = 10 * time.Second
+
 // pick is the engine's spelling of an SQL fragment the two do not share
 // (date arithmetic, JSON, hex): one of two constants, so every statement
 // stays built from constants.
@@ -50,9 +58,17 @@ func (s *Store) pick(sqlite, postgres string) string {
 func (s *Store) skipLocked() string { return s.pick(``, ` FOR UPDATE SKIP LOCKED`) }
 
 // pgURL is the user's URL with the session settings every connection
-// needs: UTC, so that the protocol's zone-less time text means UTC, and,
-// for the reader pool, read-only transactions (the counterpart of SQLite's
-// query_only).
+// needs: UTC, so that the protocol's zone-less time text means UTC; an end
+// to transactions left idle (idleTxTimeout); and, for the reader pool,
+// read-only transactions (the counterpart of SQLite's query_only).
+//
+// The store never waits on anything but the server inside a transaction,
+// so a transaction goes idle only when its process stopped talking: its
+// host was cut off or froze. The server would keep its locks until TCP
+// gave up, minutes later, and every worker needing those rows would wait
+// (the scale-out test's cut-off host held a scan's rows so). With the
+// timeout the server ends such a transaction after idleTxTimeout, the wait
+// SQLite's busy timeout bounds on one host.
 func pgURL(raw string, readOnly bool) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -60,6 +76,7 @@ func pgURL(raw string, readOnly bool) (string, error) {
 	}
 	q := u.Query()
 	q.Set("timezone", "UTC")
+	q.Set("idle_in_transaction_session_timeout", strconv.FormatInt(idleTxTimeout.Milliseconds(), 10))
 	if readOnly {
 		q.Set("default_transaction_read_only", "on")
 	}
@@ -278,4 +295,23 @@ func GrantWorker(ctx context.Context, raw, role string) error {
 		}
 	}
 	return nil
+}
+
+// IsUnavailable reports whether err says that the database server could
+// not be reached or dropped the connection (a restart, a network cut), as
+// opposed to refusing a statement: the work that met it is not at fault
+// and must run again once the server is back. A local SQLite file is never
+// unavailable in this sense.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch code := pgCode(err); {
+	case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03":
+		return true // connection exception; admin or crash shutdown; starting up
+	}
+	var connect *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connect) || errors.As(err, &netErr) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -136,4 +141,47 @@ func TestCopyToPostgres(t *testing.T) {
 		t.Fatalf("a second copy: %v", err)
 	}
 	t.Logf("copied %s", strings.Join(copied, " "))
+}
+
+// TestIsUnavailable: errors of a server that went away (shutdown, restart,
+// refused or cut connections) are told from statements the server refused.
+func TestIsUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Code: "57P01"}, true}, // terminating connection due to administrator command
+		{&pgconn.PgError{Code: "57P03"}, true}, // the database system is starting up
+		{&pgconn.PgError{Code: "08006"}, true}, // connection failure
+		{fmt.Errorf("apply analysis: file 62: %w", &pgconn.PgError{Code: "57P01"}), true},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{pgconn.ErrConnClosed, true},
+		{&pgconn.PgError{Code: "23505"}, false}, // unique violation
+		{&pgconn.PgError{Code: "40001"}, false}, // serialization failure: busy, not gone
+		{store.ErrNotOwner, false},
+		{errors.New("truncated zip"), false},
+		{nil, false},
+	} {
+		if got := store.IsUnavailable(tc.err); got != tc.want {
+			t.Errorf("IsUnavailable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestIdleTransactionsEnd: on PostgreSQL every store connection asks the
+// server to end a transaction left idle, so that a host cut off mid-write
+// does not keep its row locks until TCP gives up.
+func TestIdleTransactionsEnd(t *testing.T) {
+	if !storetest.Postgres() {
+		t.Skip("PostgreSQL only: an SQLite writer on this host cannot be cut off")
+	}
+	control, _, _ := storetest.MustOpenDB(t)
+	var v string
+	if err := control.QueryRow(context.Background(), `SHOW idle_in_transaction_session_timeout`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v != "10s" {
+		t.Fatalf("idle_in_transaction_session_timeout = %q, want 10s", v)
+	}
 }

@@ -53,6 +53,21 @@ func OpenRaw(path string) (*sql.DB, error) {
 	return sql.Open(driverControl, "file:"+(&url.URL{Path: path}).EscapedPath()+"?_busy_timeout=10000")
 }
 
+// OpenReadOnly is OpenRaw for a monitoring tool: SQLite opened with
+// mode=ro, PostgreSQL with read-only transactions.
+func OpenReadOnly(path string) (*sql.DB, error) {
+	if engineOf(path) == enginePostgres {
+		registerPostgres()
+		u, err := pgURL(path, true)
+		if err != nil {
+			return nil, err
+		}
+		return sql.Open(driverPostgres, u)
+	}
+	registerDrivers()
+	return sql.Open(driverControl, "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_busy_timeout=10000")
+}
+
 // QueryRow runs a query returning one row on the reader pool; for tests.
 func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	return s.r.QueryRowContext(ctx, query, args...)
