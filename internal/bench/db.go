@@ -144,3 +144,35 @@ func walRows(ctx context.Context, r *runner) []Row {
 	}
 	return rows
 }
+
+// rescanPostgresRows: the rescan of unchanged files on PostgreSQL against
+// the same rescan on SQLite, one after the other in this run (issue 22).
+func rescanPostgresRows(ctx context.Context, r *runner) []Row {
+	const work, target = "rescan unchanged files on PostgreSQL", "≤ 3× SQLite's time"
+	n := r.pick([]int{3000}, []int{100_000})[0]
+	size := count(n) + " files"
+	rescan := func(env ...string) (*Result, error) {
+		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/scan", Bench: "RescanUnchanged$/^scan/",
+			Env: append([]string{fmt.Sprint("BENCH_FILES=", n)}, env...)})
+		if err != nil {
+			return nil, err
+		}
+		if res := o.Find(fmt.Sprintf("scan/files=%d", n)); res != nil {
+			return res, nil
+		}
+		return nil, missing(o, "RescanUnchanged")
+	}
+	sqlite, err := rescan()
+	if err != nil {
+		return []Row{notRun(work, size, target, err)}
+	}
+	pg, err := rescan("BINDERY_TEST_DB=postgres")
+	if err != nil {
+		return []Row{notRun(work, size, target, err)}
+	}
+	a, b := pg.Metrics["ns/op"], sqlite.Metrics["ns/op"]
+	return []Row{{Workload: work, Size: size,
+		Bindery:  fmt.Sprintf("%s (%s files/s)", secs(a), num(float64(n)/(a/1e9))),
+		Baseline: "the same rescan on SQLite: " + secs(b),
+		Ratio:    ratio(a, b) + " SQLite's time", Target: target, Status: verdict(b > 0 && a/b <= 3)}}
+}

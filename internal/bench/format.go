@@ -21,6 +21,7 @@ func workloads() []workload {
 		{"video-covers", videoCoverRows},
 		{"claim", claimRows},
 		{"claim-postgres", postgresClaimRows},
+		{"rescan-postgres", rescanPostgresRows},
 		{"api", apiRows},
 		{"duplicates-store", duplicateStoreRows},
 		{"wal", walRows},

@@ -66,6 +66,12 @@ type Config struct {
 	// turn (default 2): among the WorkerKills when one can be caught,
 	// else after them while video work is left.
 	Videos, VideoKills int
+	// Database, when set, puts each run (named "clean" or "chaos") on a
+	// PostgreSQL database of its own: control is controld's URL (the
+	// schema's owner), worker the URL of the role workerd connects as,
+	// which controld migrate --worker-role creates. Default: an SQLite
+	// file in each run's state folder.
+	Database func(run string) (control, worker string, err error)
 	// Seed makes the fault schedule reproducible (default: the clock).
 	Seed uint64
 	// Log receives progress lines (default io.Discard).
@@ -261,6 +267,19 @@ func (h *harness) prepare(ctx context.Context) error {
 	return copyTree(h.lib, filepath.Join(h.cfg.Dir, "clean-libraries", "comics"))
 }
 
+// placeDatabase puts the run's cluster on the database Config.Database
+// gives it, if any.
+func (h *harness) placeDatabase(ctx context.Context, c *cluster) error {
+	if h.cfg.Database == nil {
+		return nil
+	}
+	control, worker, err := h.cfg.Database(c.name)
+	if err != nil {
+		return err
+	}
+	return c.usePostgres(ctx, control, worker)
+}
+
 // runSettings are applied to both runs: many attempts, so that a scan
 // killed again and again still completes (max_attempts_exceeded would be a
 // legitimate end, but not one the clean run can be compared with).
@@ -282,6 +301,9 @@ func (h *harness) cleanRun(ctx context.Context) (runState, error) {
 		return runState{}, err
 	}
 	defer c.killAll()
+	if err := h.placeDatabase(ctx, c); err != nil {
+		return runState{}, err
+	}
 	if err := c.startControl(ctx); err != nil {
 		return runState{}, err
 	}
@@ -329,6 +351,9 @@ func (h *harness) chaosRun(ctx context.Context) (err error) {
 			c.killAll() // a failed run (say, not drained) must not leave its daemons running
 		}
 	}()
+	if err := h.placeDatabase(ctx, c); err != nil {
+		return err
+	}
 	if err := c.startControl(ctx); err != nil {
 		return err
 	}
@@ -414,15 +439,15 @@ func (h *harness) verify(ctx context.Context, want runState, before map[string]s
 	r := h.r
 	r.Samples, r.SampleErrors, r.MaxActiveScanHash, r.Recoveries = h.smp.snapshot()
 	r.LeaseExpiredJobs = h.smp.leaseExpiredJobs()
-	if err := h.ro.QueryRowContext(ctx, `SELECT ifnull(sum(attempt - 1), 0),
-		(SELECT count(*) FROM jobs WHERE kind = 'hash' AND json_extract(result, '$.yielded') = 1)
+	if err := h.ro.QueryRowContext(ctx, `SELECT coalesce(sum(attempt - 1), 0),
+		(SELECT count(*) FROM jobs WHERE kind = 'hash' AND result LIKE '%"yielded":1%')
 		FROM jobs WHERE kind IN ('scan','hash')`).Scan(&r.Retries, &r.Yields); err != nil {
 		return err
 	}
 	r.Checks = append(r.Checks,
 		check{Name: "at most one active scan/hash row at every sample", OK: r.MaxActiveScanHash <= 1 && r.Samples > 0,
 			Detail: fmt.Sprintf("max %d over %d samples", r.MaxActiveScanHash, r.Samples)},
-		checkTerminal(ctx, h.ro), checkIntegrity(ctx, h.ro), h.checkLastJobs(ctx), checkOwnerRecorded(ctx, h.ro))
+		checkTerminal(ctx, h.ro), checkIntegrity(ctx, h.c.db), h.checkLastJobs(ctx), checkOwnerRecorded(ctx, h.ro))
 	got, err := readState(ctx, h.ro)
 	if err != nil {
 		return err

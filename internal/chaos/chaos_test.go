@@ -1,10 +1,14 @@
 package chaos
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/pgtest"
 )
 
 // TestChaosSmoke is the reduced crash run inside `go test ./...`: 150
@@ -13,10 +17,38 @@ import (
 // one zombie, on the real binaries. `make chaos` runs the full one (cmd/chaos). Set
 // BINDERY_CHAOS_SEED to replay a schedule.
 func TestChaosSmoke(t *testing.T) {
+	runSmoke(t, Config{Dir: t.TempDir(), Log: testWriter{t}})
+}
+
+// TestChaosSmokePostgres is TestChaosSmoke on PostgreSQL (issue 22): each
+// run on a database of its own, controld as the schema's owner, workerd as
+// the worker role, the same faults and the same invariants.
+func TestChaosSmokePostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash harness runs real daemons for about a minute")
 	}
-	cfg := Config{Dir: t.TempDir(), Log: testWriter{t}}
+	srv := pgtest.Shared(t)
+	role := fmt.Sprintf("chaos_workerd_%d", os.Getpid())
+	ctx := context.Background()
+	var dbs []string
+	t.Cleanup(func() {
+		for _, db := range dbs {
+			_ = srv.Exec(ctx, db, "DROP OWNED BY "+role)
+		}
+		_ = srv.Exec(ctx, "postgres", "DROP ROLE IF EXISTS "+role)
+	})
+	runSmoke(t, Config{Dir: t.TempDir(), Log: testWriter{t}, Database: func(run string) (string, string, error) {
+		db := pgtest.NewDatabase(t)
+		dbs = append(dbs, db)
+		return srv.URL(db, pgtest.Superuser), srv.URL(db, role), nil
+	}})
+}
+
+func runSmoke(t *testing.T, cfg Config) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the crash harness runs real daemons for about a minute")
+	}
 	if s := os.Getenv("BINDERY_CHAOS_SEED"); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
@@ -39,6 +71,12 @@ func TestChaosSmoke(t *testing.T) {
 		t.Fatalf("faults not all injected: %+v", r)
 	}
 	t.Logf("smoke run took %v", time.Since(start).Round(time.Second))
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
 }
 
 type testWriter struct{ t *testing.T }

@@ -2,12 +2,15 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,12 +35,13 @@ type cluster struct {
 	controld *daemon
 	workers  map[string]*daemon // slot → current incarnation
 	// workerDB and netns place worker slots on other hosts: the database
-	// URL a slot's workerd uses (default db) and the network namespace it
-	// runs in (default none).
-	workerDB map[string]string
-	netns    map[string]string
-	gen      map[string]int // slot → incarnations started
-	ctlGen   int
+	// URL a slot's workerd uses (default workerURL, else db) and the
+	// network namespace it runs in (default none).
+	workerDB  map[string]string
+	workerURL string // PostgreSQL: the worker role's URL (usePostgres)
+	netns     map[string]string
+	gen       map[string]int // slot → incarnations started
+	ctlGen    int
 }
 
 func newCluster(name, dir, bin, libRoot string, lease time.Duration) (*cluster, error) {
@@ -62,6 +66,23 @@ func newCluster(name, dir, bin, libRoot string, lease time.Duration) (*cluster, 
 func (c *cluster) env() []string {
 	return []string{"BINDERY_ADMIN_TOKEN=" + c.token, "BINDERY_DB=" + c.db, "BINDERY_STATE_DIR=" + c.state,
 		"BINDERY_LIBRARY_ROOT=" + c.libRoot, "BINDERY_LISTEN=" + c.addr}
+}
+
+// usePostgres puts the cluster on a PostgreSQL database: controld on
+// control, the schema's owner, which `controld migrate --worker-role`
+// prepares, and every workerd on worker, the URL of the role it creates.
+func (c *cluster) usePostgres(ctx context.Context, control, worker string) error {
+	u, err := url.Parse(worker)
+	if err != nil || u.User == nil {
+		return fmt.Errorf("worker database URL %q names no role", worker)
+	}
+	c.db, c.workerURL = control, worker
+	migrate := exec.CommandContext(ctx, filepath.Join(c.bin, "controld"), "migrate", "--worker-role", u.User.Username())
+	migrate.Env = append(os.Environ(), c.env()...)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		return fmt.Errorf("controld migrate: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // startControl starts a controld incarnation and waits for /readyz.
@@ -106,7 +127,7 @@ func (c *cluster) startWorker(slot string) (*daemon, error) {
 	id := fmt.Sprintf("%s-%s-%d", c.name, slot, c.gen[slot])
 	c.mu.Unlock()
 	env := c.env()
-	if u := c.workerDB[slot]; u != "" {
+	if u := cmp.Or(c.workerDB[slot], c.workerURL); u != "" {
 		env = append(env, "BINDERY_DB="+u) // the later value wins
 	}
 	bin, args := filepath.Join(c.bin, "workerd"), []string{"run", "--worker-id", id,

@@ -73,7 +73,7 @@ func readBacklog(ctx context.Context, db *sql.DB) (backlog, error) {
 		(SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status IN ('pending','running')),
 		(SELECT count(*) FROM wal_maintenance_jobs WHERE status IN ('pending','running','retryable')),
 		(SELECT count(*) FROM jobs j WHERE ((kind = 'scan' AND status IN ('completed','failed','cancelled'))
-				OR (kind = 'hash' AND status = 'completed' AND json_extract(result, '$.yielded') = 1))
+				OR (kind = 'hash' AND status = 'completed' AND result LIKE '%"yielded":1%'))
 			AND NOT EXISTS (SELECT 1 FROM job_followups f WHERE f.job_id = j.id)),
 		(SELECT count(*) FROM jobs WHERE kind = 'scan' AND status = 'completed'),
 		(SELECT count(*) FROM jobs WHERE kind = 'hash' AND status = 'completed')`).Scan(

@@ -107,7 +107,7 @@ func (h *harness) killDuringDelete(ctx context.Context, jobID int64) error {
 		time.Sleep(time.Duration(h.rng.Int64N(int64(60*time.Millisecond))) + 10*time.Millisecond)
 		var status, owner string
 		var left int64
-		err := h.ro.QueryRowContext(ctx, `SELECT status, ifnull(worker_id, ''),
+		err := h.ro.QueryRowContext(ctx, `SELECT status, coalesce(worker_id, ''),
 			(SELECT count(*) FROM delete_plan_files f JOIN delete_plans p ON p.id = f.plan_id
 			 WHERE p.job_id = jobs.id AND f.decision = 'remove'
 			   AND f.file_id NOT IN (SELECT file_id FROM delete_outcomes WHERE job_id = jobs.id))

@@ -57,8 +57,8 @@ func (c coverRow) outcome() string {
 }
 
 func readCovers(ctx context.Context, db *sql.DB) (map[string]coverRow, error) {
-	rows, err := db.QueryContext(ctx, `SELECT f.relative_path, t.format, t.media_type, t.status, ifnull(t.error_code,''),
-		ifnull(t.width,0), ifnull(t.height,0), t.recovered_count
+	rows, err := db.QueryContext(ctx, `SELECT f.relative_path, t.format, t.media_type, t.status, coalesce(t.error_code,''),
+		coalesce(t.width,0), coalesce(t.height,0), t.recovered_count
 		FROM thumbnails t JOIN library_files f ON f.id = t.file_id
 		WHERE t.id = (SELECT max(b.id) FROM thumbnails b WHERE b.file_id = t.file_id AND b.format = t.format)`)
 	if err != nil {
@@ -113,30 +113,46 @@ func compareCovers(got, want map[string]coverRow) check {
 // readGroups reads duplicate_groups' groups of two files or more, keyed
 // by their member paths, and counts the hash groups of library_files.
 func readGroups(ctx context.Context, db *sql.DB) (map[string]string, int, error) {
-	rows, err := db.QueryContext(ctx, `SELECT g.file_count, g.total_size_bytes, ifnull((SELECT group_concat(p, char(10)) FROM
-			(SELECT f.relative_path AS p FROM library_files f WHERE f.hash_algorithm = g.hash_algorithm
-				AND f.content_hash = g.content_hash AND f.is_missing = 0 AND f.needs_hash = 0 ORDER BY f.relative_path)), '')
-		FROM duplicate_groups g WHERE g.file_count > 1`)
+	rows, err := db.QueryContext(ctx, `SELECT g.hash_algorithm, g.content_hash, g.file_count, g.total_size_bytes,
+			coalesce(f.relative_path, '')
+		FROM duplicate_groups g LEFT JOIN library_files f ON f.hash_algorithm = g.hash_algorithm
+			AND f.content_hash = g.content_hash AND f.is_missing = 0 AND f.needs_hash = 0
+		WHERE g.file_count > 1 ORDER BY g.hash_algorithm, g.content_hash, f.relative_path`)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
-	out := map[string]string{}
+	type group struct {
+		summary string
+		members []string
+	}
+	var groups []*group
+	last := ""
 	for rows.Next() {
+		var algo, path string
+		var hash []byte
 		var n, size int64
-		var members string
-		if err := rows.Scan(&n, &size, &members); err != nil {
+		if err := rows.Scan(&algo, &hash, &n, &size, &path); err != nil {
 			return nil, 0, err
 		}
-		out[members] = fmt.Sprintf("%d files, %d bytes", n, size)
+		if key := algo + string(hash); key != last || len(groups) == 0 {
+			groups, last = append(groups, &group{summary: fmt.Sprintf("%d files, %d bytes", n, size)}), key
+		}
+		if g := groups[len(groups)-1]; path != "" {
+			g.members = append(g.members, path)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
+	out := map[string]string{}
+	for _, g := range groups {
+		out[strings.Join(g.members, "\n")] = g.summary
+	}
 	var seen int
 	err = db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM library_files
 		WHERE is_missing = 0 AND needs_hash = 0 AND hash_algorithm IS NOT NULL AND content_hash IS NOT NULL
-		GROUP BY hash_algorithm, content_hash HAVING count(*) > 1)`).Scan(&seen)
+		GROUP BY hash_algorithm, content_hash HAVING count(*) > 1) AS g`).Scan(&seen)
 	return out, seen, err
 }
 

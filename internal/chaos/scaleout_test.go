@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,11 +65,8 @@ func setupScaleOut(t *testing.T) *scaleOut {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.c.db = srv.URL("bindery", pgtest.Superuser)
-	migrate := exec.CommandContext(ctx, filepath.Join(bin, "controld"), "migrate", "--worker-role", workerRole)
-	migrate.Env = append(os.Environ(), s.c.env()...)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		t.Fatalf("controld migrate: %v\n%s", err, out)
+	if err := s.c.usePostgres(ctx, srv.URL("bindery", pgtest.Superuser), srv.URL("bindery", workerRole)); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

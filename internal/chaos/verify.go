@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/h2non/bimg"
+
+	"github.com/bindery-nas/bindery/internal/store"
 )
 
 // check is one invariant's outcome, printed in the summary.
@@ -52,26 +54,17 @@ func checkTerminal(ctx context.Context, db *sql.DB) check {
 	return c
 }
 
-// checkIntegrity runs PRAGMA integrity_check and foreign_key_check.
-func checkIntegrity(ctx context.Context, db *sql.DB) check {
-	c := check{Name: "PRAGMA integrity_check"}
-	var res string
-	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res); err != nil {
-		c.Detail = err.Error()
-		return c
-	}
-	rows, err := db.QueryContext(ctx, `PRAGMA foreign_key_check`)
+// checkIntegrity asks the engine whether the database is intact
+// (store.CheckIntegrity: PRAGMA integrity_check and foreign_key_check on
+// SQLite).
+func checkIntegrity(ctx context.Context, path string) check {
+	c := check{Name: "engine integrity check"}
+	ok, report, err := store.CheckIntegrity(ctx, path)
 	if err != nil {
 		c.Detail = err.Error()
 		return c
 	}
-	fk := 0
-	for rows.Next() {
-		fk++
-	}
-	rows.Close()
-	c.OK = res == "ok" && fk == 0
-	c.Detail = fmt.Sprintf("%s; foreign_key_check: %d violations", res, fk)
+	c.OK, c.Detail = ok, report
 	return c
 }
 
@@ -84,15 +77,11 @@ type fileRow struct {
 }
 
 func readFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
-	rows, err := db.QueryContext(ctx, `SELECT f.relative_path, ifnull(f.format,''), ifnull(s.name,''),
-		ifnull(s.publisher,''), ifnull(f.series_name_raw,''),
-		ifnull(f.hash_algorithm,'') || ':' || lower(ifnull(hex(f.content_hash),'')), ifnull(f.analysis_error_code,''),
-		ifnull(m.source,'') || '|' || ifnull(m.series,'') || '|' || ifnull(m.number,'') || '|' || ifnull(m.title,'')
-			|| '|' || ifnull(m.publisher,'') || '|' || ifnull(m.year,''),
-		CASE WHEN v.file_id IS NULL THEN '' ELSE v.container || '|' || v.duration_ms || '|' || ifnull(v.width,'')
-			|| '|' || ifnull(v.height,'') || '|' || ifnull(v.video_codec,'') || '|' || ifnull(v.audio_codec,'')
-			|| '|' || v.rotation END,
-		f.size_bytes, f.mtime_ns, ifnull(f.total_pages,-1), f.is_missing, f.needs_hash, f.needs_analysis
+	rows, err := db.QueryContext(ctx, `SELECT f.relative_path, f.format, s.name, s.publisher, f.series_name_raw,
+		f.hash_algorithm, f.content_hash, f.analysis_error_code,
+		m.source, m.series, m.number, m.title, m.publisher, m.year,
+		v.container, v.duration_ms, v.width, v.height, v.video_codec, v.audio_codec, v.rotation,
+		f.size_bytes, f.mtime_ns, coalesce(f.total_pages, -1), f.is_missing, f.needs_hash, f.needs_analysis
 		FROM library_files f LEFT JOIN series s ON s.id = f.series_id LEFT JOIN file_metadata m ON m.file_id = f.id
 		LEFT JOIN video_probes v ON v.file_id = f.id`)
 	if err != nil {
@@ -102,9 +91,26 @@ func readFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
 	out := map[string]fileRow{}
 	for rows.Next() {
 		var r fileRow
-		if err := rows.Scan(&r.Path, &r.Format, &r.Series, &r.Publisher, &r.SeriesRaw, &r.Hash, &r.Error, &r.Meta, &r.Video,
-			&r.Size, &r.MtimeNS, &r.Pages, &r.Missing, &r.NeedsHash, &r.NeedsAnalysis); err != nil {
+		var format, series, publisher, raw, algo, code nullText
+		var hash []byte
+		var meta [6]nullText
+		var video [7]nullText
+		dest := []any{&r.Path, &format, &series, &publisher, &raw, &algo, &hash, &code}
+		for i := range meta {
+			dest = append(dest, &meta[i])
+		}
+		for i := range video {
+			dest = append(dest, &video[i])
+		}
+		dest = append(dest, &r.Size, &r.MtimeNS, &r.Pages, &r.Missing, &r.NeedsHash, &r.NeedsAnalysis)
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
+		}
+		r.Format, r.Series, r.Publisher, r.SeriesRaw, r.Error = format.s, series.s, publisher.s, raw.s, code.s
+		r.Hash = algo.s + ":" + hex.EncodeToString(hash)
+		r.Meta = joinText(meta[:])
+		if video[0].valid {
+			r.Video = joinText(video[:])
 		}
 		if _, dup := out[r.Path]; dup {
 			return nil, fmt.Errorf("two rows for %q", r.Path)
@@ -112,6 +118,35 @@ func readFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
 		out[r.Path] = r
 	}
 	return out, rows.Err()
+}
+
+// nullText scans a nullable column of any type as its text ("" for NULL),
+// the same on both engines.
+type nullText struct {
+	s     string
+	valid bool
+}
+
+func (n *nullText) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		n.s, n.valid = "", false
+		return nil
+	case []byte:
+		n.s = string(v)
+	default:
+		n.s = fmt.Sprint(v)
+	}
+	n.valid = true
+	return nil
+}
+
+func joinText(cols []nullText) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = c.s
+	}
+	return strings.Join(parts, "|")
 }
 
 // compareFiles: the chaos run's rows equal the clean run's, path by path.
@@ -146,7 +181,7 @@ func compareFiles(got, want map[string]fileRow) check {
 // partial file never takes a cover's name: writes are temp + rename).
 func checkCovers(ctx context.Context, db *sql.DB, state string) check {
 	c := check{Name: "ready covers decode, no partial file at a cover name"}
-	rows, err := db.QueryContext(ctx, `SELECT id, output_relpath, ifnull(width,0), ifnull(height,0), ifnull(bytes_size,0)
+	rows, err := db.QueryContext(ctx, `SELECT id, output_relpath, coalesce(width,0), coalesce(height,0), coalesce(bytes_size,0)
 		FROM thumbnails WHERE status = 'ready'`)
 	if err != nil {
 		c.Detail = err.Error()

@@ -220,9 +220,9 @@ func copyFile(t *testing.T, from, to string) {
 
 // dumpJobs lists the jobs and the queue, for a failure message.
 func dumpJobs(ro *sql.DB) string {
-	rows, err := ro.Query(`SELECT id || ' ' || kind || ' ' || status || ' ' || ifnull(result, '-') || ' ' || created_at || ' ' ||
-		ifnull(started_at, '-') || ' ' || ifnull(finished_at, '-') FROM jobs
-		UNION ALL SELECT 'queued ' || kind || ' ' || ifnull(library_id, 'all') || ' ' || reason FROM scan_requests`)
+	rows, err := ro.Query(`SELECT id || ' ' || kind || ' ' || status || ' ' || coalesce(result, '-') || ' ' || created_at || ' ' ||
+		coalesce(started_at, '-') || ' ' || coalesce(finished_at, '-') FROM jobs
+		UNION ALL SELECT 'queued ' || kind || ' ' || coalesce(library_id, 'all') || ' ' || reason FROM scan_requests`)
 	if err != nil {
 		return err.Error()
 	}

@@ -1,8 +1,8 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -100,20 +100,32 @@ func (h *harness) holders(ctx context.Context, d time.Duration) []string {
 	return nil
 }
 
-// writeLockFree reports whether a writer can take the database's write
-// lock within two seconds (BEGIN IMMEDIATE, then rolled back).
+// writeLockFree reports whether a writer can start a write within two
+// seconds (an empty UPDATE in a transaction, rolled back). On SQLite a
+// process frozen inside a write transaction holds the one write lock; on
+// PostgreSQL only its rows' locks, until the server ends the idle
+// transaction.
 func (h *harness) writeLockFree() bool {
-	db, err := sql.Open("sqlite3", "file:"+h.c.db+"?_busy_timeout=2000&_txlock=immediate")
+	db, err := store.OpenRaw(h.c.db)
 	if err != nil {
 		return false
 	}
-	defer db.Close()
-	tx, err := db.Begin()
-	if err != nil {
+	done := make(chan error, 1)
+	go func() {
+		defer db.Close()
+		tx, err := db.Begin()
+		if err == nil {
+			_, err = tx.Exec(`UPDATE jobs SET retry_after = retry_after WHERE 1 = 0`)
+			_ = tx.Rollback()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err == nil
+	case <-time.After(2 * time.Second):
 		return false
 	}
-	_ = tx.Rollback()
-	return true
 }
 
 // waitRecovered waits until none of the zombie's rows is running under its
@@ -140,7 +152,7 @@ func (h *harness) waitRecovered(ctx context.Context, z *zombieState) error {
 // ownerWrites tries the zombie's heartbeat and finish on each recovered row
 // through the store, exactly as its engine would after waking up.
 func (h *harness) ownerWrites(ctx context.Context, z *zombieState) error {
-	st, err := store.Open(ctx, store.Config{Path: h.c.db, Role: store.RoleWorker})
+	st, err := store.Open(ctx, store.Config{Path: cmp.Or(h.c.workerURL, h.c.db), Role: store.RoleWorker})
 	if err != nil {
 		return err
 	}
@@ -184,12 +196,12 @@ func (h *harness) zombieCheck(ctx context.Context) check {
 	reclaimed := 0
 	for _, k := range z.rows {
 		var status, owner, started string
-		startedCol := "ifnull(started_at,'')"
+		startedCol := "coalesce(CAST(started_at AS TEXT),'')"
 		if k.table == "cleanup" {
 			startedCol = "''" // thumbnail_cleanup_jobs has no started_at
 		}
 		// The table and column come from the fixed values above.
-		err := h.ro.QueryRowContext(ctx, `SELECT status, ifnull(worker_id,''), `+startedCol+` FROM `+tables[k.table]+
+		err := h.ro.QueryRowContext(ctx, `SELECT status, coalesce(worker_id,''), `+startedCol+` FROM `+tables[k.table]+
 			` WHERE id = ?`, k.id).Scan(&status, &owner, &started)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%v: %v", k, err))
