@@ -29,7 +29,7 @@ func run(args []string) int {
 	write := fs.String("write", "", "write the report as Markdown to this file (e.g. docs/PERFORMANCE.md)")
 	note := fs.String("note", "", "text placed above the table in the -write file (e.g. the machine's state)")
 	only := fs.String("only", "", "run only the workloads matching this regexp: rescan, first-scan, hash-large, hash-small, duplicates, visible, "+
-		"covers, video-covers, claim, claim-postgres, rescan-postgres, api, duplicates-store, wal")
+		"covers, video-covers, claim, claim-postgres, rescan-postgres, api, api-postgres, duplicates-store, wal")
 	data := fs.String("data", "", "folder in which the run makes its own folder for generated data and binaries (default: the OS temp dir)")
 	keep := fs.Bool("keep", false, "keep the run's data folder afterwards (default: removed)")
 	cache := fs.String("cache", "", "keep the benchmarks' generated corpora in this folder between runs (default: none)")

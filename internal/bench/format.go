@@ -23,6 +23,7 @@ func workloads() []workload {
 		{"claim-postgres", postgresClaimRows},
 		{"rescan-postgres", rescanPostgresRows},
 		{"api", apiRows},
+		{"api-postgres", apiPostgresRows},
 		{"duplicates-store", duplicateStoreRows},
 		{"wal", walRows},
 	}
