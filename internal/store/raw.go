@@ -40,32 +40,27 @@ func (s *Store) InsertID(ctx context.Context, query string, args ...any) (int64,
 // OpenRaw opens the database as a third party holds it: one plain
 // database/sql handle, no whitelist and none of the store's pools, with the
 // store's `?` placeholders on either engine. For tests and tools.
-func OpenRaw(path string) (*sql.DB, error) {
-	if engineOf(path) == enginePostgres {
-		registerPostgres()
-		u, err := pgURL(path, false)
-		if err != nil {
-			return nil, err
-		}
-		return sql.Open(driverPostgres, u)
-	}
-	registerDrivers()
-	return sql.Open(driverControl, "file:"+(&url.URL{Path: path}).EscapedPath()+"?_busy_timeout=10000")
-}
+func OpenRaw(path string) (*sql.DB, error) { return openRaw(path, false) }
 
 // OpenReadOnly is OpenRaw for a monitoring tool: SQLite opened with
 // mode=ro, PostgreSQL with read-only transactions.
-func OpenReadOnly(path string) (*sql.DB, error) {
+func OpenReadOnly(path string) (*sql.DB, error) { return openRaw(path, true) }
+
+func openRaw(path string, readOnly bool) (*sql.DB, error) {
 	if engineOf(path) == enginePostgres {
 		registerPostgres()
-		u, err := pgURL(path, true)
+		u, err := pgURL(path, readOnly)
 		if err != nil {
 			return nil, err
 		}
 		return sql.Open(driverPostgres, u)
 	}
 	registerDrivers()
-	return sql.Open(driverControl, "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_busy_timeout=10000")
+	mode := ""
+	if readOnly {
+		mode = "mode=ro&"
+	}
+	return sql.Open(driverControl, "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+mode+"_busy_timeout=10000")
 }
 
 // QueryRow runs a query returning one row on the reader pool; for tests.
