@@ -310,8 +310,10 @@ func IsUnavailable(err error) bool {
 	case strings.HasPrefix(code, "08"), code == "57P01", code == "57P02", code == "57P03":
 		return true // connection exception; admin or crash shutdown; starting up
 	}
+	// *net.OpError, not the net.Error interface: a syscall.Errno has its
+	// methods too, and a full local disk (ENOSPC) is the work's own error.
 	var connect *pgconn.ConnectError
-	var netErr net.Error
-	return errors.As(err, &connect) || errors.As(err, &netErr) || errors.Is(err, pgconn.ErrConnClosed) ||
+	var netOp *net.OpError
+	return errors.As(err, &connect) || errors.As(err, &netOp) || errors.Is(err, pgconn.ErrConnClosed) ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"path/filepath"
 	"reflect"
@@ -161,6 +162,7 @@ func TestIsUnavailable(t *testing.T) {
 		{&pgconn.PgError{Code: "40001"}, false}, // serialization failure: busy, not gone
 		{store.ErrNotOwner, false},
 		{errors.New("truncated zip"), false},
+		{fmt.Errorf("io_error: write cover: %w", &fs.PathError{Op: "write", Path: "/state/covers/x.tmp", Err: syscall.ENOSPC}), false},
 		{nil, false},
 	} {
 		if got := store.IsUnavailable(tc.err); got != tc.want {
