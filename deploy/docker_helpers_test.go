@@ -60,7 +60,10 @@ func needDocker(t *testing.T, bases ...string) {
 	for _, base := range bases {
 		err, done := host.bases[base]
 		if !done {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			// The background build of make test may hold the lock for
+			// debian and golang together, under the load of every other
+			// package: 10 minutes was seen too short.
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			cmd := exec.CommandContext(ctx, deployPath(t, "testdata", "mkbase.sh"), base)
 			out, runErr := cmd.CombinedOutput()
 			cancel()

@@ -15,7 +15,7 @@ import (
 // path a user takes, into a private PostgreSQL server.
 func apiPostgresRows(ctx context.Context, r *runner) []Row {
 	const work, target = "API pages over HTTP on PostgreSQL", "p99 < 20 ms"
-	files, jobs := 20_000, 2_000
+	files, jobs := 5_000, 500
 	dur := r.apiDuration()
 	if !r.small() {
 		files, jobs = 1_000_000, 100_000

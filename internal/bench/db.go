@@ -149,7 +149,7 @@ func walRows(ctx context.Context, r *runner) []Row {
 // the same rescan on SQLite, one after the other in this run (issue 22).
 func rescanPostgresRows(ctx context.Context, r *runner) []Row {
 	const work, target = "rescan unchanged files on PostgreSQL", "≤ 3× SQLite's time"
-	n := r.pick([]int{3000}, []int{100_000})[0]
+	n := r.pick([]int{1000}, []int{100_000})[0]
 	size := count(n) + " files"
 	rescan := func(env ...string) (*Result, error) {
 		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/scan", Bench: "RescanUnchanged$/^scan/",

@@ -37,7 +37,9 @@ func TestChaosSmokePostgres(t *testing.T) {
 		}
 		_ = srv.Exec(ctx, "postgres", "DROP ROLE IF EXISTS "+role)
 	})
-	runSmoke(t, Config{Dir: t.TempDir(), Log: testWriter{t}, Database: func(run string) (string, string, error) {
+	// A smaller library and delete phase than the SQLite run's (the same
+	// faults): make test runs both beside the container builds.
+	runSmoke(t, Config{Dir: t.TempDir(), Log: testWriter{t}, Files: 80, DeleteGroups: 100, Database: func(run string) (string, string, error) {
 		db := pgtest.NewDatabase(t)
 		dbs = append(dbs, db)
 		return srv.URL(db, pgtest.Superuser), srv.URL(db, role), nil

@@ -281,7 +281,7 @@ func TestScaleOutAcrossHosts(t *testing.T) {
 	})
 
 	t.Run("a host cut off mid-job", func(t *testing.T) {
-		lib, want := s.library(t, "cut", 60)
+		lib, want := s.library(t, "cut", 30)
 		victim := s.waitRunning(t)
 		slot := s.slotOf(victim.worker)
 		if slot == "" {
@@ -324,7 +324,7 @@ func TestScaleOutAcrossHosts(t *testing.T) {
 	})
 
 	t.Run("controld restarted", func(t *testing.T) {
-		lib, want := s.library(t, "controld-restart", 60)
+		lib, want := s.library(t, "controld-restart", 30)
 		s.waitRunning(t)
 		if err := s.c.control().terminate(30 * time.Second); err != nil {
 			t.Fatal(err)
@@ -336,7 +336,7 @@ func TestScaleOutAcrossHosts(t *testing.T) {
 	})
 
 	t.Run("postgres restarted under load", func(t *testing.T) {
-		lib, want := s.library(t, "pg-restart", 60)
+		lib, want := s.library(t, "pg-restart", 30)
 		s.waitRunning(t)
 		if err := s.srv.Restart(); err != nil {
 			t.Fatal(err)
