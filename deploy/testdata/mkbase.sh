@@ -195,10 +195,6 @@ systemd_image() {
 [ "$(id -u)" -eq 0 ] || { log "needs root (debootstrap)"; exit 1; }
 command -v debootstrap >/dev/null || { log "needs debootstrap (scripts/deps.sh docker)"; exit 1; }
 [ $# -gt 0 ] || set -- debian golang systemd
-# One build at a time: make test starts one in the background and the deploy
-# tests ask for the images they need while it runs.
-exec 9>/tmp/bindery-mkbase.lock
-flock 9
 # fingerprint_of FUNCTION [FILE...]: the digest naming one image's recipe.
 fingerprint_of() {
   local fn=$1
@@ -207,6 +203,13 @@ fingerprint_of() {
 }
 
 for what in "$@"; do
+  # One build of an image at a time, a lock per image: make test builds all
+  # three in the background while the deploy tests ask for the ones they
+  # need, and a test waiting for debian and golang must not also wait for
+  # the systemd image built after them (a shared lock made it: five minutes
+  # under make test's load).
+  exec 9>"/tmp/bindery-mkbase-$what.lock"
+  flock 9
   case $what in
     golang) fingerprint=$(fingerprint_of golang_image "$goroot/VERSION" "$repo/go.sum") ;;
     debian) fingerprint=$(runtime_packages | fingerprint_of debian_image) ;;
@@ -218,4 +221,5 @@ for what in "$@"; do
     systemd) systemd_image ;;
     *) log "unknown image '$what' (debian, golang, systemd)"; exit 64 ;;
   esac
+  exec 9>&-
 done
