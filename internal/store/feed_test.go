@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/testutil"
 )
@@ -15,12 +16,7 @@ import (
 // only then.
 func TestChangeWatcher(t *testing.T) {
 	ctx := context.Background()
-	control, _, _ := storetest.MustOpenDB(t)
-	w, err := control.WatchChanges(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	control, w := watchChanges(t)
 	if changed, err := w.Changed(ctx); err != nil || changed {
 		t.Fatalf("before any write: changed=%v err=%v", changed, err)
 	}
@@ -48,12 +44,7 @@ func TestChangeWatcherReconnects(t *testing.T) {
 		t.Skip("PostgreSQL only: SQLite's watcher reads data_version on a local connection")
 	}
 	ctx := context.Background()
-	control, _, _ := storetest.MustOpenDB(t)
-	w, err := control.WatchChanges(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	control, w := watchChanges(t)
 	if _, err := control.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE datname = current_database() AND query LIKE 'LISTEN%'`); err != nil {
 		t.Fatal(err)
@@ -70,4 +61,17 @@ func TestChangeWatcherReconnects(t *testing.T) {
 		changed, err := w.Changed(ctx)
 		return err == nil && changed, fmt.Sprintf("changed=%v err=%v", changed, err)
 	})
+}
+
+// watchChanges opens a fresh database as controld with a change watcher on
+// it, closed when the test ends.
+func watchChanges(t *testing.T) (*store.Store, *store.ChangeWatcher) {
+	t.Helper()
+	control, _, _ := storetest.MustOpenDB(t)
+	w, err := control.WatchChanges(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return control, w
 }
