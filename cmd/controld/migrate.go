@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,7 +14,7 @@ import (
 )
 
 func newMigrateCommand() *cobra.Command {
-	var dbPath, workerRole, printGrants, from string
+	var dbPath, workerRole, passwordFile, printGrants, from string
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply pending schema migrations and exit",
@@ -23,13 +24,19 @@ Bindery is refused: controld never downgrades.
 
 On PostgreSQL, --worker-role NAME also makes NAME a login role holding
 exactly the writes workerd may do (run it as the role controld uses, which
-owns the schema); --print-grants NAME prints those statements for a DBA
+owns the schema), with the password in BINDERY_WORKER_PASSWORD or the file
+--worker-password-file (set on every run; without one the role's password
+is left as it is); --print-grants NAME prints those statements for a DBA
 instead, and touches no database; --from FILE copies an SQLite database,
 migrated to this release and with both daemons stopped, into the empty
 PostgreSQL database (all or nothing; ids, covers' rows and history kept).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if printGrants != "" {
 				return printWorkerGrants(cmd, printGrants)
+			}
+			password, err := workerPassword(workerRole, passwordFile)
+			if err != nil {
+				return err
 			}
 			if from != "" {
 				if err := copyFrom(cmd, strings.TrimPrefix(from, "sqlite://"), dbPath); err != nil {
@@ -46,7 +53,7 @@ PostgreSQL database (all or nothing; ids, covers' rows and history kept).`,
 			defer st.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "database %s at schema version %d\n", st.Path(), migrations.Latest())
 			if workerRole != "" {
-				if err := grantWorker(cmd, dbPath, workerRole); err != nil {
+				if err := grantWorker(cmd, dbPath, workerRole, password); err != nil {
 					return err
 				}
 			}
@@ -55,6 +62,7 @@ PostgreSQL database (all or nothing; ids, covers' rows and history kept).`,
 	}
 	cmd.Flags().StringVar(&dbPath, "db", cli.Env("BINDERY_DB", cli.DefaultDB), "SQLite database file or postgres:// URL (env BINDERY_DB)")
 	cmd.Flags().StringVar(&workerRole, "worker-role", "", "PostgreSQL: create or update this login role with workerd's grants")
+	cmd.Flags().StringVar(&passwordFile, "worker-password-file", cli.Env("BINDERY_WORKER_PASSWORD_FILE", ""), "PostgreSQL: the worker role's password, read from this file (env BINDERY_WORKER_PASSWORD_FILE; or the password itself in BINDERY_WORKER_PASSWORD)")
 	cmd.Flags().StringVar(&printGrants, "print-grants", "", "PostgreSQL: print the grants of this worker role and exit")
 	cmd.Flags().StringVar(&from, "from", "", "PostgreSQL: first copy this SQLite database (a path or sqlite:// URL) into the empty database")
 	return cmd
@@ -72,8 +80,33 @@ func printWorkerGrants(cmd *cobra.Command, role string) error {
 	return nil
 }
 
-func grantWorker(cmd *cobra.Command, dbPath, role string) error {
-	err := store.GrantWorker(cmd.Context(), dbPath, role)
+// workerPassword is the worker role's password: the file's first line, or
+// BINDERY_WORKER_PASSWORD (never a flag, which ps would show), or empty.
+func workerPassword(role, file string) (string, error) {
+	env := os.Getenv("BINDERY_WORKER_PASSWORD")
+	switch {
+	case file == "" && env == "":
+		return "", nil
+	case role == "":
+		return "", cli.Exit(cli.ExitUsage, errors.New("a worker password is given without --worker-role"))
+	case file != "" && env != "":
+		return "", cli.Exit(cli.ExitUsage, errors.New("both BINDERY_WORKER_PASSWORD and --worker-password-file are set: give one"))
+	case file == "":
+		return env, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", cli.Exit(cli.ExitUsage, fmt.Errorf("worker password: %w", err))
+	}
+	password, _, _ := strings.Cut(string(data), "\n")
+	if password = strings.TrimSuffix(password, "\r"); password == "" {
+		return "", cli.Exit(cli.ExitUsage, fmt.Errorf("worker password: %s: the first line is empty", file))
+	}
+	return password, nil
+}
+
+func grantWorker(cmd *cobra.Command, dbPath, role, password string) error {
+	err := store.GrantWorker(cmd.Context(), dbPath, role, password)
 	switch {
 	case err == nil:
 		fmt.Fprintf(cmd.OutOrStdout(), "worker role %s holds workerd's grants\n", role)

@@ -109,6 +109,7 @@ func TestMigrateToPostgres(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the worker role's password", func(t *testing.T) { workerPasswords(t, srv, url, role) })
 	t.Run("grants printed for a DBA", func(t *testing.T) {
 		var out bytes.Buffer
 		cmd := newMigrateCommand()
@@ -119,6 +120,72 @@ func TestMigrateToPostgres(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out.String())
 		}
 	})
+}
+
+// workerPasswords: --worker-role sets the password given by
+// BINDERY_WORKER_PASSWORD or --worker-password-file on every run (quotes
+// and all), keeps it when none is given, and refuses the password's bad
+// forms before touching the database.
+func workerPasswords(t *testing.T, srv *pgtest.Server, url, role string) {
+	stored := func() string {
+		t.Helper()
+		db, err := sql.Open("pgx", srv.DSN("postgres", pgtest.Superuser))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var v string
+		if err := db.QueryRow(`SELECT coalesce(rolpassword, '') FROM pg_authid WHERE rolname = $1`, role).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	migrateOK := func(flags ...string) {
+		t.Helper()
+		if out, code := runMigrate(t, url, append([]string{"--worker-role", role}, flags...)...); code != 0 {
+			t.Fatalf("exit %d\n%s", code, out)
+		}
+	}
+	t.Setenv("BINDERY_WORKER_PASSWORD", `it's "quoted"; DROP ROLE x`)
+	migrateOK()
+	first := stored()
+	if !strings.HasPrefix(first, "SCRAM-SHA-256$") {
+		t.Fatalf("the role's password after BINDERY_WORKER_PASSWORD: %q, want a SCRAM verifier", first)
+	}
+	t.Setenv("BINDERY_WORKER_PASSWORD", "")
+	migrateOK()
+	if again := stored(); again != first {
+		t.Fatalf("a run without a password changed the role's password")
+	}
+	file := filepath.Join(t.TempDir(), "worker.password")
+	if err := os.WriteFile(file, []byte("another one\nignored\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	migrateOK("--worker-password-file", file)
+	if changed := stored(); changed == first || !strings.HasPrefix(changed, "SCRAM-SHA-256$") {
+		t.Fatalf("the password from the file was not set: %q", changed)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte("\nsecond line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, env string
+		flags     []string
+		want      string
+	}{
+		{"without a role", "pw", nil, "without --worker-role"},
+		{"twice", "pw", []string{"--worker-role", role, "--worker-password-file", file}, "give one"},
+		{"a missing file", "", []string{"--worker-role", role, "--worker-password-file", file + ".none"}, "no such file"},
+		{"an empty first line", "", []string{"--worker-role", role, "--worker-password-file", empty}, "the first line is empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("BINDERY_WORKER_PASSWORD", c.env)
+			if out, code := runMigrate(t, url, c.flags...); code != cli.ExitUsage || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s", code, cli.ExitUsage, c.want, out)
+			}
+		})
+	}
 }
 
 func TestMain(m *testing.M) {

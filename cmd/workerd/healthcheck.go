@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,12 +22,15 @@ func newHealthcheckCommand() *cobra.Command {
 	var lease time.Duration
 	cmd := &cobra.Command{
 		Use:   "healthcheck",
-		Short: "Exit 0 when this worker (or, without --worker-id, any worker) refreshed its row recently",
+		Short: "Exit 0 when this worker (without --worker-id, this host's) refreshed its row recently",
 		Long: `Check the workers table. A running workerd refreshes its row every lease/3;
-the check fails (exit 1) when the row of --worker-id, or without an id the
-most recently seen worker, was not refreshed within 3 leases or was marked
-stopped. Exit 2 when the database cannot be read. Meant for docker HEALTHCHECK
-and monitoring; set BINDERY_WORKER_ID for both "run" and "healthcheck".`,
+the check fails (exit 1) when the row of --worker-id was not refreshed within
+3 leases or was marked stopped. Exit 2 when the database cannot be read.
+Without --worker-id the check is of this host's most recently seen worker
+(a workerd without BINDERY_WORKER_ID takes an id that begins with the host
+name: one per container of a scaled compose service), or, when no worker
+id begins with it, of the most recently seen running worker. Meant for
+docker HEALTHCHECK and monitoring.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cli.ApplyEnv(cmd.Flags(), map[string]string{"lease": "BINDERY_LEASE"}); err != nil {
@@ -40,7 +45,8 @@ and monitoring; set BINDERY_WORKER_ID for both "run" and "healthcheck".`,
 			if err != nil {
 				return cli.Exit(cli.ExitDatabase, err)
 			}
-			msg, err := judge(ws, workerID, st.Now(), 3*lease)
+			host, _ := os.Hostname()
+			msg, err := judge(ws, workerID, host, st.Now(), 3*lease)
 			if err != nil {
 				return cli.Exit(cli.ExitFailure, err)
 			}
@@ -55,15 +61,10 @@ and monitoring; set BINDERY_WORKER_ID for both "run" and "healthcheck".`,
 	return cmd
 }
 
-// judge picks the worker row to check and decides whether it is fresh.
-func judge(ws []store.Worker, workerID string, now time.Time, maxAge time.Duration) (string, error) {
-	var w *store.Worker
-	for i := range ws {
-		if (workerID == "" && !ws[i].StoppedAt.Valid) || ws[i].WorkerID == workerID {
-			w = &ws[i]
-			break
-		}
-	}
+// judge picks the worker row to check (pick) and decides whether it is
+// fresh.
+func judge(ws []store.Worker, workerID, host string, now time.Time, maxAge time.Duration) (string, error) {
+	w := pick(ws, workerID, host)
 	if w == nil {
 		if workerID == "" {
 			return "", fmt.Errorf("%w: no running worker registered", errUnhealthy)
@@ -77,4 +78,34 @@ func judge(ws []store.Worker, workerID string, now time.Time, maxAge time.Durati
 		return "", fmt.Errorf("%w: worker %s last seen %s ago (limit %s)", errUnhealthy, w.WorkerID, age.Round(time.Millisecond), maxAge)
 	}
 	return fmt.Sprintf("ok: worker %s last seen %s", w.WorkerID, w.LastSeenAt), nil
+}
+
+// pick is the row of workerID; without one, the first running row (ws is
+// ordered most recently seen first) among those of this host (ids that
+// defaultWorkerID made here), else its latest stopped one, else the first
+// running row of any host.
+func pick(ws []store.Worker, workerID, host string) *store.Worker {
+	var mine, running *store.Worker
+	for i := range ws {
+		w := &ws[i]
+		switch {
+		case workerID != "":
+			if w.WorkerID == workerID {
+				return w
+			}
+		case host != "" && strings.HasPrefix(w.WorkerID, host+"-"):
+			if !w.StoppedAt.Valid {
+				return w
+			}
+			if mine == nil {
+				mine = w
+			}
+		case running == nil && !w.StoppedAt.Valid:
+			running = w
+		}
+	}
+	if mine != nil {
+		return mine
+	}
+	return running
 }

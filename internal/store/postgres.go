@@ -263,8 +263,10 @@ var ErrNotPostgres = errors.New("not a PostgreSQL database (a postgres:// URL)")
 // GrantWorker makes role, as the URL's role (controld's, which owns the
 // schema), a login role holding exactly the writes protocol §7 allows
 // workerd (migrations.WorkerGrants). It may be run again: the grants are
-// set anew. The role's password, if any, is the DBA's to set.
-func GrantWorker(ctx context.Context, raw, role string) error {
+// set anew. A non-empty password becomes the role's (again on every run,
+// so a changed password takes effect); an empty one leaves the role's
+// password as it is, the DBA's to set.
+func GrantWorker(ctx context.Context, raw, role, password string) error {
 	if engineOf(raw) != enginePostgres {
 		return fmt.Errorf("worker role: %w: on SQLite workerd's writes are checked by its own connections", ErrNotPostgres)
 	}
@@ -293,6 +295,18 @@ func GrantWorker(ctx context.Context, raw, role string) error {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("grant worker %s: %s: %w", role, q, err)
 		}
+	}
+	if password == "" {
+		return nil
+	}
+	// The server quotes the password (format's %L): a password is never
+	// spliced into SQL here, and never appears in an error.
+	var alter string
+	if err := db.QueryRowContext(ctx, `SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)`, role, password).Scan(&alter); err != nil {
+		return fmt.Errorf("grant worker %s: password: %w", role, err)
+	}
+	if _, err := db.ExecContext(ctx, alter); err != nil {
+		return fmt.Errorf("grant worker %s: set its password: %w", role, err)
 	}
 	return nil
 }
