@@ -33,7 +33,7 @@ docker-base-background:
 	@if [ "$$(id -u)" = 0 ] && docker info >/dev/null 2>&1; then \
 	  ./scripts/deps.sh --only docker && mkdir -p $(VAR) && \
 	  echo "docker-base: building in the background, log in $(VAR)/mkbase.log" && \
-	  { nohup sh -c './deploy/testdata/mkbase.sh debian golang; ./deploy/testdata/mkbase.sh systemd' \
+	  { nohup sh -c './deploy/testdata/mkbase.sh debian golang postgres; ./deploy/testdata/mkbase.sh systemd' \
 	    >$(VAR)/mkbase.log 2>&1 & } \
 	fi
 

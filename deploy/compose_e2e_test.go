@@ -63,8 +63,8 @@ func duplicateGroups(sums map[string]string) (groups, files int) {
 // the grace periods, and data that survives `down` and `up`. The library's
 // bytes must be untouched.
 func TestComposeEndToEnd(t *testing.T) {
-	needDocker(t, "debian", "golang")
 	t.Parallel()
+	needDocker(t, "debian", "golang")
 	root := filepath.Join(t.TempDir(), "libraries")
 	wantComics := composeLibrary(t, root, "comics", 120)
 	wantComics += composeVideos(t, filepath.Join(root, "comics")) // the image's ffmpeg renders their covers

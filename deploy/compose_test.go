@@ -27,6 +27,7 @@ type composeService struct {
 	Build   map[string]any    `yaml:"build"`
 	Command []string          `yaml:"command"`
 	Restart string            `yaml:"restart"`
+	Scale   string            `yaml:"scale"`
 	Stop    string            `yaml:"stop_grace_period"`
 	Ports   []string          `yaml:"ports"`
 	Env     map[string]string `yaml:"environment"`
@@ -39,6 +40,7 @@ type composeService struct {
 	Healthcheck struct {
 		Test     []string `yaml:"test"`
 		Interval string   `yaml:"interval"`
+		Disable  bool     `yaml:"disable"`
 	} `yaml:"healthcheck"`
 	DependsOn map[string]struct {
 		Condition string `yaml:"condition"`
@@ -155,50 +157,43 @@ func TestComposeFile(t *testing.T) {
 	})
 
 	t.Run(".env.example documents every variable with its default", func(t *testing.T) {
-		example := parseEnvFile(t, deployPath(t, ".env.example"))
-		seen := map[string]bool{}
-		for _, m := range interpolation.FindAllStringSubmatch(raw, -1) {
-			name, op, def := m[1], m[2], m[3]
-			seen[name] = true
-			val, ok := example[name]
-			switch {
-			case !ok:
-				t.Errorf("%s is used by docker-compose.yml but not in .env.example", name)
-			case op == "-" && val != def:
-				t.Errorf(".env.example %s=%q, but the compose default is %q", name, val, def)
-			case op == "?" && val == "":
-				t.Errorf(".env.example must give the required %s an example value", name)
-			}
-		}
-		for name := range example {
-			if !seen[name] {
-				t.Errorf(".env.example sets %s, which docker-compose.yml never reads", name)
-			}
-		}
+		checkEnvExample(t, raw, ".env.example")
 	})
+}
+
+// checkEnvExample: the example env file sets every variable the compose
+// file raw reads, to its default (or an example value where one is
+// required), and nothing else.
+func checkEnvExample(t *testing.T, raw, example string) {
+	t.Helper()
+	vars := parseEnvFile(t, deployPath(t, example))
+	seen := map[string]bool{}
+	for _, m := range interpolation.FindAllStringSubmatch(raw, -1) {
+		name, op, def := m[1], m[2], m[3]
+		seen[name] = true
+		val, ok := vars[name]
+		switch {
+		case !ok:
+			t.Errorf("%s is used by the compose file but not in %s", name, example)
+		case op == "-" && val != def:
+			t.Errorf("%s %s=%q, but the compose default is %q", example, name, val, def)
+		case op == "?" && val == "":
+			t.Errorf("%s must give the required %s an example value", example, name)
+		}
+	}
+	for name := range vars {
+		if !seen[name] {
+			t.Errorf("%s sets %s, which the compose file never reads", example, name)
+		}
+	}
 }
 
 // TestComposeConfig validates the file with docker-compose itself (Debian's
 // docker-compose validates offline, no engine needed) or the docker compose
 // plugin, and asserts the shape again on its normalized output.
 func TestComposeConfig(t *testing.T) {
-	var tool []string
-	if p, err := exec.LookPath("docker-compose"); err == nil {
-		tool = []string{p}
-	} else if p, err := exec.LookPath("docker"); err == nil && exec.Command(p, "compose", "version").Run() == nil {
-		tool = []string{p, "compose"}
-	} else {
-		t.Skip("neither docker-compose nor the docker compose plugin is installed (Debian package docker-compose; scripts/deps.sh compose): compose validation skipped")
-	}
+	config, emptyEnv := composeConfig(t, "docker-compose.yml")
 	library := t.TempDir()
-	emptyEnv := filepath.Join(t.TempDir(), "empty.env")
-	if err := os.WriteFile(emptyEnv, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	config := func(envFile string, extra ...string) (string, int) {
-		args := append(tool[1:], "--env-file", envFile, "-f", deployPath(t, "docker-compose.yml"), "config")
-		return run(t, t.TempDir(), extra, tool[0], args...)
-	}
 
 	t.Run("valid", func(t *testing.T) {
 		out, code := config(emptyEnv, "BINDERY_LIBRARY_PATH="+library)
@@ -239,4 +234,28 @@ func TestComposeConfig(t *testing.T) {
 			t.Errorf("config without BINDERY_LIBRARY_PATH: exit %d, %q; want a failure naming it", code, out)
 		}
 	})
+}
+
+// composeConfig returns a function running `config` of the compose file
+// with an env file and extra variables (docker-compose, or the docker
+// compose plugin), and an empty env file; it skips t when neither tool is
+// installed.
+func composeConfig(t *testing.T, file string) (config func(envFile string, extra ...string) (string, int), emptyEnv string) {
+	t.Helper()
+	var tool []string
+	if p, err := exec.LookPath("docker-compose"); err == nil {
+		tool = []string{p}
+	} else if p, err := exec.LookPath("docker"); err == nil && exec.Command(p, "compose", "version").Run() == nil {
+		tool = []string{p, "compose"}
+	} else {
+		t.Skip("neither docker-compose nor the docker compose plugin is installed (Debian package docker-compose; scripts/deps.sh compose): compose validation skipped")
+	}
+	emptyEnv = filepath.Join(t.TempDir(), "empty.env")
+	if err := os.WriteFile(emptyEnv, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func(envFile string, extra ...string) (string, int) {
+		args := append(tool[1:], "--env-file", envFile, "-f", deployPath(t, file), "config")
+		return run(t, t.TempDir(), extra, tool[0], args...)
+	}, emptyEnv
 }

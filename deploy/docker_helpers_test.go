@@ -29,14 +29,24 @@ const (
 type dockerHost struct {
 	mu    sync.Mutex
 	swept bool
-	bases map[string]error
+	bases map[string]*baseImage
 }
 
-var host = dockerHost{bases: map[string]error{}}
+// baseImage is one base image, made (or found fresh) once per test binary.
+// Each has its own, so a test waiting for the systemd image does not also
+// wait for the golang image another test needs.
+type baseImage struct {
+	once sync.Once
+	err  error
+}
+
+var host = dockerHost{bases: map[string]*baseImage{}}
 
 // needDocker skips t when no Docker engine answers (saying why), and
-// otherwise makes sure the named base images (debian, golang, systemd)
-// exist. Building them needs root (debootstrap); CI runs as root.
+// otherwise makes sure the named base images (debian, golang, postgres,
+// systemd) exist. Building them needs root (debootstrap); CI runs as root.
+// The docker tests call it after t.Parallel, so that their waits for the
+// images, built in the background under make test, overlap.
 func needDocker(t *testing.T, bases ...string) {
 	t.Helper()
 	if testing.Short() {
@@ -51,31 +61,45 @@ func needDocker(t *testing.T, bases ...string) {
 	if os.Geteuid() != 0 {
 		t.Skip("the container tests build their base images with debootstrap and chown library files: run them as root")
 	}
-	host.mu.Lock()
-	defer host.mu.Unlock()
-	if !host.swept {
+	for _, b := range host.prepare(t, bases) {
+		if b.err != nil {
+			t.Fatal(b.err)
+		}
+	}
+}
+
+// prepare sweeps once, then makes each named base image once.
+func (h *dockerHost) prepare(t *testing.T, names []string) []*baseImage {
+	t.Helper()
+	h.mu.Lock()
+	if !h.swept {
 		sweepLeftovers(t)
-		host.swept = true
+		h.swept = true
 	}
-	for _, base := range bases {
-		err, done := host.bases[base]
-		if !done {
-			// The background build of make test may hold the lock for
-			// debian and golang together, under the load of every other
-			// package: 10 minutes was seen too short.
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-			cmd := exec.CommandContext(ctx, deployPath(t, "testdata", "mkbase.sh"), base)
-			out, runErr := cmd.CombinedOutput()
-			cancel()
-			if runErr != nil {
-				err = fmt.Errorf("mkbase.sh %s: %v\n%s", base, runErr, out)
-			}
-			host.bases[base] = err
+	bases := make([]*baseImage, len(names))
+	for i, name := range names {
+		if h.bases[name] == nil {
+			h.bases[name] = &baseImage{}
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		bases[i] = h.bases[name]
 	}
+	h.mu.Unlock()
+	for i, b := range bases {
+		b.once.Do(func() { b.err = makeBase(deployPath(t, "testdata", "mkbase.sh"), names[i]) })
+	}
+	return bases
+}
+
+// makeBase runs mkbase.sh for one image. The background build of make test
+// may be making it, under the load of every other package: 10 minutes was
+// seen too short.
+func makeBase(script, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, script, name).CombinedOutput(); err != nil {
+		return fmt.Errorf("mkbase.sh %s: %v\n%s", name, err, out)
+	}
+	return nil
 }
 
 // sweepLeftovers removes the compose projects, containers and images that a
@@ -124,12 +148,18 @@ func sweepLeftovers(t *testing.T) {
 // prunes them once every test is done.
 func composeDown(project, file string) {
 	cmd := exec.Command("docker-compose", "-p", project, "-f", file, "down", "-v", "--remove-orphans", "-t", "5")
-	// The file's required variable must be set for compose to parse it.
-	cmd.Env = append(cleanEnv(), "BINDERY_LIBRARY_PATH=/nonexistent")
+	// The files' required variables must be set for compose to parse them.
+	cmd.Env = append(cleanEnv(), "BINDERY_LIBRARY_PATH=/nonexistent", "BINDERY_PG_PASSWORD=x", "BINDERY_WORKER_PASSWORD=x")
 	cmd.Run()
 	out, _ := exec.Command("docker", "images", "-q", project).Output()
 	if ids := strings.Fields(string(out)); len(ids) > 0 {
 		exec.Command("docker", append([]string{"rmi", "-f", "--no-prune"}, ids...)...).Run()
+	}
+	// The volumes of services another file declares (a sweep passes
+	// docker-compose.yml for every project) are not down's to remove.
+	out, _ = exec.Command("docker", "volume", "ls", "-q", "--filter", "label=com.docker.compose.project="+project).Output()
+	if ids := strings.Fields(string(out)); len(ids) > 0 {
+		exec.Command("docker", append([]string{"volume", "rm", "-f"}, ids...)...).Run()
 	}
 }
 
@@ -224,14 +254,21 @@ func (p *composeProject) exec(t *testing.T, service, script string) (string, int
 	return string(out), 0
 }
 
-// container is the id of service's container (running or stopped).
+// container is the id of service's container (running or stopped); the
+// first replica's when the service is scaled.
 func (p *composeProject) container(t *testing.T, service string) string {
 	t.Helper()
-	id := strings.TrimSpace(p.must(t, "ps", "-q", service))
-	if id == "" {
+	return p.containers(t, service)[0]
+}
+
+// containers are the ids of every replica of service.
+func (p *composeProject) containers(t *testing.T, service string) []string {
+	t.Helper()
+	ids := strings.Fields(p.must(t, "ps", "-q", service))
+	if len(ids) == 0 {
 		t.Fatalf("compose project %s has no %s container", p.name, service)
 	}
-	return id
+	return ids
 }
 
 // containerState is the part of `docker inspect` the tests read.
@@ -261,14 +298,15 @@ func inspectState(t *testing.T, id string) containerState {
 func (p *composeProject) waitHealthy(t *testing.T, services ...string) {
 	t.Helper()
 	for _, svc := range services {
-		id := p.container(t, svc)
-		waitFor(t, svc+" healthy", 4*time.Minute, func() bool {
-			s := inspectState(t, id)
-			if s.Status == "exited" || s.Status == "dead" {
-				t.Fatalf("%s exited with %d before it was healthy", svc, s.ExitCode)
-			}
-			return s.Health != nil && s.Health.Status == "healthy"
-		})
+		for _, id := range p.containers(t, svc) {
+			waitFor(t, svc+" healthy", 4*time.Minute, func() bool {
+				s := inspectState(t, id)
+				if s.Status == "exited" || s.Status == "dead" {
+					t.Fatalf("%s exited with %d before it was healthy", svc, s.ExitCode)
+				}
+				return s.Health != nil && s.Health.Status == "healthy"
+			})
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +85,8 @@ func binDir(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	raiseParallel(dockerTests)
 	code := m.Run()
 	pgtest.StopShared()
 	pruneBuildStages()
@@ -144,4 +147,22 @@ func parseSystemdDuration(s string) (time.Duration, bool) {
 		total += d
 	}
 	return total, s != ""
+}
+
+// dockerTests is how many container tests there are. They call t.Parallel
+// and spend most of their time waiting: for base images built in the
+// background, on health-check intervals, on containers. At go test's
+// default of GOMAXPROCS (two here) they waited for each other's waits.
+const dockerTests = 4
+
+// raiseParallel lets n parallel tests run at once unless -parallel was
+// given.
+func raiseParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set {
+		if cur, err := strconv.Atoi(f.Value.String()); err == nil && cur < n {
+			_ = f.Value.Set(strconv.Itoa(n))
+		}
+	}
 }

@@ -85,8 +85,8 @@ func (h *systemdHost) must(script string) string {
 // processes and within maxExposure, and stops the target: both services
 // must end with exit code 0.
 func TestSystemdBoot(t *testing.T) {
-	needDocker(t, "systemd")
 	t.Parallel()
+	needDocker(t, "systemd")
 	library := t.TempDir()
 	want := composeLibrary(t, library, "comics", 24)
 	if err := os.Chmod(library, 0o755); err != nil {

@@ -26,8 +26,8 @@ const upgradeFrom = "e970756e26a57edd4b582576f494c86d5f1f96ab"
 // `docker-compose exec` while workerd renders covers, and the backup,
 // restored into a fresh volume, passes PRAGMA integrity_check and serves.
 func TestComposeUpgradeAndBackup(t *testing.T) {
-	needDocker(t, "debian", "golang")
 	t.Parallel()
+	needDocker(t, "debian", "golang")
 	repo := testutil.RepoRoot(t)
 	if err := exec.Command("git", "-C", repo, "cat-file", "-e", upgradeFrom+"^{commit}").Run(); err != nil {
 		t.Skipf("commit %s is not in this clone (a shallow clone?): no release to upgrade from", upgradeFrom[:7])

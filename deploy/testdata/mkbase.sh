@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mkbase.sh [debian|golang|systemd]... — the base images the deploy tests need,
+# mkbase.sh [debian|golang|postgres|systemd]... — the base images the deploy tests need,
 # made on this machine because no container registry is reachable.
 #
 #   debian:bookworm-slim   a `debootstrap --variant=minbase bookworm` rootfs
@@ -9,6 +9,10 @@
 #                          (/usr/local/go), gcc, pkg-config and libvips-dev,
 #                          with its module cache and build cache warmed by one
 #                          build of this tree (see below).
+#   postgres:15-bookworm   the debian image plus Debian's postgresql-15 and
+#                          an entry point honouring the variables of Docker
+#                          Hub's postgres image that docker-compose.postgres.yml
+#                          sets (testdata/postgres-entrypoint.sh).
 #   bindery-test/systemd:bookworm
 #                          a minbase rootfs with systemd as PID 1 and the
 #                          daemons' runtime libraries, for the systemd test.
@@ -172,6 +176,29 @@ golang_image() {
   log "committed $image"
 }
 
+postgres_image() {
+  local image="postgres:15-$release" base="debian:$release-slim"
+  fresh "$image" && return 0
+  docker image inspect "$base" >/dev/null 2>&1 || { log "$image is built on $base: run mkbase.sh debian first"; return 1; }
+  docker rm -f bindery-mkbase-postgres >/dev/null 2>&1 || true
+  # No cluster at install time: the entry point makes it in the volume.
+  docker run --name bindery-mkbase-postgres --label "$label=warm" \
+    -v "$here/postgres-entrypoint.sh:/tmp/entrypoint.sh:ro" "$base" bash -ec "
+    mkdir -p /etc/postgresql-common/createcluster.d
+    echo 'create_main_cluster = false' >/etc/postgresql-common/createcluster.d/bindery.conf
+    $apt postgresql-15
+    install -m 0755 /tmp/entrypoint.sh /usr/local/bin/docker-entrypoint.sh
+    $apt_clean" >&2
+  docker commit --change "LABEL $label=$fingerprint" \
+    --change 'ENV PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'ENV PGDATA=/var/lib/postgresql/data' --change 'VOLUME /var/lib/postgresql/data' \
+    --change 'ENTRYPOINT ["docker-entrypoint.sh"]' --change 'CMD ["postgres"]' \
+    --change 'EXPOSE 5432' \
+    bindery-mkbase-postgres "$image" >/dev/null
+  docker rm -f bindery-mkbase-postgres >/dev/null
+  log "committed $image"
+}
+
 systemd_image() {
   local image="bindery-test/systemd:$release"
   fresh "$image" && return 0
@@ -194,7 +221,7 @@ systemd_image() {
 
 [ "$(id -u)" -eq 0 ] || { log "needs root (debootstrap)"; exit 1; }
 command -v debootstrap >/dev/null || { log "needs debootstrap (scripts/deps.sh docker)"; exit 1; }
-[ $# -gt 0 ] || set -- debian golang systemd
+[ $# -gt 0 ] || set -- debian golang postgres systemd
 # fingerprint_of FUNCTION [FILE...]: the digest naming one image's recipe.
 fingerprint_of() {
   local fn=$1
@@ -213,13 +240,15 @@ for what in "$@"; do
   case $what in
     golang) fingerprint=$(fingerprint_of golang_image "$goroot/VERSION" "$repo/go.sum") ;;
     debian) fingerprint=$(runtime_packages | fingerprint_of debian_image) ;;
+    postgres) fingerprint=$(fingerprint_of postgres_image "$here/postgres-entrypoint.sh") ;;
     *) fingerprint=$(fingerprint_of "${what}_image" 2>/dev/null) ;;
   esac
   case $what in
     debian) debian_image ;;
     golang) golang_image ;;
+    postgres) postgres_image ;;
     systemd) systemd_image ;;
-    *) log "unknown image '$what' (debian, golang, systemd)"; exit 64 ;;
+    *) log "unknown image '$what' (debian, golang, postgres, systemd)"; exit 64 ;;
   esac
   exec 9>&-
 done
