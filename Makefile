@@ -26,14 +26,15 @@ docker-base:
 
 # make test starts docker-base in the background, so the images are built
 # while vet and the other packages run; the deploy tests wait for it (the
-# script holds a lock) and build whatever it failed to.
-# It runs first, beside the package installs, and builds the images the
-# compose tests need before the systemd host's.
+# script holds a lock per image) and build whatever it failed to.
+# It runs first, beside the package installs, in two chains: golang, the
+# longest (a warm build of the tree) and what every compose test needs,
+# beside debian, then postgres (built on debian), then the systemd host.
 docker-base-background:
 	@if [ "$$(id -u)" = 0 ] && docker info >/dev/null 2>&1; then \
 	  ./scripts/deps.sh --only docker && mkdir -p $(VAR) && \
 	  echo "docker-base: building in the background, log in $(VAR)/mkbase.log" && \
-	  { nohup sh -c './deploy/testdata/mkbase.sh debian golang postgres; ./deploy/testdata/mkbase.sh systemd' \
+	  { nohup sh -c 'b=./deploy/testdata/mkbase.sh; $$b golang & $$b debian postgres systemd; wait' \
 	    >$(VAR)/mkbase.log 2>&1 & } \
 	fi
 

@@ -51,7 +51,7 @@ fingerprint=
 work=$(mktemp -d /tmp/bindery-mkbase.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-log() { echo "mkbase: $*" >&2; }
+log() { echo "mkbase: $(date +%T) $*" >&2; }
 
 # Packages go in with apt inside a container (debootstrap --include cannot
 # configure a set as large as libvips-dev's).
