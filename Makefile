@@ -11,12 +11,14 @@ VAR := var
 all: build
 
 # System packages: libvips, 7zip, b3sum, … and, for the tests that need them,
-# chromium (dashboard), systemd (unit verification), docker-compose (config).
+# chromium (dashboard), systemd (unit verification), docker-compose (config),
+# debootstrap (base images), QEMU, busybox and a kernel (the clock-skew
+# test's virtual machines).
 deps:
 	@./scripts/deps.sh
 
 test-deps:
-	@./scripts/deps.sh chromium systemd compose docker
+	@./scripts/deps.sh chromium systemd compose docker vm
 
 # The base images the container tests build on (no registry is needed):
 # debian:bookworm-slim, golang:1.26-bookworm and a systemd host, made with
