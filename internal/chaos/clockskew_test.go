@@ -75,17 +75,7 @@ func setupSkew(t *testing.T) *skewRig {
 	if r.c, err = newCluster("skew", dir, bin, root, skewLease); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, d := range r.c.workers {
-				t.Logf("%s:\n%s", d.name, d.tail(30))
-			}
-			if d := r.c.control(); d != nil {
-				t.Logf("%s:\n%s", d.name, d.tail(30))
-			}
-		}
-		r.c.killAll()
-	})
+	killOnCleanup(t, r.c)
 	if err := r.c.usePostgres(ctx, srv.URL(db, pgtest.Superuser), srv.URL(db, role)); err != nil {
 		t.Fatal(err)
 	}

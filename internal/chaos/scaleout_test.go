@@ -68,17 +68,7 @@ func setupScaleOut(t *testing.T) *scaleOut {
 	if err := s.c.usePostgres(ctx, srv.URL("bindery", pgtest.Superuser), srv.URL("bindery", workerRole)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, d := range s.c.workers {
-				t.Logf("%s:\n%s", d.name, d.tail(30))
-			}
-			if d := s.c.control(); d != nil {
-				t.Logf("%s:\n%s", d.name, d.tail(30))
-			}
-		}
-		s.c.killAll()
-	})
+	killOnCleanup(t, s.c)
 	if err := s.c.startControl(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -355,4 +345,20 @@ func TestScaleOutAcrossHosts(t *testing.T) {
 	if err := s.c.stopAll(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// killOnCleanup kills the cluster's processes when t ends, logging the
+// tail of each one's log first if t failed.
+func killOnCleanup(t *testing.T, c *cluster) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, d := range c.workers {
+				t.Logf("%s:\n%s", d.name, d.tail(30))
+			}
+			if d := c.control(); d != nil {
+				t.Logf("%s:\n%s", d.name, d.tail(30))
+			}
+		}
+		c.killAll()
+	})
 }
