@@ -83,7 +83,7 @@ func TestComposeEndToEnd(t *testing.T) {
 		// of letting it finish inside the grace.
 		"BINDERY_SHUTDOWN_GRACE": "100ms",
 	})
-	p.must(t, "up", "-d", "--build")
+	p.upBuild(t)
 	p.waitHealthy(t, "controld", "workerd")
 	checkConfinement(t, p)
 

@@ -164,6 +164,7 @@ func TestComposePostgres(t *testing.T) {
 		"BINDERY_LIBRARY_PATH":    root,
 		"BINDERY_UID":             strconv.Itoa(nasUID),
 		"BINDERY_GID":             strconv.Itoa(nasGID),
+		"BINDERY_VERSION":         "e2e", // the end-to-end test's image, from the layer cache
 		"BINDERY_HTTP_BIND":       "127.0.0.1",
 		"BINDERY_HTTP_PORT":       port,
 		"BINDERY_PG_PASSWORD":     "owner's password",
@@ -171,7 +172,7 @@ func TestComposePostgres(t *testing.T) {
 		"BINDERY_WORKERS":         strconv.Itoa(replicas),
 	})
 	lap := stopwatch(t)
-	p.must(t, "up", "-d", "--build")
+	p.upBuild(t)
 	p.waitHealthy(t, "postgres", "controld", "workerd")
 	lap("up, every service healthy")
 	checkMigrated(t, p)
