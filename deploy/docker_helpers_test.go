@@ -238,11 +238,17 @@ func (p *composeProject) run(args ...string) (string, error) {
 // three builds at once over fuse-overlayfs took 13 minutes.
 var treeBuilds sync.Mutex
 
-// upBuild is a user's first start, `up -d --build`, of this tree.
+// upBuild is a user's first start, `up -d --build`, of this tree. The
+// images are built first under treeBuilds, so that up's own build finds
+// every layer made and the lock is not held while services start.
 func (p *composeProject) upBuild(t *testing.T) {
 	t.Helper()
 	treeBuilds.Lock()
-	defer treeBuilds.Unlock()
+	_, err := p.run("build")
+	treeBuilds.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.must(t, "up", "-d", "--build")
 }
 
