@@ -231,21 +231,22 @@ func (p *composeProject) run(args ...string) (string, error) {
 	return string(out), nil
 }
 
-// treeBuilds lets one build of this tree's image run at a time. The
-// end-to-end, PostgreSQL and upgrade tests build the same layers (the
-// first two with the same arguments): one after the other, the later ones
-// find them in the layer cache. Side by side, each made them all again:
-// three builds at once over fuse-overlayfs took 13 minutes.
-var treeBuilds sync.Mutex
+// builds lets one image build run at a time. The end-to-end, PostgreSQL
+// and upgrade tests build images whose first layers are the same (the
+// first two build the same image). One after the other, each finds the
+// layers made before it in the cache. Side by side, each step ran in every
+// build, and the cache then held twin layers, so that the next build
+// missed from its first COPY on. Three builds at once passed 15 minutes.
+var builds sync.Mutex
 
-// upBuild is a user's first start, `up -d --build`, of this tree. The
-// images are built first under treeBuilds, so that up's own build finds
-// every layer made and the lock is not held while services start.
+// upBuild is a user's first start, `up -d --build`. The images are built
+// first under builds, so that up's own build finds every layer made and
+// the lock is not held while the services start.
 func (p *composeProject) upBuild(t *testing.T) {
 	t.Helper()
-	treeBuilds.Lock()
+	builds.Lock()
 	_, err := p.run("build")
-	treeBuilds.Unlock()
+	builds.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

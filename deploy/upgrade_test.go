@@ -111,11 +111,7 @@ func (p *composeProject) release(t *testing.T, lap func(string), file, tag strin
 	p.file = file
 	p.env["BINDERY_IMAGE"] = p.name + ":" + tag
 	p.env["BINDERY_VERSION"] = tag
-	if file == deployPath(t, "docker-compose.yml") {
-		p.upBuild(t)
-	} else {
-		p.must(t, "up", "-d", "--build")
-	}
+	p.upBuild(t)
 	lap(tag + " release built and started")
 	p.waitHealthy(t, "controld")
 	lap(tag + " release healthy")
