@@ -63,15 +63,10 @@ vet: deps
 # timeout is a guard, not the budget: on a slow day the deploy package, which
 # waits for those images, passed go test's old 20 minutes with its compose
 # tests still building.
-# go test itself runs at nice 5: Docker's containers (the image builds, the
-# compose tests' daemons) share one CPU group, which the kernel weighs as a
-# single nice-0 task against each busy process outside it, so beside go
-# test's compilers and test binaries the builds had a quarter of the CPU and
-# the golang base image took 19 minutes.
 test: docker-base-background deps test-deps fmt-check vet
 	@mkdir -p $(VAR); nice -n 19 $(MAKE) --no-print-directory bench-smoke >$(VAR)/bench-smoke.log 2>&1 & bench=$$!; \
 	nice -n 19 $(MAKE) --no-print-directory test-postgres >$(VAR)/test-postgres.log 2>&1 & pg=$$!; \
-	nice -n 5 $(GO) test -race -timeout 30m ./...; rc=$$?; \
+	$(GO) test -race -timeout 30m ./...; rc=$$?; \
 	wait $$pg; prc=$$?; echo "--- make test-postgres (log in $(VAR)/test-postgres.log)"; cat $(VAR)/test-postgres.log; \
 	wait $$bench; brc=$$?; echo "--- make bench-smoke (log in $(VAR)/bench-smoke.log)"; cat $(VAR)/bench-smoke.log; \
 	[ $$rc -eq 0 ] && [ $$prc -eq 0 ] && [ $$brc -eq 0 ]
