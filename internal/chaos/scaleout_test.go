@@ -202,6 +202,22 @@ func (s *scaleOut) workersOf(t *testing.T, lib int64) []string {
 	return ids
 }
 
+// firstReport is the time of the first log line that holds one of msgs.
+func firstReport(log string, msgs ...string) time.Time {
+	for _, line := range strings.Split(log, "\n") {
+		for _, m := range msgs {
+			if !strings.Contains(line, m) {
+				continue
+			}
+			f, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+			if at, err := time.Parse(time.RFC3339Nano, f); err == nil {
+				return at
+			}
+		}
+	}
+	return time.Time{}
+}
+
 // heldRow is a lease row and its holder.
 type heldRow struct {
 	table  string
@@ -306,11 +322,17 @@ func TestScaleOutAcrossHosts(t *testing.T) {
 		if !d.alive() {
 			t.Fatalf("%s exited after its link came back: %v", d.name, d.exitErr())
 		}
-		if log := d.logText(); !strings.Contains(log, "lease lost") && !strings.Contains(log, "no heartbeat succeeded") &&
-			!strings.Contains(log, "result dropped") {
-			t.Errorf("%s never reported losing its leases:\n%s", d.name, d.tail(30))
+		// Cut off, it must stop its work on its own clock, one lease after
+		// its last heartbeat, not when its stalled statements give up.
+		var lostAt time.Time
+		testutil.WaitForState(t, d.name+" reports losing its lease", time.Minute, func() (bool, string) {
+			lostAt = firstReport(d.logText(), "no heartbeat succeeded", "lease lost", "result dropped", "could not write result")
+			return !lostAt.IsZero(), d.tail(30)
+		})
+		if after := lostAt.Sub(cutAt); after > 2*s.c.lease {
+			t.Errorf("%s stopped its work %v after its link went down, lease %v:\n%s", d.name, after, s.c.lease, d.tail(30))
 		}
-		t.Logf("%s cut off holding %d row(s) (%v); all finished by the other hosts", d.name, len(held), held)
+		t.Logf("%s cut off holding %d row(s) (%v), stopped them %v later; all finished by the other hosts", d.name, len(held), held, lostAt.Sub(cutAt).Round(time.Millisecond))
 	})
 
 	t.Run("controld restarted", func(t *testing.T) {

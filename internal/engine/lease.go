@@ -31,11 +31,12 @@ type leased struct {
 //
 // A lease is taken as lost when a heartbeat finds the row no longer ours,
 // or when no heartbeat succeeded for a whole lease: the row may be
-// recovered by now, so the work must stop. A heartbeat runs beside this
-// loop, with a deadline at 90% of the lease it extends, so a write stalled
-// by a slow disk or another process's lock can neither delay that verdict
-// nor the polls; and the store never extends an expired lease, so a
-// heartbeat that lands late changes nothing.
+// recovered by now, so the work must stop. Heartbeats and polls run beside
+// this loop, each with a deadline (a heartbeat's at 90% of the lease it
+// extends, a poll's one lease away), so a statement stalled by a slow disk,
+// another process's lock or a network that went away can delay neither
+// that verdict nor the next check; and the store never extends an expired
+// lease, so a heartbeat that lands late changes nothing.
 func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, err error) {
 	ctx, cancel := context.WithCancelCause(e.workCtx)
 	defer cancel(nil)
@@ -61,6 +62,9 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 	}
 	beats := make(chan beatResult, 1)
 	beating := false
+	type pollResult struct{ stop, err error }
+	polls := make(chan pollResult, 1)
+	polling := false
 	check := func(stop, cerr error) {
 		switch {
 		case errors.Is(cerr, store.ErrNotOwner):
@@ -101,7 +105,19 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 			e.log.Warn("no heartbeat succeeded for a whole lease: work stopped", "row", l.what, "id", l.id)
 			cancel(errLeaseLost)
 		case <-pollC:
-			check(l.poll(e.bgCtx()))
+			if polling {
+				continue
+			}
+			polling = true
+			go func() {
+				pctx, pcancel := context.WithTimeout(e.bgCtx(), e.cfg.Lease)
+				defer pcancel()
+				stop, perr := l.poll(pctx)
+				polls <- pollResult{stop: stop, err: perr}
+			}()
+		case r := <-polls:
+			polling = false
+			check(r.stop, r.err)
 		}
 	}
 }
