@@ -163,18 +163,30 @@ var ErrWorkerRole = errors.New("worker role too powerful")
 // is stepped, without a round trip per statement; one SQL text still serves
 // both engines. It is read again every minute so that the two oscillators
 // cannot drift apart (100 ppm is 6 ms a minute).
+//
+// A read's error is at most half its round trip, so, as NTP does, each sync
+// takes a few reads and keeps the quickest, and a later sync replaces the
+// clock only when its bound is no worse than the kept one's after drift: a
+// resync on a loaded host cannot make a good clock worse.
 type dbClock struct {
-	db   *sqlx.DB
-	mu   sync.Mutex
-	base time.Time // the server's clock …
-	at   time.Time // … when this host's monotonic clock read this
-	done chan struct{}
-	once sync.Once // Close may be called twice
-	wg   sync.WaitGroup
+	db    *sqlx.DB
+	mu    sync.Mutex
+	base  time.Time     // the server's clock …
+	at    time.Time     // … when this host's monotonic clock read this,
+	bound time.Duration // give or take this much
+	done  chan struct{}
+	once  sync.Once // Close may be called twice
+	wg    sync.WaitGroup
 }
 
-// dbClockResync is how often the server's clock is read again.
-const dbClockResync = time.Minute
+const (
+	// dbClockResync is how often the server's clock is read again.
+	dbClockResync = time.Minute
+	// dbClockReads is how many reads one sync takes.
+	dbClockReads = 3
+	// dbClockDrift is how far two oscillators may drift apart: 100 ppm.
+	dbClockDrift = 10_000
+)
 
 func startDBClock(ctx context.Context, db *sqlx.DB) (*dbClock, error) {
 	c := &dbClock{db: db, done: make(chan struct{})}
@@ -202,18 +214,29 @@ func (c *dbClock) loop() {
 	}
 }
 
-// sync reads the server's clock, placing it at the middle of the round
-// trip.
+// sync reads the server's clock dbClockReads times and keeps the read with
+// the shortest round trip, placed at that trip's middle.
 func (c *dbClock) sync(ctx context.Context) error {
-	before := time.Now()
-	var server time.Time
-	if err := c.db.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&server); err != nil {
-		return fmt.Errorf("database clock: %w", err)
+	var base, at time.Time
+	bound := time.Duration(-1)
+	for range dbClockReads {
+		before := time.Now()
+		var server time.Time
+		if err := c.db.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&server); err != nil {
+			if bound >= 0 {
+				break
+			}
+			return fmt.Errorf("database clock: %w", err)
+		}
+		if half := time.Since(before) / 2; bound < 0 || half < bound {
+			base, at, bound = server, before.Add(half), half
+		}
 	}
-	after := time.Now()
 	c.mu.Lock()
-	c.base, c.at = server, before.Add(after.Sub(before)/2)
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() || bound <= c.bound+time.Since(c.at)/dbClockDrift {
+		c.base, c.at, c.bound = base, at, bound
+	}
 	return nil
 }
 
