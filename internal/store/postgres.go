@@ -322,10 +322,14 @@ func GrantWorker(ctx context.Context, raw, role, password string) error {
 	if password == "" {
 		return nil
 	}
-	// The server quotes the password (format's %L): a password is never
-	// spliced into SQL here, and never appears in an error.
+	// The server quotes the secret (format's %L): it is never spliced into
+	// SQL here, and never appears in an error.
+	secret := password
+	if v, ok := scramVerifier(password); ok {
+		secret = v
+	}
 	var alter string
-	if err := db.QueryRowContext(ctx, `SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)`, role, password).Scan(&alter); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)`, role, secret).Scan(&alter); err != nil {
 		return fmt.Errorf("grant worker %s: password: %w", role, err)
 	}
 	if _, err := db.ExecContext(ctx, alter); err != nil {
