@@ -58,8 +58,9 @@ func TestExecuteStalledDatabase(t *testing.T) {
 					t.Fatalf("execute = %v, %v; want the lease taken as lost", r.cause, r.err)
 				}
 				// The timer fires one lease after the claim; allow the
-				// scheduler a lease more under -race on a loaded machine.
-				if took := time.Since(start); took < lease || took > 2*lease {
+				// scheduler three leases more under -race on a loaded
+				// machine (the stalls themselves would last until release).
+				if took := time.Since(start); took < lease || took > 4*lease {
 					t.Fatalf("work stopped %v after the last heartbeat; want one lease (%v)", took, lease)
 				}
 			case <-time.After(10 * lease):
