@@ -48,9 +48,21 @@ const hashCandidate = `EXISTS (SELECT 1 FROM library_files o
 // duplicate groups are global. The walk is on the rowid, so a job pages
 // through the table once, and the size index answers both tests.
 func (s *Store) PartialTargets(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
+	few, err := s.fewDue(ctx, alg)
+	if err != nil {
+		return nil, fmt.Errorf("partial targets: %w", err)
+	}
+	from := `library_files o`
+	if few {
+		// Only the sizes of due files, through the size index.
+		from = `library_files o` + s.pick(` INDEXED BY ix_library_files_size_partial`, ``) + `
+		WHERE o.size_bytes IN (SELECT p.size_bytes FROM (` + s.hashPending("?2") + `) p) AND`
+	} else {
+		from += ` WHERE`
+	}
 	var out []HashCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns, COALESCE(o.volumes, 0) AS volumes
-		FROM library_files o WHERE o.id > ?4 AND o.is_missing = 0 AND o.role <> 'folder' AND o.partial_hash IS NULL AND o.size_bytes > 8192
+	err = s.r.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns, COALESCE(o.volumes, 0) AS volumes
+		FROM `+from+` o.id > ?4 AND o.is_missing = 0 AND o.role <> 'folder' AND o.partial_hash IS NULL AND o.size_bytes > 8192
 		AND EXISTS (SELECT 1 FROM library_files p WHERE p.is_missing = 0 AND p.size_bytes = o.size_bytes AND p.id <> o.id)
 		AND EXISTS (SELECT 1 FROM library_files f WHERE f.size_bytes = o.size_bytes AND `+hashDue+`)
 		ORDER BY o.id LIMIT ?5`,
@@ -59,6 +71,28 @@ func (s *Store) PartialTargets(ctx context.Context, libraryID sql.NullInt64, alg
 		return nil, fmt.Errorf("partial targets: %w", err)
 	}
 	return out, nil
+}
+
+// fewDueMax is the most files not hashed with the job's algorithm for which
+// a hash job's queries start from those files instead of walking the table
+// (Store.fewDueMax, which tests lower to compare the two).
+const fewDueMax = 4096
+
+// fewDue reports whether at most fewDueMax present files are not hashed
+// with alg, counting through indexes no further than that.
+//
+// A hash job pages through library_files in id order, so that a pass is
+// one walk of the table however many files are due. When a few files were
+// added to a hashed library, that walk is most of the job: 100,000 rows
+// read to find 100. Those queries then start from the due files instead
+// (hashPending), which return the same rows in the same order: every due
+// file is among them. With many due files the walk stays, since each page
+// would enumerate them all again.
+func (s *Store) fewDue(ctx context.Context, alg protocol.HashAlgorithm) (bool, error) {
+	var n int64
+	err := s.r.GetContext(ctx, &n, `SELECT count(*) FROM (SELECT 1 FROM (`+s.hashPending("?1")+`) p LIMIT ?2) AS due`,
+		string(alg), s.fewDueMax+1)
+	return n <= int64(s.fewDueMax), err
 }
 
 // PartialResult is the partial digest of a file whose size and mtime were

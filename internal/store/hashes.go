@@ -76,11 +76,20 @@ func (p HashPass) where() string {
 // HashCandidates returns up to limit files due for hashing with alg in
 // pass p, in id order after afterID. Keyset paging on the rowid means a job
 // killed mid-way resumes from its last committed id and a pass is one walk
-// over the table, whatever the mix of due and done files.
+// over the table, whatever the mix of due and done files (or a walk of the
+// due files alone, when they are few: fewDue).
 func (s *Store) HashCandidates(ctx context.Context, p HashPass, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
+	few, err := s.fewDue(ctx, alg)
+	if err != nil {
+		return nil, fmt.Errorf("hash candidates: %w", err)
+	}
+	where := `f.id > ?4 AND `
+	if few {
+		where += `f.id IN (SELECT p.id FROM (` + s.hashPending("?2") + `) p) AND `
+	}
 	var out []HashCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, COALESCE(f.volumes, 0) AS volumes
-		FROM library_files f WHERE f.id > ?4 AND `+p.where()+` ORDER BY f.id LIMIT ?5`,
+	err = s.r.SelectContext(ctx, &out, `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, COALESCE(f.volumes, 0) AS volumes
+		FROM library_files f WHERE `+where+p.where()+` ORDER BY f.id LIMIT ?5`,
 		libraryID, string(alg), s.nowText(), afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("hash candidates: %w", err)

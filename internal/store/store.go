@@ -70,6 +70,8 @@ type Store struct {
 	dsn    string // the URL as given (PostgreSQL), for dedicated connections
 	now    func() time.Time
 	engine engine
+	// fewDueMax: see fewDue.
+	fewDueMax int
 	// txOptions are the write transactions' options: none on SQLite (its
 	// one writer runs BEGIN IMMEDIATE), SERIALIZABLE on PostgreSQL, so
 	// that the store's read-then-write transactions keep the meaning they
@@ -134,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	r.SetMaxOpenConns(cfg.MaxReaders)
 	r.SetMaxIdleConns(cfg.MaxReaders)
-	s := &Store{w: w, r: r, path: cfg.Path, now: cfg.Now}
+	s := &Store{w: w, r: r, path: cfg.Path, now: cfg.Now, fewDueMax: fewDueMax}
 	if err := s.probe(ctx); err != nil {
 		s.Close()
 		return nil, err
