@@ -46,23 +46,21 @@ const hashCandidate = `EXISTS (SELECT 1 FROM library_files o
 // of that size (maybe they) is due for hashing with alg in the job's scope
 // (library ?1, all when NULL). Files of other libraries are included:
 // duplicate groups are global. The walk is on the rowid, so a job pages
-// through the table once, and the size index answers both tests.
+// through the table once, and the size index answers both tests; when few
+// files are due (fewDue), it is a walk of their sizes' files instead.
 func (s *Store) PartialTargets(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
 	few, err := s.fewDue(ctx, alg)
 	if err != nil {
 		return nil, fmt.Errorf("partial targets: %w", err)
 	}
-	from := `library_files o`
+	indexed, dueSizes := ``, ``
 	if few {
-		// Only the sizes of due files, through the size index.
-		from = `library_files o` + s.pick(` INDEXED BY ix_library_files_size_partial`, ``) + `
-		WHERE o.size_bytes IN (SELECT p.size_bytes FROM (` + s.hashPending("?2") + `) p) AND`
-	} else {
-		from += ` WHERE`
+		indexed = s.pick(` INDEXED BY ix_library_files_size_partial`, ``)
+		dueSizes = `o.size_bytes IN (SELECT p.size_bytes FROM (` + s.hashPending("?2") + `) p) AND `
 	}
 	var out []HashCandidate
 	err = s.r.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns, COALESCE(o.volumes, 0) AS volumes
-		FROM `+from+` o.id > ?4 AND o.is_missing = 0 AND o.role <> 'folder' AND o.partial_hash IS NULL AND o.size_bytes > 8192
+		FROM library_files o`+indexed+` WHERE `+dueSizes+`o.id > ?4 AND o.is_missing = 0 AND o.role <> 'folder' AND o.partial_hash IS NULL AND o.size_bytes > 8192
 		AND EXISTS (SELECT 1 FROM library_files p WHERE p.is_missing = 0 AND p.size_bytes = o.size_bytes AND p.id <> o.id)
 		AND EXISTS (SELECT 1 FROM library_files f WHERE f.size_bytes = o.size_bytes AND `+hashDue+`)
 		ORDER BY o.id LIMIT ?5`,
