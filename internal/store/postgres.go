@@ -42,6 +42,13 @@ func engineOf(db string) engine {
 // went quiet; see pgURL.
 const idleTxTimeout = 10 * time.Second
 
+// connectTimeout is how long a connection attempt may take, TCP and
+// PostgreSQL's startup both, when the URL sets no connect_timeout: a
+// worker host whose network drops packets would otherwise wait out TCP's
+// SYN retries (over two minutes on Linux) before each try, and so rejoin
+// late once the network is back.
+const connectTimeout = 10 * time.Second
+
 // pick is the engine's spelling of an SQL fragment the two do not share
 // (date arithmetic, JSON, hex): one of two constants, so every statement
 // stays built from constants.
@@ -60,7 +67,8 @@ func (s *Store) skipLocked() string { return s.pick(``, ` FOR UPDATE SKIP LOCKED
 // pgURL is the user's URL with the session settings every connection
 // needs: UTC, so that the protocol's zone-less time text means UTC; an end
 // to transactions left idle (idleTxTimeout); and, for the reader pool,
-// read-only transactions (the counterpart of SQLite's query_only).
+// read-only transactions (the counterpart of SQLite's query_only); and a
+// connect_timeout (connectTimeout) unless the URL gives its own.
 //
 // The store never waits on anything but the server inside a transaction,
 // so a transaction goes idle only when its process stopped talking: its
@@ -77,6 +85,9 @@ func pgURL(raw string, readOnly bool) (string, error) {
 	q := u.Query()
 	q.Set("timezone", "UTC")
 	q.Set("idle_in_transaction_session_timeout", strconv.FormatInt(idleTxTimeout.Milliseconds(), 10))
+	if !q.Has("connect_timeout") {
+		q.Set("connect_timeout", strconv.FormatInt(int64(connectTimeout/time.Second), 10))
+	}
 	if readOnly {
 		q.Set("default_transaction_read_only", "on")
 	}

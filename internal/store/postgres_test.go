@@ -193,3 +193,56 @@ func TestIdleTransactionsEnd(t *testing.T) {
 		t.Fatalf("idle_in_transaction_session_timeout = %q, want 10s", v)
 	}
 }
+
+// TestConnectTimeout: a PostgreSQL URL without connect_timeout gets the
+// store's own, so a server that accepts TCP but never answers (or a network
+// that drops packets) fails an open within seconds; a URL's own value wins.
+// No server is needed: the listener below answers nothing.
+func TestConnectTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	base := "postgres://bindery@" + l.Addr().String() + "/bindery?application_name=t"
+	for _, c := range []struct {
+		name, url   string
+		least, most time.Duration
+	}{
+		{"the URL's own", base + "&connect_timeout=1", 900 * time.Millisecond, 5 * time.Second},
+		{"the store's default", base, 9 * time.Second, 20 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*c.most) // without a timeout, a hang
+			defer cancel()
+			start := time.Now()
+			s, err := store.Open(ctx, store.Config{Path: c.url, Role: store.RoleControl})
+			took := time.Since(start)
+			if err == nil {
+				s.Close()
+				t.Fatal("opened a database on a server that never answers")
+			}
+			if took < c.least || took > c.most {
+				t.Fatalf("open failed after %v, want %v to %v: %v", took.Round(time.Millisecond), c.least, c.most, err)
+			}
+		})
+	}
+}
