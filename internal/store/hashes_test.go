@@ -50,7 +50,7 @@ func TestHashQueriesFewDue(t *testing.T) {
 		}
 		limit := rapid.IntRange(1, 5).Draw(rt, "limit")
 		for _, library := range []sql.NullInt64{{}, lib(1)} {
-			walk, few := hashPages(t, st, 0, library, limit), hashPages(t, st, 4096, library, limit)
+			walk, few := hashPages(t, st, 0, library, limit), hashPages(t, st, store.FewDueMax, library, limit)
 			if !slices.Equal(walk, few) {
 				rt.Fatalf("library %v, pages of %d: walking the table %v, from the due files %v", library, limit, walk, few)
 			}
@@ -64,7 +64,7 @@ func TestHashQueriesFewDue(t *testing.T) {
 func hashPages(t *testing.T, st *store.Store, max int, library sql.NullInt64, limit int) []string {
 	t.Helper()
 	store.SetFewDueMax(st, max)
-	defer store.SetFewDueMax(st, 4096)
+	defer store.SetFewDueMax(st, store.FewDueMax)
 	ctx := context.Background()
 	var out []string
 	page := func(name string, next func(after int64) ([]store.HashCandidate, error)) {
