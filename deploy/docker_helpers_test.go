@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // testLabel marks every container, image and volume the docker tests make
@@ -53,13 +55,13 @@ func needDocker(t *testing.T, bases ...string) {
 		t.Skip("docker tests build images: skipped with -short")
 	}
 	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("no docker client in PATH: the container tests need a Docker engine")
+		testutil.SkipUnlessCI(t, "no docker client in PATH: the container tests need a Docker engine")
 	}
 	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		t.Skipf("no Docker engine answers (docker info: %v: %s)", err, bytes.TrimSpace(out))
+		testutil.SkipUnlessCI(t, "no Docker engine answers (docker info: %v: %s)", err, bytes.TrimSpace(out))
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("the container tests build their base images with debootstrap and chown library files: run them as root")
+		testutil.SkipUnlessCI(t, "the container tests build their base images with debootstrap and chown library files: run them as root")
 	}
 	for _, b := range host.prepare(t, bases) {
 		if b.err != nil {

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"os"
@@ -67,7 +68,7 @@ func foldersThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 	var files struct{ Items []file }
 	waitFor(t, "covers of the book and the art", 60*time.Second, func() bool {
 		files.Items = nil
-		c.do(t, "GET", fmt.Sprintf("/files?library_id=%d&limit=100", libID), "", &files)
+		c.do(t, "GET", fmt.Sprintf("/files?library_id=%d&limit=100&role=all", libID), "", &files)
 		ready := 0
 		for _, f := range files.Items {
 			if f.Cover.Status == "ready" {
@@ -94,6 +95,17 @@ func foldersThroughAPI(t *testing.T, c apiClient, libraryRoot string) {
 		t.Fatalf("the folder book: %+v", f)
 	}
 	getImage(t, c.base+byPath["Berserk/Vol 01/"].Cover.URL)
+	var books struct{ Items []file }
+	c.do(t, "GET", fmt.Sprintf("/files?library_id=%d&limit=100", libID), "", &books)
+	if len(books.Items) != 2 || books.Items[0].Role != "folder" || books.Items[1].Role != "book" {
+		t.Fatalf("GET /files lists %+v, want the folder book and Saga 001 only", books.Items)
+	}
+	folderBook := byPath["Berserk/Vol 01/"].ID
+	for n, want := range map[int][]byte{1: page(101), 10: page(110), 12: page(101)} {
+		if got := getRaw(t, c, fmt.Sprintf("/files/%d/pages/%d", folderBook, n)); !bytes.Equal(got, want) {
+			t.Errorf("folder book page %d: %d bytes, want %d", n, len(got), len(want))
+		}
+	}
 
 	var series struct {
 		Items []struct {

@@ -14,15 +14,24 @@ import (
 // writes them (workerd's authorizer refuses). workerd records what it did
 // with each file in delete_outcomes, a data-plane table.
 func addDeletePlans(ctx context.Context, tx *sql.Tx) error {
-	for _, stmt := range strings.Split(deletePlansSchema, ";\n") {
+	if err := execSchema(ctx, tx, "delete plans", deletePlansSchema); err != nil {
+		return err
+	}
+	return guardTimes(ctx, tx, "delete_plans", "delete_outcomes")
+}
+
+// execSchema runs the statements of schema (separated by ";" at a line's
+// end) in order.
+func execSchema(ctx context.Context, tx *sql.Tx, what, schema string) error {
+	for _, stmt := range strings.Split(schema, ";\n") {
 		if strings.TrimSpace(stmt) == "" {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("delete plans: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
-	return guardTimes(ctx, tx, "delete_plans", "delete_outcomes")
+	return nil
 }
 
 // guardTimes gives the time columns of new tables the triggers migration

@@ -35,6 +35,8 @@ func goMigrations() []*goose.Migration {
 		goose.NewGoMigration(14, &goose.GoFunc{RunTx: addFileRoles}, nil),
 		goose.NewGoMigration(16, &goose.GoFunc{RunTx: addDeletePlans}, nil),
 		goose.NewGoMigration(17, &goose.GoFunc{RunTx: addVideo}, nil),
+		goose.NewGoMigration(20, &goose.GoFunc{RunTx: addDeleteSafety}, nil),
+		goose.NewGoMigration(22, &goose.GoFunc{RunTx: addReaders}, nil),
 	}
 }
 

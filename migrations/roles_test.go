@@ -34,7 +34,7 @@ func TestFileRolesRebuild(t *testing.T) {
 		return n
 	}
 	before := objects()
-	if _, err := p.Up(ctx); err != nil {
+	if _, err := p.UpTo(ctx, 14); err != nil {
 		t.Fatal(err)
 	}
 	if got := objects(); got != before+2 { // + ix_library_files_sidecars, ix_library_files_path_order

@@ -160,6 +160,20 @@ func ParseLibraryMedia(s string) (LibraryMedia, error) {
 	return parseEnum("library media", s, LibraryMedias)
 }
 
+// WatchMode is how controld's watcher follows a library (libraries.watch).
+type WatchMode string
+
+const (
+	WatchAuto    WatchMode = "auto"
+	WatchInotify WatchMode = "inotify"
+	WatchPoll    WatchMode = "poll"
+	WatchOff     WatchMode = "off"
+)
+
+var WatchModes = []WatchMode{WatchAuto, WatchInotify, WatchPoll, WatchOff}
+
+func ParseWatchMode(s string) (WatchMode, error) { return parseEnum("watch mode", s, WatchModes) }
+
 // Video reports whether the library indexes video files.
 func (m LibraryMedia) Video() bool { return m != LibraryComics }
 

@@ -51,3 +51,12 @@ const (
 // LeaseExpiredMessage is the deterministic message written by every recovery
 // path, so that two recoverers racing produce byte-identical rows.
 const LeaseExpiredMessage = "lease expired: worker stopped heartbeating"
+
+// ErrLeaseLost is the code of a job recovered from a worker that is alive
+// (it refreshed its workers row after the lease ran out, or stopped
+// cleanly) and merely lost the database for longer than its lease: like
+// worker_shutdown, it is not counted as an attempt.
+const ErrLeaseLost = "lease_lost"
+
+// LeaseLostMessage goes with ErrLeaseLost.
+const LeaseLostMessage = "lease lost: the worker was cut off from the database longer than its lease"

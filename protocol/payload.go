@@ -11,6 +11,10 @@ import (
 type ScanPayload struct {
 	// Force re-analyses every file even when size and mtime are unchanged.
 	Force bool `json:"force,omitempty"`
+	// Paths, when set, scopes the scan to these folders of the library
+	// (NormalizeScanPaths form): discovery, and missing detection, happen
+	// only under them. Absent: the whole library.
+	Paths []string `json:"paths,omitempty"`
 }
 
 // HashPayload is the payload of a hash job. A hash job without library_id

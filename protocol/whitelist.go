@@ -18,20 +18,20 @@ const (
 )
 
 // Whitelist maps table → path → the columns workerd may write on that path.
-// It is protocol §7 extended for the data plane's needs: total_items on the
-// jobs heartbeat and result on the jobs finish (scan/hash counts),
+// It is protocol §7 extended for the data plane's needs: lease_epoch on
+// every claim (the fencing token of that claim), total_items on the jobs heartbeat and result on the jobs finish (scan/hash counts),
 // deleted_files/deleted_rows on the cleanup finish, and release/recover
 // paths that clear exactly the lease-binding fields.
 var Whitelist = map[string]map[WritePath][]string{
 	"jobs": {
-		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "started_at", "updated_at"},
+		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "started_at", "updated_at", "lease_epoch"},
 		PathHeartbeat: {"processed_items", "total_items", "progress", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathFinish:    {"status", "progress", "result", "error_code", "error_message", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathRecover:   {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "error_code", "error_message", "updated_at"},
 		PathRelease:   {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "error_code", "error_message", "updated_at"},
 	},
 	"thumbnails": {
-		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "started_at", "updated_at"},
+		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "started_at", "updated_at", "lease_epoch"},
 		PathHeartbeat: {"worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathSucceed:   {"status", "width", "height", "bytes_size", "error_code", "error_message", "error_count", "retry_after", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathFail:      {"status", "error_code", "error_message", "error_count", "retry_after", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
@@ -40,14 +40,14 @@ var Whitelist = map[string]map[WritePath][]string{
 		PathCleanup:   {"*delete"},
 	},
 	"thumbnail_cleanup_jobs": {
-		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "finished_at", "updated_at"},
+		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "finished_at", "updated_at", "lease_epoch"},
 		PathHeartbeat: {"worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathFinish:    {"status", "deleted_files", "deleted_rows", "error_code", "error_message", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathRecover:   {"status", "recovered_count", "error_code", "error_message", "finished_at", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathRelease:   {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 	},
 	"wal_maintenance_jobs": {
-		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "started_at", "updated_at", "finished_at"},
+		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "started_at", "updated_at", "finished_at", "lease_epoch"},
 		PathHeartbeat: {"worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathRecover:   {"status", "retry_count", "retry_after", "worker_id", "worker_heartbeat_at", "lease_expires_at", "error_code", "error_message", "finished_at", "updated_at"},
 		PathSucceed:   {"status", "checkpoint_busy", "checkpoint_log_frames", "checkpointed_frames", "error_code", "error_message", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
@@ -65,7 +65,7 @@ var Whitelist = map[string]map[WritePath][]string{
 // bookkeeping such as library_files.needs_cover).
 var DataPlaneTables = []string{
 	"library_files", "series", "scan_sessions", "scan_errors", "file_metadata", "workers", "duplicate_groups",
-	"delete_outcomes", "video_probes",
+	"delete_outcomes", "delete_intents", "video_probes", "book_search", "page_digests",
 }
 
 // WritableColumns returns, for a table, the union of columns workerd may

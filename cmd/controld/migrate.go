@@ -10,6 +10,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/cli"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/pgadmin"
 	"github.com/bindery-nas/bindery/migrations"
 )
 
@@ -106,12 +107,12 @@ func workerPassword(role, file string) (string, error) {
 }
 
 func grantWorker(cmd *cobra.Command, dbPath, role, password string) error {
-	err := store.GrantWorker(cmd.Context(), dbPath, role, password)
+	err := pgadmin.GrantWorker(cmd.Context(), dbPath, role, password)
 	switch {
 	case err == nil:
 		fmt.Fprintf(cmd.OutOrStdout(), "worker role %s holds workerd's grants\n", role)
 		return nil
-	case errors.Is(err, store.ErrNotPostgres), errors.Is(err, migrations.ErrBadRole):
+	case errors.Is(err, pgadmin.ErrNotPostgres), errors.Is(err, migrations.ErrBadRole):
 		return cli.Exit(cli.ExitUsage, err)
 	default:
 		return cli.Exit(cli.ExitDatabase, err)
@@ -144,13 +145,13 @@ func migrate(cmd *cobra.Command, dbPath string) error {
 }
 
 func copyFrom(cmd *cobra.Command, from, to string) error {
-	err := store.CopyToPostgres(cmd.Context(), from, to, func(table string, rows int64) {
+	err := pgadmin.CopyToPostgres(cmd.Context(), from, to, func(table string, rows int64) {
 		fmt.Fprintf(cmd.OutOrStdout(), "copied %s: %d rows\n", table, rows)
 	})
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, store.ErrTargetNotEmpty), errors.Is(err, store.ErrNotPostgres):
+	case errors.Is(err, pgadmin.ErrTargetNotEmpty), errors.Is(err, pgadmin.ErrNotPostgres):
 		return cli.Exit(cli.ExitUsage, err)
 	case errors.Is(err, migrations.ErrSchemaTooOld), errors.Is(err, migrations.ErrSchemaTooNew):
 		return cli.Exit(cli.ExitSchema, err)

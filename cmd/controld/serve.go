@@ -26,6 +26,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/scheduler"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/watch"
 	"github.com/bindery-nas/bindery/internal/web"
 	"github.com/bindery-nas/bindery/migrations"
 	"github.com/bindery-nas/bindery/protocol"
@@ -58,6 +59,9 @@ type ServeConfig struct {
 	// NoScheduler disables the scheduler (tests that drive the queue by
 	// hand); stale recovery then runs on its own timer.
 	NoScheduler bool
+	// NoWatch disables the change watcher for every library, whatever
+	// their watch setting (BINDERY_NO_WATCH=1).
+	NoWatch bool
 }
 
 // Main is controld serve as an object, so that tests can run it in
@@ -70,7 +74,9 @@ type Main struct {
 	API       *api.Server
 	Events    *events.Broker
 	Scheduler *scheduler.Scheduler
-	Token     string
+	// Watcher turns file system events into folder-scoped scan requests.
+	Watcher *watch.Manager
+	Token   string
 	// TokenPath is where the token came from ("" when from the env).
 	TokenPath string
 
@@ -98,6 +104,8 @@ func NewMain() *Main {
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", cli.Env("BINDERY_ADMIN_TOKEN_FILE", ""),
 		"file holding the admin bearer token (env BINDERY_ADMIN_TOKEN_FILE); without it BINDERY_ADMIN_TOKEN is used, "+
 			"else <state-dir>/admin.token, created with a random token on first start")
+	fs.BoolVar(&c.NoWatch, "no-watch", cli.Env("BINDERY_NO_WATCH", "") == "1",
+		"watch no library for changes, whatever its watch setting (env BINDERY_NO_WATCH=1)")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", DefaultShutdownGrace,
 		"how long in-flight requests may finish on SIGTERM (env BINDERY_SHUTDOWN_GRACE)")
 	m.flags = fs
@@ -145,14 +153,6 @@ func (m *Main) Run(ctx context.Context) error {
 	ctx, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.Events = events.New(events.Config{Store: m.Store, Logger: m.Logger})
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		if err := m.Events.Run(ctx); err != nil {
-			m.Logger.Error("event feed stopped", "err", err)
-		}
-	}()
 	var kick func()
 	if c.NoScheduler {
 		m.runRecovery(ctx)
@@ -163,8 +163,28 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		kick = m.Scheduler.Kick
 	}
+	// The feed's change checks also wake the dispatcher: a job that ended
+	// is followed up (its hash requested, the queue promoted) at once.
+	m.Events = events.New(events.Config{Store: m.Store, Logger: m.Logger, OnChange: kick})
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.Events.Run(ctx); err != nil {
+			m.Logger.Error("event feed stopped", "err", err)
+		}
+	}()
+	var watchStatus func(int64) (watch.Status, bool)
+	if !c.NoWatch {
+		m.Watcher = watch.New(watch.Config{Store: m.Store, Logger: m.Logger, Kick: kick})
+		watchStatus = m.Watcher.Status
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			_ = m.Watcher.Run(ctx)
+		}()
+	}
 	m.API, err = api.New(api.Config{Store: m.Store, Token: m.Token, CoverKey: coverKey, LibraryRoots: c.LibraryRoots, UI: web.Handler(),
-		StateDir: c.StateDir, Events: m.Events, Logger: m.Logger, Registry: reg, Kick: kick})
+		StateDir: c.StateDir, Events: m.Events, Logger: m.Logger, Registry: reg, Kick: kick, WatchStatus: watchStatus})
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/cli"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
 func newTestMain(t *testing.T, args ...string) *Main {
@@ -124,7 +125,7 @@ func TestServeRefusesBadDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Exec(context.Background(), `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, 1)`); err != nil {
+		if _, err := storetest.Exec(context.Background(), st, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, 1)`); err != nil {
 			t.Fatal(err)
 		}
 		st.Close()

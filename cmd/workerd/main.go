@@ -39,9 +39,10 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		Short: "Bindery data plane: claims and executes jobs",
 		Long: `workerd claims rows of the jobs, thumbnails, thumbnail_cleanup_jobs and
 wal_maintenance_jobs tables under leases and executes them. It shares only
-the SQLite database with controld; several workerd processes on one host may
-run against one database. workerd never creates or migrates the database:
-start controld (or run "controld migrate") first.`,
+the database with controld: an SQLite file, where several workerd processes
+on one host may run against it, or PostgreSQL, where workerd processes on
+several hosts may. workerd never creates or migrates the database: start
+controld (or run "controld migrate") first.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

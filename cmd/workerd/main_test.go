@@ -17,6 +17,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/bindery-nas/bindery/internal/cli"
+	"github.com/bindery-nas/bindery/internal/pgtest"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/testutil"
@@ -40,6 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	pgtest.StopShared()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -65,18 +67,20 @@ func TestRefusesDatabases(t *testing.T) {
 		}
 	})
 	t.Run("corrupt", func(t *testing.T) {
+		skipSQLiteFile(t)
 		p := filepath.Join(dir, "corrupt.db")
 		os.WriteFile(p, bytes.Repeat([]byte("not sqlite "), 500), 0o644)
-		if code, out := runMain(t, "run", "--db", p); code != cli.ExitDatabase {
+		if code, out := runMain(t, "run", "--db", storetest.WorkerDB(t, p)); code != cli.ExitDatabase {
 			t.Fatalf("exit %d: %s", code, out)
 		}
 	})
 	t.Run("not migrated", func(t *testing.T) {
+		skipSQLiteFile(t)
 		p := filepath.Join(dir, "empty.db")
 		db, _ := sql.Open("sqlite3", p)
 		db.Exec(`CREATE TABLE x (y)`)
 		db.Close()
-		code, out := runMain(t, "run", "--db", p)
+		code, out := runMain(t, "run", "--db", storetest.WorkerDB(t, p))
 		if code != cli.ExitSchema || !strings.Contains(out, "older") {
 			t.Fatalf("exit %d: %s", code, out)
 		}
@@ -86,12 +90,12 @@ func TestRefusesDatabases(t *testing.T) {
 	})
 	t.Run("newer", func(t *testing.T) {
 		p := storetest.MustMigrate(t)
-		db, _ := sql.Open("sqlite3", p)
-		if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (9999, 1)`); err != nil {
+		db, _ := store.OpenRaw(p)
+		if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (9999, TRUE)`); err != nil {
 			t.Fatal(err)
 		}
 		db.Close()
-		if code, out := runMain(t, "run", "--db", p); code != cli.ExitSchema || !strings.Contains(out, "newer") {
+		if code, out := runMain(t, "run", "--db", storetest.WorkerDB(t, p)); code != cli.ExitSchema || !strings.Contains(out, "newer") {
 			t.Fatalf("exit %d: %s", code, out)
 		}
 	})
@@ -99,7 +103,7 @@ func TestRefusesDatabases(t *testing.T) {
 		t.Setenv("BINDERY_TEST_EXECUTOR", "")
 		dir := t.TempDir()
 		for _, roots := range []string{dir + "/absent", dir + "," + dir + "/absent", "relative", ","} {
-			code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", dir, "--library-root", roots)
+			code, out := runMain(t, "run", "--db", storetest.WorkerDB(t, storetest.MustMigrate(t)), "--state-dir", dir, "--library-root", roots)
 			if code != cli.ExitUsage || !strings.Contains(out, "library root") {
 				t.Fatalf("roots %q: exit %d: %s", roots, code, out)
 			}
@@ -108,20 +112,20 @@ func TestRefusesDatabases(t *testing.T) {
 	t.Run("bad environment values", func(t *testing.T) {
 		for env, v := range map[string]string{"BINDERY_LEASE": "30", "BINDERY_THUMBNAIL_CONCURRENCY": "many", "BINDERY_SHUTDOWN_GRACE": "soon"} {
 			t.Setenv(env, v)
-			code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", t.TempDir())
+			code, out := runMain(t, "run", "--db", storetest.WorkerDB(t, storetest.MustMigrate(t)), "--state-dir", t.TempDir())
 			if code != cli.ExitUsage || !strings.Contains(out, env+"=") {
 				t.Fatalf("%s=%s: exit %d: %s", env, v, code, out)
 			}
 			t.Setenv(env, "")
 		}
 		t.Setenv("BINDERY_LEASE", "30")
-		if code, out := runMain(t, "healthcheck", "--db", storetest.MustMigrate(t)); code != cli.ExitUsage || !strings.Contains(out, "BINDERY_LEASE=") {
+		if code, out := runMain(t, "healthcheck", "--db", storetest.WorkerDB(t, storetest.MustMigrate(t))); code != cli.ExitUsage || !strings.Contains(out, "BINDERY_LEASE=") {
 			t.Fatalf("healthcheck: exit %d: %s", code, out)
 		}
 	})
 	t.Run("bad test executor", func(t *testing.T) {
 		t.Setenv("BINDERY_TEST_EXECUTOR", "bogus")
-		if code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", t.TempDir()); code != cli.ExitUsage {
+		if code, out := runMain(t, "run", "--db", storetest.WorkerDB(t, storetest.MustMigrate(t)), "--state-dir", t.TempDir()); code != cli.ExitUsage {
 			t.Fatalf("exit %d: %s", code, out)
 		}
 		if testExecutorsBuilt {
@@ -129,7 +133,7 @@ func TestRefusesDatabases(t *testing.T) {
 		}
 		// A release build (this test binary is one) has no test executors.
 		t.Setenv("BINDERY_TEST_EXECUTOR", "noop")
-		if code, out := runMain(t, "run", "--db", storetest.MustMigrate(t), "--state-dir", t.TempDir()); code != cli.ExitUsage ||
+		if code, out := runMain(t, "run", "--db", storetest.WorkerDB(t, storetest.MustMigrate(t)), "--state-dir", t.TempDir()); code != cli.ExitUsage ||
 			!strings.Contains(out, "built without the test executors") {
 			t.Fatalf("release build took the test executor: exit %d: %s", code, out)
 		}
@@ -146,16 +150,34 @@ func count(t *testing.T, path, q string, args ...any) int64 {
 	return n
 }
 
-// thirdParty is a plain go-sqlite3 connection: what a script following
+// skipSQLiteFile skips a case that builds a broken SQLite file by hand.
+func skipSQLiteFile(t *testing.T) {
+	if storetest.Postgres() {
+		t.Skip("SQLite-only: the case is a hand-made SQLite file")
+	}
+}
+
+// thirdParty is a plain database/sql connection: what a script following
 // docs/PROTOCOL.md would hold.
 func thirdParty(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000&_journal_mode=WAL")
+	db, err := store.OpenRaw(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// insertID runs one INSERT as the third party and returns the new row's id
+// (RETURNING id: database/sql's LastInsertId has no PostgreSQL form).
+func insertID(t *testing.T, tp *sql.DB, query string, args ...any) int64 {
+	t.Helper()
+	var id int64
+	if err := tp.QueryRow(query+" RETURNING id", args...).Scan(&id); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return id
 }
 
 // proc is one real workerd process.
@@ -169,7 +191,7 @@ type proc struct {
 
 func startWorker(t *testing.T, db, state, id, executor string, extra ...string) *proc {
 	t.Helper()
-	args := append([]string{"run", "--db", db, "--state-dir", state, "--worker-id", id,
+	args := append([]string{"run", "--db", storetest.WorkerDB(t, db), "--state-dir", state, "--worker-id", id,
 		"--lease", "2s", "--thumbnail-concurrency", "2", "--shutdown-grace", "500ms"}, extra...)
 	cmd := exec.Command(workerdBin, args...)
 	cmd.Env = append(os.Environ(), "BINDERY_TEST_EXECUTOR="+executor)
@@ -214,7 +236,7 @@ func waitCount(t *testing.T, db *sql.DB, want int64, timeout time.Duration, q st
 	})
 }
 
-const tpNow = `strftime('%Y-%m-%d %H:%M:%f','now')`
+var tpNow = storetest.NowSQL()
 
 // TestTwoWorkersAndAThirdParty runs two real workerd processes against one
 // file while a third party enqueues 1,000 thumbnails and a series of
@@ -297,11 +319,7 @@ func TestKilledWorker(t *testing.T) {
 	state := t.TempDir()
 	tp := thirdParty(t, path)
 	a := startWorker(t, path, state, "a", "noop:1m")
-	res, err := tp.Exec(`INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', ` + tpNow + `, ` + tpNow + `)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, _ := res.LastInsertId()
+	id := insertID(t, tp, `INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', `+tpNow+`, `+tpNow+`)`)
 	waitCount(t, tp, 1, 10*time.Second, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'running' AND worker_id = 'a'`, id)
 	a.cmd.Process.Kill()
 	<-a.done
@@ -319,17 +337,17 @@ func TestKilledWorker(t *testing.T) {
 	waitCount(t, tp, 1, 10*time.Second, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'completed' AND worker_id = 'b' AND attempt = 2`, id)
 
 	t.Run("healthcheck", func(t *testing.T) {
-		if code, out := runMain(t, "healthcheck", "--db", path, "--worker-id", "b", "--lease", "2s"); code != 0 {
+		if code, out := runMain(t, "healthcheck", "--db", storetest.WorkerDB(t, path), "--worker-id", "b", "--lease", "2s"); code != 0 {
 			t.Fatalf("live worker: exit %d %s", code, out)
 		}
-		if code, out := runMain(t, "healthcheck", "--db", path, "--lease", "2s"); code != 0 {
+		if code, out := runMain(t, "healthcheck", "--db", storetest.WorkerDB(t, path), "--lease", "2s"); code != 0 {
 			t.Fatalf("any worker: exit %d %s", code, out)
 		}
 		// a was killed: its row stops being refreshed and goes stale.
 		waitHealth := func(args ...string) {
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				code, out := runMain(t, append([]string{"healthcheck", "--db", path, "--lease", "2s"}, args...)...)
+				code, out := runMain(t, append([]string{"healthcheck", "--db", storetest.WorkerDB(t, path), "--lease", "2s"}, args...)...)
 				if code == cli.ExitFailure && strings.Contains(out, "unhealthy") {
 					return
 				}
@@ -353,11 +371,9 @@ func TestSIGTERMReleases(t *testing.T) {
 	path := storetest.MustMigrate(t)
 	tp := thirdParty(t, path)
 	w := startWorker(t, path, t.TempDir(), "w", "noop:1m")
-	res, _ := tp.Exec(`INSERT INTO jobs (kind, created_at, updated_at) VALUES ('hash', ` + tpNow + `, ` + tpNow + `)`)
-	id, _ := res.LastInsertId()
-	res, _ = tp.Exec(`INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
-		VALUES (1, 1, 'g', 'x', ` + tpNow + `, ` + tpNow + `)`)
-	th, _ := res.LastInsertId()
+	id := insertID(t, tp, `INSERT INTO jobs (kind, created_at, updated_at) VALUES ('hash', `+tpNow+`, `+tpNow+`)`)
+	th := insertID(t, tp, `INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
+		VALUES (1, 1, 'g', 'x', `+tpNow+`, `+tpNow+`)`)
 	waitCount(t, tp, 2, 10*time.Second, `SELECT (SELECT count(*) FROM jobs WHERE id = ? AND status = 'running')
 		+ (SELECT count(*) FROM thumbnails WHERE id = ? AND status = 'running')`, id, th)
 	w.stop(t, 5*time.Second)

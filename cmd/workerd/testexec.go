@@ -14,7 +14,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/engine/enginetest"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 )
 
 // testExecutorsBuilt reports whether this build has the test executors.
@@ -72,7 +72,7 @@ type crashOnFile struct {
 	fileID int64
 }
 
-func (c crashOnFile) Render(ctx context.Context, t store.Thumbnail) (engine.ThumbnailResult, error) {
+func (c crashOnFile) Render(ctx context.Context, t model.Thumbnail) (engine.ThumbnailResult, error) {
 	if t.FileID == c.fileID {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way

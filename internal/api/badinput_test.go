@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -159,7 +160,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("name stored as %q", l.Name)
 			}
 		}
-		if n, _ := e.st.QueryInt(e.ctx, `SELECT count(*) FROM libraries`); n != 1 {
+		if n, _ := storetest.QueryInt(e.ctx, e.st, `SELECT count(*) FROM libraries`); n != 1 {
 			t.Fatalf("libraries = %d", n)
 		}
 	})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // Cover URLs are signed so that a plain <img src>, a reader app or a
@@ -52,18 +54,19 @@ func (c coverSigner) check(fileID int64, version, exp, sig string) error {
 	e, err := strconv.ParseInt(exp, 10, 64)
 	got, derr := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || derr != nil || !hmac.Equal(got, c.mac(fileID, version, e)) {
-		return apiErr(CodeBadSignature, "the cover URL's signature does not match")
+		return apiErr(protocol.CodeBadSignature, "the cover URL's signature does not match")
 	}
 	if c.now().Unix() >= e {
-		return apiErr(CodeURLExpired, "the cover URL expired; fetch the file again for a fresh one")
+		return apiErr(protocol.CodeURLExpired, "the cover URL expired; fetch the file again for a fresh one")
 	}
 	return nil
 }
 
-// tokenOrSignature admits a cover request that carries a signature (sig)
-// when it is valid, and any other request only with the bearer token.
-func (s *Server) tokenOrSignature(next echo.HandlerFunc) echo.HandlerFunc {
-	withToken := s.requireToken(next)
+// readerOrSignature admits a cover request that carries a signature (sig)
+// when it is valid, and any other request only with reader credentials
+// whose grant holds the file (readerFile; the admin token sees all).
+func (s *Server) readerOrSignature(next echo.HandlerFunc) echo.HandlerFunc {
+	withToken := s.readerFile(next)
 	return func(c echo.Context) error {
 		sig := c.QueryParam("sig")
 		if sig == "" {

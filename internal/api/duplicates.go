@@ -88,7 +88,7 @@ func (s *Server) hashStatus(ctx context.Context) (hashStatusView, error) {
 func (s *Server) listDuplicateFiles(c echo.Context) error {
 	key, err := protocol.ParseGroupKey(c.Param("key"))
 	if err != nil {
-		return apiErr(CodeInvalidGroupKey, "%v", err).with("parameter", "group_key")
+		return apiErr(protocol.CodeInvalidGroupKey, "%v", err).with("parameter", "group_key")
 	}
 	limit, after, err := idPage(c)
 	if err != nil {

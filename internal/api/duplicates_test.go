@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
 // TestDuplicateGroupsStatus: a page of groups says whether the search for
@@ -16,7 +18,7 @@ func TestDuplicateGroupsStatus(t *testing.T) {
 	for _, rel := range []string{"a.cbz", "b.cbz", "c.cbz", "odd.cbz"} {
 		ids = append(ids, e.file(lib, rel))
 	}
-	if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET size_bytes = 7777 WHERE id = ?`, ids[3]); err != nil {
+	if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE library_files SET size_bytes = 7777 WHERE id = ?`, ids[3]); err != nil {
 		t.Fatal(err)
 	}
 	type status struct {
@@ -51,7 +53,7 @@ func TestDuplicateGroupsStatus(t *testing.T) {
 	})
 	t.Run("complete once every candidate is hashed", func(t *testing.T) {
 		sum := strings.Repeat("ab", 32)
-		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?,
+		if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?,
 			needs_hash = 0 WHERE id IN (?, ?, ?)`, unhex(sum), ids[0], ids[1], ids[2]); err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +63,7 @@ func TestDuplicateGroupsStatus(t *testing.T) {
 		}
 	})
 	t.Run("a file in read-error backoff is unreadable, not pending", func(t *testing.T) {
-		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_retry_after = '2999-01-01T00:00:00.000Z',
+		if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE library_files SET hash_retry_after = '2999-01-01T00:00:00.000Z',
 			hash_error_count = 1 WHERE id = ?`, ids[3]); err != nil {
 			t.Fatal(err)
 		}
@@ -78,11 +80,11 @@ func TestDuplicateGroupsStatus(t *testing.T) {
 		}
 	})
 	t.Run("only the first page carries it", func(t *testing.T) {
-		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET content_hash = ? WHERE id = ?`,
+		if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE library_files SET content_hash = ? WHERE id = ?`,
 			unhex(strings.Repeat("cd", 32)), ids[2]); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?,
+		if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?,
 			needs_hash = 0, size_bytes = 1000, hash_retry_after = NULL WHERE id = ?`, unhex(strings.Repeat("cd", 32)), ids[3]); err != nil {
 			t.Fatal(err)
 		}

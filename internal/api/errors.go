@@ -67,24 +67,24 @@ func toAPIError(err error) (*Error, bool) {
 		// the table alone gives its status.
 		return storeErr(err, pe.Code, pe.Message), true
 	case errors.As(err, &mb):
-		return apiErr(CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes), true
+		return apiErr(protocol.CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes), true
 	case errors.As(err, &se):
 		if errors.Is(se, settings.ErrUnknown) {
-			return apiErr(CodeUnknownSetting, "unknown setting %q", se.Key).with("key", se.Key), true
+			return apiErr(protocol.CodeUnknownSetting, "unknown setting %q", se.Key).with("key", se.Key), true
 		}
-		return apiErr(CodeInvalidSettingValue, "%s", se.Error()).with("key", se.Key), true
+		return apiErr(protocol.CodeInvalidSettingValue, "%s", se.Error()).with("key", se.Key), true
 	case errors.Is(err, store.ErrNotFound):
-		return storeErr(err, CodeNotFound, "not found"), true
+		return storeErr(err, protocol.CodeNotFound, "not found"), true
 	case errors.Is(err, store.ErrConflict):
-		return storeErr(err, CodeConflict, "conflict"), true
+		return storeErr(err, protocol.CodeConflict, "conflict"), true
 	case errors.Is(err, store.ErrQueueFull):
-		return storeErr(err, CodeQueueFull, "queue is full"), true
+		return storeErr(err, protocol.CodeQueueFull, "queue is full"), true
 	case errors.Is(err, store.ErrInvalidRequest):
-		return apiErr(CodeInvalidField, "%s", err.Error()), true
+		return apiErr(protocol.CodeInvalidField, "%s", err.Error()), true
 	case errors.As(err, &he):
 		return fromEcho(he), true
 	}
-	return apiErr(CodeInternal, "internal error"), false
+	return apiErr(protocol.CodeInternal, "internal error"), false
 }
 
 // storeErr is an application error of the store: its own code and
@@ -109,20 +109,20 @@ func storeErr(err error, sentinel, fallback string) *Error {
 func fromEcho(he *echo.HTTPError) *Error {
 	switch he.Code {
 	case http.StatusNotFound:
-		return apiErr(CodeNotFound, "no such route")
+		return apiErr(protocol.CodeNotFound, "no such route")
 	case http.StatusMethodNotAllowed:
-		return apiErr(CodeMethodNotAllowed, "method not allowed on this route")
+		return apiErr(protocol.CodeMethodNotAllowed, "method not allowed on this route")
 	case http.StatusRequestEntityTooLarge:
-		return apiErr(CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
+		return apiErr(protocol.CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
 	case http.StatusUnauthorized:
-		return apiErr(CodeUnauthorized, "missing or wrong bearer token")
+		return apiErr(protocol.CodeUnauthorized, "missing or wrong bearer token")
 	case http.StatusUnsupportedMediaType:
-		return apiErr(CodeUnsupportedMediaType, "want application/json")
+		return apiErr(protocol.CodeUnsupportedMediaType, "want application/json")
 	}
 	if he.Code >= 400 && he.Code < 500 {
-		return apiErr(CodeBadRequest, "%s", http.StatusText(he.Code))
+		return apiErr(protocol.CodeBadRequest, "%s", http.StatusText(he.Code))
 	}
-	return apiErr(CodeInternal, "internal error")
+	return apiErr(protocol.CodeInternal, "internal error")
 }
 
 // handleError is echo's error handler: it renders every error through

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -32,22 +32,19 @@ func (s *Server) listFiles(c echo.Context) error {
 		return err
 	}
 	var f store.FileFilter
-	lib, ok, err := queryID(c, "library_id")
-	if err != nil {
+	if f.LibraryID, err = queryID(c, "library_id"); err != nil {
 		return err
 	}
-	f.LibraryID = sql.NullInt64{Int64: lib, Valid: ok}
-	ser, ok, err := queryID(c, "series_id")
-	if err != nil {
+	if f.SeriesID, err = queryID(c, "series_id"); err != nil {
 		return err
 	}
-	f.SeriesID = sql.NullInt64{Int64: ser, Valid: ok}
-	missing, ok, err := queryBool(c, "missing")
-	if err != nil {
+	if f.Missing, err = queryBool(c, "missing"); err != nil {
 		return err
 	}
-	f.Missing = sql.NullBool{Bool: missing, Valid: ok}
 	if f.Format, err = queryEnum(c, "format", protocol.ParseFileFormat); err != nil {
+		return err
+	}
+	if f.Roles, err = roleFilter(c); err != nil {
 		return err
 	}
 	if byID {
@@ -68,6 +65,22 @@ func (s *Server) listFiles(c echo.Context) error {
 	return c.JSON(http.StatusOK, makePage(files, limit, s.fileView, func(r store.FileRecord) string {
 		return protocol.EncodeCursor(protocol.SortCursor{Scope: r.LibraryID, Key: r.PathKey, ID: r.ID})
 	}))
+}
+
+// roleFilter is ?role=: books (archives, loose images, folder books and
+// videos) by default; page (the images of folder books), sidecar (series
+// art), book or all.
+func roleFilter(c echo.Context) ([]protocol.FileRole, error) {
+	switch v := c.QueryParam("role"); v {
+	case "", "book":
+		return []protocol.FileRole{protocol.RoleBook, protocol.RoleFolder}, nil
+	case "all":
+		return nil, nil
+	case string(protocol.RolePage), string(protocol.RoleSidecar):
+		return []protocol.FileRole{protocol.FileRole(v)}, nil
+	default:
+		return nil, apiErr(protocol.CodeInvalidParameter, "role must be book, page, sidecar or all, not %q", v).with("parameter", "role")
+	}
 }
 
 func (s *Server) getFile(c echo.Context) error {
@@ -116,7 +129,7 @@ func (s *Server) getCover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	notReady := apiErr(store.CodeCoverNotReady, "file %d has no cover yet", id)
+	notReady := apiErr(protocol.CodeCoverNotReady, "file %d has no cover yet", id)
 	if s.cfg.StateDir == "" {
 		return notReady
 	}
@@ -195,9 +208,9 @@ func (s *Server) regenerateCover(c echo.Context) error {
 }
 
 // admitted renders the outcome of a thumbnail admission.
-func (s *Server) admitted(c echo.Context, t store.Thumbnail, created bool, err error) error {
+func (s *Server) admitted(c echo.Context, t model.Thumbnail, created bool, err error) error {
 	if errors.Is(err, store.ErrQueueFull) {
-		return apiErr(CodeThumbnailQueueFull,
+		return apiErr(protocol.CodeThumbnailQueueFull,
 			"the thumbnail queue is full (thumbnail.queue.capacity); retry later")
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // healthz: the process is up and serving. No database access.
@@ -25,7 +26,7 @@ func (s *Server) readyz(c echo.Context) error {
 	defer cancel()
 	if err := s.st.CheckSchema(ctx); err != nil {
 		s.log.Warn("not ready", "err", err)
-		return apiErr(CodeUnavailable, "database unreachable or schema not current")
+		return apiErr(protocol.CodeUnavailable, "database unreachable or schema not current")
 	}
 	v, _ := s.st.SchemaVersion(ctx)
 	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "schema_version": v})

@@ -1,12 +1,12 @@
 package api
 
 import (
-	"database/sql"
 	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -15,6 +15,8 @@ type createJobBody struct {
 	Kind      *string `json:"kind"`
 	LibraryID *int64  `json:"library_id"`
 	Priority  *string `json:"priority"`
+	// Paths scopes a scan to folders of the library.
+	Paths []string `json:"paths"`
 }
 
 type queuedJSON struct {
@@ -47,13 +49,21 @@ func (s *Server) createJob(c echo.Context) error {
 		if *b.LibraryID <= 0 {
 			return fieldf("library_id", "want a positive integer")
 		}
-		req.LibraryID = sql.NullInt64{Int64: *b.LibraryID, Valid: true}
+		req.LibraryID = new(int64(*b.LibraryID))
 	} else if kind == protocol.JobKindScan {
 		return fieldf("library_id", "required for a scan")
 	}
+	if b.Paths != nil {
+		if kind != protocol.JobKindScan {
+			return fieldf("paths", "only a scan names folders")
+		}
+		if req.Paths, err = s.scanFolders(c.Request().Context(), *b.LibraryID, b.Paths); err != nil {
+			return err
+		}
+	}
 	out, err := s.st.RequestJob(c.Request().Context(), req)
 	if errors.Is(err, store.ErrNotFound) && b.LibraryID != nil {
-		return apiErr(store.CodeLibraryNotFound, "library %d not found", *b.LibraryID).with("field", "library_id")
+		return apiErr(protocol.CodeLibraryNotFound, "library %d not found", *b.LibraryID).with("field", "library_id")
 	}
 	if err != nil {
 		return err
@@ -84,11 +94,9 @@ func (s *Server) listJobs(c echo.Context) error {
 	if f.Status, err = queryEnum(c, "status", protocol.ParseJobStatus); err != nil {
 		return err
 	}
-	lib, ok, err := queryID(c, "library_id")
-	if err != nil {
+	if f.LibraryID, err = queryID(c, "library_id"); err != nil {
 		return err
 	}
-	f.LibraryID = sql.NullInt64{Int64: lib, Valid: ok}
 	var after *protocol.JobCursor
 	if cur := c.QueryParam("cursor"); cur != "" {
 		jc, err := protocol.DecodeJobCursor(cur)
@@ -101,7 +109,7 @@ func (s *Server) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(jobs, limit, jobView, func(j store.Job) string {
+	return c.JSON(http.StatusOK, makePage(jobs, limit, jobView, func(j model.Job) string {
 		return protocol.EncodeCursor(protocol.JobCursor{CreatedAt: j.CreatedAt.String(), ID: j.ID})
 	}))
 }

@@ -19,6 +19,7 @@ type createLibraryBody struct {
 	Path                *string `json:"path"`
 	ScanIntervalMinutes *int64  `json:"scan_interval_minutes"`
 	Media               *string `json:"media"`
+	Watch               *string `json:"watch"`
 }
 
 type patchLibraryBody struct {
@@ -27,6 +28,7 @@ type patchLibraryBody struct {
 	AllowDelete         *bool   `json:"allow_delete"`
 	AllowUnlink         *bool   `json:"allow_unlink"`
 	Media               *string `json:"media"`
+	Watch               *string `json:"watch"`
 }
 
 // maxScanInterval is one year: anything larger is a typo.
@@ -61,6 +63,18 @@ func validMedia(v *string) (*protocol.LibraryMedia, error) {
 	return &m, nil
 }
 
+// validWatch parses the watch field: auto, inotify, poll or off.
+func validWatch(v *string) (*protocol.WatchMode, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, err := protocol.ParseWatchMode(*v)
+	if err != nil {
+		return nil, fieldf("watch", "want one of %v", protocol.WatchModes)
+	}
+	return &m, nil
+}
+
 func (s *Server) createLibrary(c echo.Context) error {
 	var b createLibraryBody
 	if err := decodeJSON(c, &b); err != nil {
@@ -73,7 +87,8 @@ func (s *Server) createLibrary(c echo.Context) error {
 		return fieldf("path", "required")
 	}
 	media, err := validMedia(b.Media)
-	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes), err); err != nil {
+	watch, werr := validWatch(b.Watch)
+	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes), err, werr); err != nil {
 		return firstAPIError(err)
 	}
 	real, err := s.libraryPath(*b.Path)
@@ -86,6 +101,9 @@ func (s *Server) createLibrary(c echo.Context) error {
 	}
 	if media != nil {
 		in.Media = *media
+	}
+	if watch != nil {
+		in.Watch = *watch
 	}
 	lib, err := s.st.CreateLibrary(c.Request().Context(), in)
 	if err != nil {
@@ -110,7 +128,7 @@ func firstAPIError(err error) error {
 // every symlink is resolved.
 func (s *Server) libraryPath(p string) (string, error) {
 	outside := func() error {
-		return apiErr(CodePathOutsideRoot, "path must lie under a library root").
+		return apiErr(protocol.CodePathOutsideRoot, "path must lie under a library root").
 			with("field", "path").with("library_roots", s.roots)
 	}
 	if p == "" || strings.ContainsRune(p, 0) || !filepath.IsAbs(p) {
@@ -129,20 +147,20 @@ func (s *Server) libraryPath(p string) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(clean)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", apiErr(CodePathNotFound, "path does not exist").with("field", "path")
+		return "", apiErr(protocol.CodePathNotFound, "path does not exist").with("field", "path")
 	}
 	if err != nil {
-		return "", apiErr(CodePathNotFound, "path cannot be resolved").with("field", "path")
+		return "", apiErr(protocol.CodePathNotFound, "path cannot be resolved").with("field", "path")
 	}
 	if ok, err := s.realRoots.Contains(real); err != nil || !ok {
 		return "", outside()
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", apiErr(CodePathNotFound, "path does not exist").with("field", "path")
+		return "", apiErr(protocol.CodePathNotFound, "path does not exist").with("field", "path")
 	}
 	if !fi.IsDir() {
-		return "", apiErr(CodePathNotDirectory, "path is not a directory").with("field", "path")
+		return "", apiErr(protocol.CodePathNotDirectory, "path is not a directory").with("field", "path")
 	}
 	return real, nil
 }
@@ -175,6 +193,11 @@ func (s *Server) getLibrary(c echo.Context) error {
 	}
 	v := libraryView(lib)
 	v.FileCount, v.MissingCount, v.SeriesCount = &st.FileCount, &st.MissingCount, &st.SeriesCount
+	if s.cfg.WatchStatus != nil {
+		if ws, ok := s.cfg.WatchStatus(id); ok {
+			v.Watcher = &ws
+		}
+	}
 	if st.LastScanID.Valid {
 		scan, err := s.st.GetScan(ctx, st.LastScanID.Int64)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -198,7 +221,8 @@ func (s *Server) patchLibrary(c echo.Context) error {
 		return err
 	}
 	media, err := validMedia(b.Media)
-	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes), err); err != nil {
+	watch, werr := validWatch(b.Watch)
+	if err := errors.Join(validName(b.Name), validInterval(b.ScanIntervalMinutes), err, werr); err != nil {
 		return firstAPIError(err)
 	}
 	if b.Name != nil {
@@ -206,7 +230,7 @@ func (s *Server) patchLibrary(c echo.Context) error {
 		b.Name = &n
 	}
 	lib, err := s.st.UpdateLibrary(c.Request().Context(), id, store.LibraryPatch{Name: b.Name, ScanIntervalMinutes: b.ScanIntervalMinutes,
-		AllowDelete: b.AllowDelete, AllowUnlink: b.AllowUnlink, Media: media})
+		AllowDelete: b.AllowDelete, AllowUnlink: b.AllowUnlink, Media: media, Watch: watch})
 	if err != nil {
 		return err
 	}

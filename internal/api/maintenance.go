@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -51,7 +52,7 @@ func (s *Server) createCheckpoint(c echo.Context) error {
 	minInterval := time.Duration(vals.Int(settings.WALCheckpointMinIntervalSec)) * time.Second
 	w, created, err := s.st.EnqueueCheckpoint(ctx, mode, reason, b.Force != nil && *b.Force, minInterval)
 	if errors.Is(err, store.ErrQueueFull) {
-		return apiErr(CodeCheckpointTooSoon,
+		return apiErr(protocol.CodeCheckpointTooSoon,
 			"a checkpoint was requested less than %s ago; retry later or set force", minInterval)
 	}
 	if err != nil {
@@ -66,7 +67,7 @@ func (s *Server) createCheckpoint(c echo.Context) error {
 func (s *Server) latestCheckpoint(c echo.Context) error {
 	w, err := s.st.LatestCheckpoint(c.Request().Context())
 	if errors.Is(err, store.ErrNotFound) {
-		return apiErr(CodeCheckpointNotFound, "no checkpoint was ever requested")
+		return apiErr(protocol.CodeCheckpointNotFound, "no checkpoint was ever requested")
 	}
 	if err != nil {
 		return err
@@ -84,7 +85,7 @@ func (s *Server) listCheckpoints(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, rows, limit, checkpointView, func(w store.WALJob) int64 { return w.ID })
+	return idPageJSON(c, rows, limit, checkpointView, func(w model.WALJob) int64 { return w.ID })
 }
 
 type cleanupBody struct {
@@ -104,7 +105,7 @@ func (s *Server) createCleanup(c echo.Context) error {
 		return fieldf("group_key", "required: library:<id>, file:<id> or shards:<n>")
 	}
 	if _, err := store.ParseCleanupKey(*b.GroupKey); err != nil {
-		return apiErr(CodeInvalidGroupKey, "%v", err).with("field", "group_key")
+		return apiErr(protocol.CodeInvalidGroupKey, "%v", err).with("field", "group_key")
 	}
 	at := s.st.Now()
 	if b.ExecuteAfter != nil {

@@ -16,7 +16,7 @@ func naturalOrder(c echo.Context, natural string) (byID bool, after *protocol.So
 	case "id":
 		return true, nil, nil
 	default:
-		return false, nil, apiErr(CodeInvalidParameter, "sort: want %s or id, got %q", natural, c.QueryParam("sort")).
+		return false, nil, apiErr(protocol.CodeInvalidParameter, "sort: want %s or id, got %q", natural, c.QueryParam("sort")).
 			with("parameter", "sort")
 	}
 	if cur := c.QueryParam("cursor"); cur != "" {

@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // pageAll walks a list with limit 2 and returns the names (field) in the
@@ -47,18 +50,19 @@ func (e *env) pageAll(t *testing.T, path, field string, between func(page int)) 
 func TestNaturalOrder(t *testing.T) {
 	e := setup(t)
 	lib := e.library("comics")
+	fence := e.scanFence(lib)
 	addSeries := func(names ...string) []int64 {
 		t.Helper()
 		var in []store.NewSeries
 		for _, n := range names {
 			in = append(in, store.NewSeries{Name: n, NameKey: strings.ToLower(n)})
 		}
-		ids, _, err := e.worker.EnsureSeries(e.ctx, lib, in)
+		ids, _, err := e.worker.EnsureSeries(e.ctx, fence, lib, in)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Listed series have present books.
-		if _, err := e.worker.Exec(e.ctx, `UPDATE series SET file_count = 1`); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE series SET file_count = 1`); err != nil {
 			t.Fatal(err)
 		}
 		return ids
@@ -87,7 +91,7 @@ func TestNaturalOrder(t *testing.T) {
 			t.Helper()
 			id := e.file(lib, rel)
 			key := natsort.BookKey(number, volume, volume > 0, rel)
-			if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET series_id = ?, sort_key = ? WHERE id = ?`, ids[0], key, id); err != nil {
+			if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE library_files SET series_id = ?, sort_key = ? WHERE id = ?`, ids[0], key, id); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -118,7 +122,7 @@ func TestNaturalOrder(t *testing.T) {
 				e.file(other, "a/One Piece 10.cbz")
 			}
 		})
-		paths, err := e.worker.QueryText(e.ctx, `SELECT `+storetest.Concat("relative_path", "|", "relative_path")+` FROM library_files
+		paths, err := storetest.QueryText(e.ctx, e.worker, `SELECT `+storetest.Concat("relative_path", "|", "relative_path")+` FROM library_files
 			WHERE library_id = ? AND relative_path <> 'a/first.cbz'`, lib)
 		if err != nil {
 			t.Fatal(err)
@@ -151,14 +155,14 @@ func TestNaturalOrder(t *testing.T) {
 func TestSeriesDetails(t *testing.T) {
 	e := setup(t)
 	lib := e.library("comics")
-	ids, _, err := e.worker.EnsureSeries(e.ctx, lib, []store.NewSeries{{Name: "Saga", NameKey: "saga"}})
+	ids, _, err := e.worker.EnsureSeries(e.ctx, e.scanFence(lib), lib, []store.NewSeries{{Name: "Saga", NameKey: "saga"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	book := func(rel, number string, missing bool, meta string) int64 {
 		t.Helper()
 		id := e.file(lib, rel)
-		if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET series_id = ?, sort_key = ?, is_missing = ? WHERE id = ?`,
+		if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE library_files SET series_id = ?, sort_key = ?, is_missing = ? WHERE id = ?`,
 			ids[0], natsort.BookKey(number, 0, false, rel), missing, id); err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +173,7 @@ func TestSeriesDetails(t *testing.T) {
 		if err := json.Unmarshal([]byte(meta), &m); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.worker.Exec(e.ctx, `INSERT INTO file_metadata (file_id, source, summary, genre, age_rating, manga, series_count, updated_at)
+		if _, err := storetest.Exec(e.ctx, e.worker, `INSERT INTO file_metadata (file_id, source, summary, genre, age_rating, manga, series_count, updated_at)
 			VALUES (?, 'comicinfo', ?, ?, ?, ?, ?, ?)`, id, m.S, m.G, m.A, m.M, m.C, e.now()); err != nil {
 			t.Fatal(err)
 		}
@@ -207,6 +211,23 @@ func TestSeriesDetails(t *testing.T) {
 		d.Manga == nil || *d.Manga != "yes_rtl" || !d.RightToLeft || d.Count == nil || *d.Count != 54 {
 		t.Fatalf("details %s", r.Body)
 	}
+	t.Run("the file view says each book's own direction", func(t *testing.T) {
+		for id, want := range map[int64]string{second: "yes_rtl", second - 1: ""} {
+			var f struct {
+				Metadata struct {
+					Manga       *string
+					RightToLeft bool `json:"right_to_left"`
+				}
+			}
+			r := e.call("GET", fmt.Sprintf("/api/v1/files/%d", id), "")
+			e.expect(r, 200, "")
+			r.decode(t, &f)
+			m := f.Metadata
+			if (want == "") != (m.Manga == nil) || (m.Manga != nil && *m.Manga != want) || m.RightToLeft != (want == "yes_rtl") {
+				t.Errorf("file %d: metadata %s, want manga %q", id, r.Body, want)
+			}
+		}
+	})
 	if d.CoverFileID == nil || *d.CoverFileID != second || d.Cover.Status != "ready" || d.Cover.URL == nil ||
 		!strings.Contains(*d.Cover.URL, fmt.Sprintf("/files/%d/cover?v=", second)) {
 		t.Fatalf("series cover %s", r.Body)
@@ -266,4 +287,20 @@ func TestCoverError(t *testing.T) {
 	if got.Cover.Status != "none" || got.Cover.Error != nil {
 		t.Fatalf("cover of a file never rendered %+v", got.Cover)
 	}
+}
+
+// scanFence claims a scan job of lib as the worker store and returns its
+// token, which the data-plane writes of a scan carry.
+func (e *env) scanFence(lib int64) model.Fence {
+	e.t.Helper()
+	now := protocol.FormatTime(e.st.Now())
+	if _, err := storetest.Exec(e.ctx, e.st, `INSERT INTO jobs (kind, status, library_id, created_at, updated_at)
+		VALUES ('scan', 'pending', ?, ?, ?)`, lib, now, now); err != nil {
+		e.t.Fatal(err)
+	}
+	job, err := e.worker.ClaimJob(e.ctx, "api-test", time.Hour)
+	if err != nil || job == nil {
+		e.t.Fatalf("claim: %v, %v", job, err)
+	}
+	return job.Fence()
 }

@@ -73,7 +73,7 @@ func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAct
 	case b.All == (len(b.GroupKeys) > 0):
 		return sel, pol, "", fieldf("group_keys", "want a list of group keys, or all: true")
 	case len(b.GroupKeys) > store.MaxPlanGroups:
-		return sel, pol, "", apiErr(store.CodePlanTooLarge, "more than %d group keys", store.MaxPlanGroups)
+		return sel, pol, "", apiErr(protocol.CodePlanTooLarge, "more than %d group keys", store.MaxPlanGroups)
 	case !b.All && (b.LibraryID != 0 || b.MinSizeBytes != 0):
 		return sel, pol, "", fieldf("library_id", "library_id and min_size_bytes filter all: true")
 	case b.LibraryID < 0 || b.MinSizeBytes < 0:
@@ -83,7 +83,7 @@ func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAct
 	for _, k := range b.GroupKeys {
 		key, err := protocol.ParseGroupKey(k)
 		if err != nil {
-			return sel, pol, "", apiErr(CodeInvalidGroupKey, "%v", err)
+			return sel, pol, "", apiErr(protocol.CodeInvalidGroupKey, "%v", err)
 		}
 		if !seen[k] {
 			seen[k] = true
@@ -95,6 +95,7 @@ func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAct
 	if err != nil {
 		return sel, pol, "", err
 	}
+	pol.RemoveIn = b.LibraryID
 	action := protocol.ActionTrash
 	if b.Action != "" {
 		if action, err = protocol.ParseDeleteAction(b.Action); err != nil || (action != protocol.ActionTrash && action != protocol.ActionUnlink) {
@@ -127,7 +128,7 @@ func (b planBody) policy() (dedup.Policy, error) {
 	keys := slices.AppendSeq(slices.Collect(maps.Keys(b.Keep)), maps.Keys(b.Remove))
 	for _, k := range keys {
 		if _, err := protocol.ParseGroupKey(k); err != nil {
-			return pol, apiErr(CodeInvalidGroupKey, "%v", err)
+			return pol, apiErr(protocol.CodeInvalidGroupKey, "%v", err)
 		}
 	}
 	return pol, nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
 const (
@@ -14,7 +16,7 @@ const (
 // hashed marks a file hashed with hex digest h, as a hash job would.
 func (e *env) hashed(id int64, h string, mtime int64) {
 	e.t.Helper()
-	if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?,
+	if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE library_files SET hash_algorithm = 'blake3', content_hash = ?,
 		hashed_size_bytes = size_bytes, hashed_mtime_ns = ?, mtime_ns = ?, needs_hash = 0 WHERE id = ?`, unhex(h), mtime, mtime, id); err != nil {
 		e.t.Fatal(err)
 	}
@@ -120,11 +122,16 @@ func TestPlans(t *testing.T) {
 		for _, g := range p.Groups {
 			trashed = g.Remove[0].FileID
 		}
-		if _, err := e.worker.Exec(e.ctx, `INSERT INTO delete_outcomes (job_id, file_id, outcome, trash_path, created_at)
+		if _, err := storetest.Exec(e.ctx, e.worker, `INSERT INTO delete_outcomes (job_id, file_id, outcome, trash_path, created_at)
 			VALUES (?, ?, 'trashed', 'x', ?)`, job.ID, trashed, e.now()); err != nil {
 			t.Fatal(err)
 		}
 		e.expect(e.call("POST", restore, fmt.Sprintf(`{"file_ids": [%d]}`, a1)), 400, "not_in_trash")
+		// Its delete job still holds the file: a restore waits for it.
+		e.unchanged(func() {
+			e.expect(e.call("POST", restore, fmt.Sprintf(`{"file_ids": [%d]}`, trashed)), 409, "files_busy")
+		})
+		e.exec(`UPDATE jobs SET status = 'completed', finished_at = ? WHERE id = ?`, e.now(), job.ID)
 		r = e.call("POST", restore, fmt.Sprintf(`{"file_ids": [%d]}`, trashed))
 		e.expect(r, 202, "")
 		var back struct {

@@ -38,7 +38,7 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 		scheme, tok, ok := strings.Cut(h, " ")
 		got := sha256.Sum256([]byte(tok))
 		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			return apiErr(CodeUnauthorized, "missing or wrong bearer token")
+			return apiErr(protocol.CodeUnauthorized, "missing or wrong bearer token")
 		}
 		return next(c)
 	}
@@ -51,7 +51,7 @@ func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if r.ContentLength > MaxBodyBytes {
-			return apiErr(CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
+			return apiErr(protocol.CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
 		}
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes)
 		return next(c)
@@ -68,14 +68,14 @@ func rejectDotSegments(next echo.HandlerFunc) echo.HandlerFunc {
 		raw := u.EscapedPath()
 		dec, err := url.PathUnescape(raw)
 		if err != nil {
-			return apiErr(CodeInvalidPath, "malformed request path")
+			return apiErr(protocol.CodeInvalidPath, "malformed request path")
 		}
 		if strings.Contains(strings.ToLower(raw), "%2f") || strings.Contains(raw, "%5c") || strings.ContainsAny(dec, "\\\x00") {
-			return apiErr(CodeInvalidPath, "encoded separators are not allowed in the request path")
+			return apiErr(protocol.CodeInvalidPath, "encoded separators are not allowed in the request path")
 		}
 		for _, seg := range strings.Split(dec, "/") {
 			if seg == "." || seg == ".." {
-				return apiErr(CodeInvalidPath, "dot segments are not allowed in the request path")
+				return apiErr(protocol.CodeInvalidPath, "dot segments are not allowed in the request path")
 			}
 		}
 		return next(c)
@@ -98,7 +98,7 @@ func decodeJSON(c echo.Context, dst any) error {
 // decodeBody is decodeJSON of a body already read.
 func decodeBody(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return apiErr(CodeInvalidJSON, "empty request body: want a JSON object")
+		return apiErr(protocol.CodeInvalidJSON, "empty request body: want a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -107,7 +107,7 @@ func decodeBody(body []byte, dst any) error {
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return apiErr(CodeInvalidJSON, "trailing data after the JSON object")
+		return apiErr(protocol.CodeInvalidJSON, "trailing data after the JSON object")
 	}
 	return nil
 }
@@ -120,19 +120,19 @@ func jsonError(err error) error {
 	case errors.As(err, &te):
 		field := te.Field
 		if field == "" {
-			return apiErr(CodeInvalidJSON, "want a JSON object, got %s", te.Value)
+			return apiErr(protocol.CodeInvalidJSON, "want a JSON object, got %s", te.Value)
 		}
-		return apiErr(CodeInvalidField, "field %q: want %s, got %s", field, te.Type, te.Value).with("field", field)
+		return apiErr(protocol.CodeInvalidField, "field %q: want %s, got %s", field, te.Type, te.Value).with("field", field)
 	case errors.As(err, &se):
-		return apiErr(CodeInvalidJSON, "malformed JSON at byte %d", se.Offset)
+		return apiErr(protocol.CodeInvalidJSON, "malformed JSON at byte %d", se.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no typed error for unknown fields.
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return apiErr(CodeUnknownField, "unknown field %q", name).with("field", name)
+		return apiErr(protocol.CodeUnknownField, "unknown field %q", name).with("field", name)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return apiErr(CodeInvalidJSON, "truncated JSON")
+		return apiErr(protocol.CodeInvalidJSON, "truncated JSON")
 	}
-	return apiErr(CodeInvalidJSON, "malformed JSON")
+	return apiErr(protocol.CodeInvalidJSON, "malformed JSON")
 }
 
 // pathID parses a positive int64 path parameter.
@@ -140,22 +140,23 @@ func pathID(c echo.Context, name string) (int64, error) {
 	v := c.Param(name)
 	id, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != v {
-		return 0, apiErr(CodeInvalidParameter, "%s must be a positive integer", name).with("parameter", name)
+		return 0, apiErr(protocol.CodeInvalidParameter, "%s must be a positive integer", name).with("parameter", name)
 	}
 	return id, nil
 }
 
-// queryID parses an optional positive int64 query parameter.
-func queryID(c echo.Context, name string) (id int64, ok bool, err error) {
+// queryID parses an optional positive int64 query parameter: nil when
+// absent.
+func queryID(c echo.Context, name string) (*int64, error) {
 	v := c.QueryParam(name)
 	if v == "" {
-		return 0, false, nil
+		return nil, nil
 	}
-	id, perr := strconv.ParseInt(v, 10, 64)
-	if perr != nil || id <= 0 {
-		return 0, false, apiErr(CodeInvalidParameter, "%s must be a positive integer", name).with("parameter", name)
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return nil, apiErr(protocol.CodeInvalidParameter, "%s must be a positive integer", name).with("parameter", name)
 	}
-	return id, true, nil
+	return &id, nil
 }
 
 // queryEnum parses an optional enum query parameter with its protocol
@@ -167,22 +168,23 @@ func queryEnum[T ~string](c echo.Context, name string, parse func(string) (T, er
 	}
 	t, err := parse(v)
 	if err != nil {
-		return "", apiErr(CodeInvalidParameter, "%s: %v", name, err).with("parameter", name)
+		return "", apiErr(protocol.CodeInvalidParameter, "%s: %v", name, err).with("parameter", name)
 	}
 	return t, nil
 }
 
-// queryBool parses an optional true/false query parameter.
-func queryBool(c echo.Context, name string) (val, ok bool, err error) {
+// queryBool parses an optional true/false query parameter: nil when
+// absent.
+func queryBool(c echo.Context, name string) (*bool, error) {
 	switch c.QueryParam(name) {
 	case "":
-		return false, false, nil
+		return nil, nil
 	case "true", "1":
-		return true, true, nil
+		return new(true), nil
 	case "false", "0":
-		return false, true, nil
+		return new(false), nil
 	}
-	return false, false, apiErr(CodeInvalidParameter, "%s must be true or false", name).with("parameter", name)
+	return nil, apiErr(protocol.CodeInvalidParameter, "%s must be true or false", name).with("parameter", name)
 }
 
 // Page limits.
@@ -199,13 +201,13 @@ func pageLimit(c echo.Context) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxLimit {
-		return 0, apiErr(CodeInvalidLimit, "limit must be an integer from 1 to %d", maxLimit).with("parameter", "limit")
+		return 0, apiErr(protocol.CodeInvalidLimit, "limit must be an integer from 1 to %d", maxLimit).with("parameter", "limit")
 	}
 	return n, nil
 }
 
 func invalidCursor() *Error {
-	return apiErr(CodeInvalidCursor, "cursor is malformed or unknown; start again without it").with("parameter", "cursor")
+	return apiErr(protocol.CodeInvalidCursor, "cursor is malformed or unknown; start again without it").with("parameter", "cursor")
 }
 
 // idPage reads limit and an id cursor (0 when absent).
@@ -246,7 +248,7 @@ func makePage[R, T any](rows []R, limit int, view func(R) T, cursor func(R) stri
 }
 
 func fieldf(field, format string, args ...any) *Error {
-	return apiErr(CodeInvalidField, "%s: %s", field, fmt.Sprintf(format, args...)).with("field", field)
+	return apiErr(protocol.CodeInvalidField, "%s: %s", field, fmt.Sprintf(format, args...)).with("field", field)
 }
 
 // emptyBody accepts an action route's body only when it is absent or an
@@ -279,7 +281,7 @@ func readBody(c echo.Context) ([]byte, error) {
 		if errors.As(err, &mb) {
 			return nil, err
 		}
-		return nil, apiErr(CodeInvalidJSON, "could not read the request body")
+		return nil, apiErr(protocol.CodeInvalidJSON, "could not read the request body")
 	}
 	return body, nil
 }

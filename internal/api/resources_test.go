@@ -110,10 +110,10 @@ func TestLibraries(t *testing.T) {
 		e.exec(`INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at)
 			VALUES (1, ?, ?, 'ready', 'covers/001/1.webp', ?, ?)`, id, fmt.Sprintf("library:%d", id), e.now(), e.now())
 		e.expect(e.call("DELETE", fmt.Sprintf("/api/v1/libraries/%d", id), ""), 204, "")
-		if n, _ := e.st.QueryInt(e.ctx, `SELECT count(*) FROM library_files`); n != 0 {
+		if n, _ := storetest.QueryInt(e.ctx, e.st, `SELECT count(*) FROM library_files`); n != 0 {
 			t.Fatalf("files left: %d", n)
 		}
-		if n, _ := e.st.QueryInt(e.ctx, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE group_key = ?`, fmt.Sprintf("library:%d", id)); n != 1 {
+		if n, _ := storetest.QueryInt(e.ctx, e.st, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE group_key = ?`, fmt.Sprintf("library:%d", id)); n != 1 {
 			t.Fatalf("cleanup rows: %d", n)
 		}
 		if _, err := os.Stat(inner); err != nil {
@@ -367,13 +367,13 @@ func TestThumbnailAdmissionRace(t *testing.T) {
 	if count[202] != 10 || count[429] != 40 {
 		t.Fatalf("statuses = %v, want 10×202 and 40×429", count)
 	}
-	if n, _ := e.st.QueryInt(e.ctx, `SELECT count(*) FROM thumbnails WHERE status = 'pending'`); n != 10 {
+	if n, _ := storetest.QueryInt(e.ctx, e.st, `SELECT count(*) FROM thumbnails WHERE status = 'pending'`); n != 10 {
 		t.Fatalf("pending rows = %d", n)
 	}
 	t.Run("existing row is 200, unknown file 404, metrics count", func(t *testing.T) {
 		e.t = t
 		var admitted int64
-		admitted, _ = e.st.QueryInt(e.ctx, `SELECT file_id FROM thumbnails LIMIT 1`)
+		admitted, _ = storetest.QueryInt(e.ctx, e.st, `SELECT file_id FROM thumbnails LIMIT 1`)
 		e.expect(e.call("POST", "/api/v1/thumbnails", fmt.Sprintf(`{"file_id":%d}`, admitted)), 200, "")
 		e.expect(e.call("POST", "/api/v1/thumbnails", `{"file_id":9999}`), 404, "file_not_found")
 		var m struct{ Pending int64 }
@@ -383,7 +383,7 @@ func TestThumbnailAdmissionRace(t *testing.T) {
 		}
 		// Ids are not dense on PostgreSQL, whose sequences keep no gaps
 		// closed (an admission retried after a serialization failure).
-		first, _ := e.st.QueryInt(e.ctx, `SELECT min(id) FROM thumbnails`)
+		first, _ := storetest.QueryInt(e.ctx, e.st, `SELECT min(id) FROM thumbnails`)
 		e.expect(e.call("GET", fmt.Sprintf("/api/v1/thumbnails/%d", first), ""), 200, "")
 	})
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"database/sql"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -63,17 +62,17 @@ func listUnder[P, R, T any](c echo.Context, parent func(context.Context, int64) 
 
 // listByLibrary serves a page of rows keyed by id, of the library named by
 // ?library_id= or of all libraries without it.
-func listByLibrary[R, T any](c echo.Context, list func(ctx context.Context, libraryID sql.NullInt64, cursorID int64, limit int) ([]R, error),
+func listByLibrary[R, T any](c echo.Context, list func(ctx context.Context, libraryID *int64, cursorID int64, limit int) ([]R, error),
 	view func(R) T, id func(R) int64) error {
 	limit, cursor, err := idPage(c)
 	if err != nil {
 		return err
 	}
-	lib, ok, err := queryID(c, "library_id")
+	lib, err := queryID(c, "library_id")
 	if err != nil {
 		return err
 	}
-	rows, err := list(c.Request().Context(), sql.NullInt64{Int64: lib, Valid: ok}, cursor, limit+1)
+	rows, err := list(c.Request().Context(), lib, cursor, limit+1)
 	if err != nil {
 		return err
 	}

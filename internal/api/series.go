@@ -26,11 +26,11 @@ func (s *Server) listSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lib, ok, err := queryID(c, "library_id")
+	lib, err := queryID(c, "library_id")
 	if err != nil {
 		return err
 	}
-	rows, err := s.st.ListSeriesInOrder(c.Request().Context(), sql.NullInt64{Int64: lib, Valid: ok}, after, limit+1)
+	rows, err := s.st.ListSeriesInOrder(c.Request().Context(), lib, after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (s *Server) listSeriesFiles(c echo.Context) error {
 	}
 	if byID {
 		return listUnder(c, s.st.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]store.FileRecord, error) {
-			return s.st.ListFiles(ctx, store.FileFilter{SeriesID: sql.NullInt64{Int64: id, Valid: true}}, after, limit)
+			return s.st.ListFiles(ctx, store.FileFilter{SeriesID: new(int64(id))}, after, limit)
 		}, s.fileView, fileID)
 	}
 	id, err := pathID(c, "id")

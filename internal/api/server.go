@@ -23,7 +23,9 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/events"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/reader"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/watch"
 )
 
 // Base is the path prefix of every authenticated route.
@@ -41,8 +43,10 @@ type Config struct {
 	// LibraryRoots are the folders a library path must lie under, after
 	// symlinks are resolved. Required; each must be an existing folder.
 	LibraryRoots []string
-	// StateDir holds the cover cache (<state>/covers). Required for
-	// GET /files/{id}/cover.
+	// StateDir holds the cover cache (<state>/covers), which is read, and
+	// the cache of pages shrunk for readers (<state>/pages), which is
+	// written. Required for GET /files/{id}/cover; without it shrunk
+	// pages are not cached.
 	StateDir string
 	// Events feeds GET /events; nil disables the route's stream (it
 	// answers 503).
@@ -55,6 +59,9 @@ type Config struct {
 	// Kick is called after a request that may free or fill the scan/hash
 	// slot (the scheduler's dispatcher wakes at once); default none.
 	Kick func()
+	// WatchStatus reports a library's change watcher (controld's
+	// watch.Manager); nil shows none.
+	WatchStatus func(libraryID int64) (watch.Status, bool)
 	// SSEKeepAlive is the period of the comment lines that keep an idle
 	// event stream open through proxies; default 15s.
 	SSEKeepAlive time.Duration
@@ -77,6 +84,10 @@ type Server struct {
 	reg       *prometheus.Registry
 	m         *httpMetrics
 	signer    coverSigner
+	books     *reader.Books
+	shrunk    *reader.Shrunk
+	limits    *failLimiter
+	creds     *credCache
 }
 
 // New builds the server and its routes.
@@ -119,7 +130,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, errorf("api: cover key of %d bytes, want at least 16", len(cfg.CoverKey))
 	}
 	s := &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger, roots: roots, realRoots: realRoots, reg: cfg.Registry,
-		signer: coverSigner{key: cfg.CoverKey, now: time.Now}}
+		signer: coverSigner{key: cfg.CoverKey, now: time.Now},
+		books:  reader.NewBooks(realRoots, 0), shrunk: reader.NewShrunk(cfg.StateDir),
+		limits: &failLimiter{now: time.Now, names: map[string]int{}, addrs: map[string]int{}},
+		creds:  &credCache{entries: map[[32]byte]credEntry{}, now: time.Now}}
+	rand.Read(s.creds.secret[:])
 	s.m = newHTTPMetrics(cfg.Registry, cfg.Store)
 	s.echo = s.router()
 	return s, nil
@@ -175,8 +190,11 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/files", s.listFiles)
 	g.GET("/files/:id", s.getFile)
 	// Outside the group: a signed URL needs no bearer token.
-	e.GET(Base+"/files/:id/cover", s.getCover, s.tokenOrSignature)
+	e.GET(Base+"/files/:id/cover", s.getCover, s.readerOrSignature)
 	g.POST("/files/:id/cover/regenerate", s.regenerateCover)
+	// Outside the group too: readers may read what their grant shows
+	// (readerFile), the admin token everything.
+	s.pageRoutes(e)
 	g.GET("/series", s.listSeries)
 	g.GET("/series/:id", s.getSeries)
 	g.GET("/series/:id/files", s.listSeriesFiles)
@@ -186,6 +204,8 @@ func (s *Server) router() *echo.Echo {
 
 	g.GET("/duplicates/groups", s.listDuplicateGroups)
 	g.GET("/duplicates/groups/:key/files", s.listDuplicateFiles)
+	g.GET("/duplicates/books", s.listSameBooks)
+	g.GET("/duplicates/pages", s.listCommonPages)
 	g.POST("/duplicates/plans", s.createPlan)
 	g.GET("/duplicates/plans", s.listPlans)
 	g.GET("/duplicates/plans/:id", s.getPlan)
@@ -208,6 +228,11 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/settings/:key", s.getSetting)
 
 	g.GET("/events", s.streamEvents)
+
+	s.userRoutes(g)
+	s.meRoutes(e.Group(Base+"/me", s.readerAuth))
+	e.GET(Base+"/search", s.search, s.readerAuth)
+	s.opdsRoutes(e)
 
 	if s.cfg.UI != nil {
 		ui := echo.WrapHandler(s.cfg.UI)

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 type settingJSON struct {
@@ -49,7 +50,7 @@ func (s *Server) getSetting(c echo.Context) error {
 	key := c.Param("key")
 	d, ok := settings.Lookup(key)
 	if !ok {
-		return apiErr(CodeSettingNotFound, "unknown setting %q", key).with("key", key)
+		return apiErr(protocol.CodeSettingNotFound, "unknown setting %q", key).with("key", key)
 	}
 	vals, err := settings.Load(c.Request().Context(), s.st)
 	if err != nil {
@@ -67,7 +68,7 @@ func (s *Server) patchSettings(c echo.Context) error {
 		return err
 	}
 	if raw == nil {
-		return apiErr(CodeInvalidJSON, "want a JSON object of settings")
+		return apiErr(protocol.CodeInvalidJSON, "want a JSON object of settings")
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -78,11 +79,11 @@ func (s *Server) patchSettings(c echo.Context) error {
 	for _, k := range keys {
 		v := raw[k]
 		if _, ok := settings.Lookup(k); !ok {
-			return apiErr(CodeUnknownSetting, "unknown setting %q", k).with("key", k)
+			return apiErr(protocol.CodeUnknownSetting, "unknown setting %q", k).with("key", k)
 		}
 		text, ok := settingText(v)
 		if !ok {
-			return apiErr(CodeInvalidSettingValue, "%s: want a number or a string", k).with("key", k)
+			return apiErr(protocol.CodeInvalidSettingValue, "%s: want a number or a string", k).with("key", k)
 		}
 		kv[k] = text
 	}

@@ -44,10 +44,19 @@ type env struct {
 // folders, and builds the server on them.
 func setup(t testing.TB) *env {
 	t.Helper()
+	return setupRoot(t, "")
+}
+
+// setupRoot is setup with root as the library root ("" a temp folder).
+func setupRoot(t testing.TB, root string) *env {
+	t.Helper()
 	control, worker, path := storetest.MustOpenDB(t)
 	dir := t.TempDir()
+	if root == "" {
+		root = filepath.Join(dir, "libraries")
+	}
 	e := &env{t: t, ctx: context.Background(), st: control, worker: worker, path: path,
-		root: filepath.Join(dir, "libraries"), state: filepath.Join(dir, "state")}
+		root: root, state: filepath.Join(dir, "state")}
 	for _, d := range []string{e.root, filepath.Join(e.state, "covers")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -197,7 +206,7 @@ func (e *env) library(name string) int64 {
 func (e *env) file(lib int64, rel string) int64 {
 	e.t.Helper()
 	now := e.now()
-	id, err := e.worker.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, path_key, size_bytes, mtime_ns, format,
+	id, err := storetest.InsertID(e.ctx, e.worker, `INSERT INTO library_files (library_id, relative_path, path_key, size_bytes, mtime_ns, format,
 		total_pages, needs_analysis, created_at, updated_at) VALUES (?, ?, ?, 1000, 1700000000000000000, 'zip', 12, 0, ?, ?) RETURNING id`,
 		lib, rel, natsort.Key(rel), now, now)
 	if err != nil {
@@ -209,7 +218,7 @@ func (e *env) file(lib int64, rel string) int64 {
 // exec runs SQL as a third party (controld role).
 func (e *env) exec(q string, args ...any) {
 	e.t.Helper()
-	if _, err := e.st.Exec(e.ctx, q, args...); err != nil {
+	if _, err := storetest.Exec(e.ctx, e.st, q, args...); err != nil {
 		e.t.Fatalf("%s: %v", q, err)
 	}
 }

@@ -43,7 +43,7 @@ func TestDocumentedStatuses(t *testing.T) {
 		e.expect(e.call("POST", "/api/v1/jobs", fmt.Sprintf(`{"kind":"scan","library_id":%d}`, lib)), 201, "")
 		e.expect(e.call("GET", "/api/v1/jobs/1", ""), 200, "")
 		now := e.now()
-		if _, err := e.worker.Exec(e.ctx, `INSERT INTO scan_sessions (job_id, library_id, started_at) VALUES (1, ?, ?)`, lib, now); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.worker, `INSERT INTO scan_sessions (job_id, library_id, started_at) VALUES (1, ?, ?)`, lib, now); err != nil {
 			t.Fatal(err)
 		}
 		e.expect(e.call("GET", "/api/v1/scans/1", ""), 200, "")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/protocol"
 )
 
 // sseWriteWindow bounds each write of the event stream: the server's write
@@ -17,7 +19,7 @@ const sseWriteWindow = 30 * time.Second
 // thumbnail changes, learned from the database.
 func (s *Server) streamEvents(c echo.Context) error {
 	if s.cfg.Events == nil {
-		return apiErr(CodeUnavailable, "the event feed is not running")
+		return apiErr(protocol.CodeUnavailable, "the event feed is not running")
 	}
 	ch, cancel := s.cfg.Events.Subscribe()
 	defer cancel()

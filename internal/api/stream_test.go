@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
 // TestEventStream: rows written by "workerd" (another connection, the
@@ -62,15 +64,15 @@ func TestEventStream(t *testing.T) {
 	e.expect(e.call("POST", "/api/v1/jobs", `{"kind":"scan","library_id":1}`), 201, "")
 	waitFor(`"id":1`, `"status":"pending"`)
 	now := e.now()
-	if _, err := e.worker.Exec(e.ctx, `UPDATE jobs SET status = 'running', worker_id = 'w', lease_expires_at = '2999-01-01 00:00:00.000',
+	if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE jobs SET status = 'running', worker_id = 'w', lease_expires_at = '2999-01-01 00:00:00.000',
 		processed_items = 5, progress = 0.5, started_at = ?, updated_at = ? WHERE id = 1`, now, now); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(`"status":"running"`, `"progress":0.5`, `"processed_items":5`)
-	if _, err := e.worker.Exec(e.ctx, `INSERT INTO scan_sessions (job_id, library_id, started_at) VALUES (1, ?, ?)`, lib, now); err != nil {
+	if _, err := storetest.Exec(e.ctx, e.worker, `INSERT INTO scan_sessions (job_id, library_id, started_at) VALUES (1, ?, ?)`, lib, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.worker.Exec(e.ctx, `INSERT INTO scan_errors (session_id, relative_path, error_code, message, created_at)
+	if _, err := storetest.Exec(e.ctx, e.worker, `INSERT INTO scan_errors (session_id, relative_path, error_code, message, created_at)
 		VALUES (1, 'bad.cbz', 'archive_corrupt', 'zip: not a valid zip file', ?)`, now); err != nil {
 		t.Fatal(err)
 	}

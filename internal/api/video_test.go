@@ -3,6 +3,8 @@ package api_test
 import (
 	"fmt"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
 // TestVideoFiles: a library's media is comics+video unless patched, and a
@@ -57,7 +59,7 @@ func TestVideoFiles(t *testing.T) {
 			`INSERT INTO video_probes (file_id, container, duration_ms, rotation, probed_at) VALUES (?, 'mkv', 1, 45, '2026-01-01 00:00:00.000')`,
 			`INSERT INTO video_probes (file_id, container, duration_ms, probed_at) VALUES (?, 'mkv', -1, '2026-01-01 00:00:00.000')`,
 		} {
-			if _, err := e.st.Exec(e.ctx, q, id); err == nil {
+			if _, err := storetest.Exec(e.ctx, e.st, q, id); err == nil {
 				t.Errorf("accepted: %s", q)
 			}
 		}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/watch"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -31,6 +33,15 @@ func nint(n sql.NullInt64) *int64 {
 	return &n.Int64
 }
 
+// deref is *p, or the zero value when p is nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
 // rawObject renders a JSON text column as JSON, or null when it is empty or
 // not valid JSON.
 func rawObject(s string) json.RawMessage {
@@ -43,25 +54,25 @@ func rawObject(s string) json.RawMessage {
 // leaseJSON is the lease of a claimable row (jobs, thumbnails): who holds
 // it and until when. Embedded, its fields stand in the row's own object.
 type leaseJSON struct {
-	WorkerID          *string           `json:"worker_id"`
-	WorkerHeartbeatAt protocol.NullTime `json:"worker_heartbeat_at"`
-	LeaseExpiresAt    protocol.NullTime `json:"lease_expires_at"`
+	WorkerID          *string        `json:"worker_id"`
+	WorkerHeartbeatAt *protocol.Time `json:"worker_heartbeat_at"`
+	LeaseExpiresAt    *protocol.Time `json:"lease_expires_at"`
 }
 
-func leaseView(worker sql.NullString, heartbeat, expires protocol.NullTime) leaseJSON {
-	return leaseJSON{WorkerID: nstr(worker), WorkerHeartbeatAt: heartbeat, LeaseExpiresAt: expires}
+func leaseView(l model.Lease) leaseJSON {
+	return leaseJSON{WorkerID: l.WorkerID, WorkerHeartbeatAt: l.WorkerHeartbeatAt, LeaseExpiresAt: l.LeaseExpiresAt}
 }
 
 // runTimesJSON closes the object of a row that runs (jobs, thumbnails,
 // checkpoints): when it was created, last changed, started and finished.
 type runTimesJSON struct {
-	CreatedAt  protocol.Time     `json:"created_at"`
-	UpdatedAt  protocol.Time     `json:"updated_at"`
-	StartedAt  protocol.NullTime `json:"started_at"`
-	FinishedAt protocol.NullTime `json:"finished_at"`
+	CreatedAt  protocol.Time  `json:"created_at"`
+	UpdatedAt  protocol.Time  `json:"updated_at"`
+	StartedAt  *protocol.Time `json:"started_at"`
+	FinishedAt *protocol.Time `json:"finished_at"`
 }
 
-func runTimesView(created, updated protocol.Time, started, finished protocol.NullTime) runTimesJSON {
+func runTimesView(created, updated protocol.Time, started, finished *protocol.Time) runTimesJSON {
 	return runTimesJSON{CreatedAt: created, UpdatedAt: updated, StartedAt: started, FinishedAt: finished}
 }
 
@@ -80,11 +91,13 @@ type libraryJSON struct {
 	MissingCount        *int64                `json:"missing_count,omitempty"`
 	SeriesCount         *int64                `json:"series_count,omitempty"`
 	LastScan            *scanJSON             `json:"last_scan,omitempty"`
+	Watch               protocol.WatchMode    `json:"watch"`
+	Watcher             *watch.Status         `json:"watcher,omitempty"`
 }
 
 func libraryView(l store.Library) libraryJSON {
 	return libraryJSON{ID: l.ID, Name: l.Name, Path: l.Path, ScanIntervalMinutes: l.ScanIntervalMinutes,
-		AllowDelete: l.AllowDelete, AllowUnlink: l.AllowUnlink, Media: l.Media,
+		AllowDelete: l.AllowDelete, AllowUnlink: l.AllowUnlink, Media: l.Media, Watch: l.Watch,
 		LastScanRequestedAt: l.LastScanRequestedAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
 }
 
@@ -98,22 +111,22 @@ type jobJSON struct {
 	ProcessedItems int64              `json:"processed_items"`
 	TotalItems     *int64             `json:"total_items"`
 	leaseJSON
-	Attempt         int64             `json:"attempt"`
-	RetryAfter      protocol.NullTime `json:"retry_after"`
-	ErrorCode       *string           `json:"error_code"`
-	ErrorMessage    *string           `json:"error_message"`
-	Payload         json.RawMessage   `json:"payload"`
-	Result          json.RawMessage   `json:"result"`
-	CancelRequested bool              `json:"cancel_requested"`
+	Attempt         int64           `json:"attempt"`
+	RetryAfter      *protocol.Time  `json:"retry_after"`
+	ErrorCode       *string         `json:"error_code"`
+	ErrorMessage    *string         `json:"error_message"`
+	Payload         json.RawMessage `json:"payload"`
+	Result          json.RawMessage `json:"result"`
+	CancelRequested bool            `json:"cancel_requested"`
 	runTimesJSON
 }
 
-func jobView(j store.Job) jobJSON {
-	return jobJSON{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: nint(j.LibraryID), Priority: j.Priority,
-		Progress: j.Progress, ProcessedItems: j.ProcessedItems, TotalItems: nint(j.TotalItems),
-		leaseJSON: leaseView(j.WorkerID, j.WorkerHeartbeatAt, j.LeaseExpiresAt),
-		Attempt:   j.Attempt, RetryAfter: j.RetryAfter, ErrorCode: nstr(j.ErrorCode), ErrorMessage: nstr(j.ErrorMessage),
-		Payload: rawObject(j.Payload), Result: rawObject(j.Result.String), CancelRequested: j.CancelRequested,
+func jobView(j model.Job) jobJSON {
+	return jobJSON{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: j.LibraryID, Priority: j.Priority,
+		Progress: j.Progress, ProcessedItems: j.ProcessedItems, TotalItems: j.TotalItems,
+		leaseJSON: leaseView(j.Lease),
+		Attempt:   j.Attempt, RetryAfter: j.RetryAfter, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage,
+		Payload: rawObject(j.Payload), Result: rawObject(deref(j.Result)), CancelRequested: j.CancelRequested,
 		runTimesJSON: runTimesView(j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)}
 }
 
@@ -123,14 +136,16 @@ type queueEntryJSON struct {
 	LibraryID *int64            `json:"library_id"`
 	Priority  protocol.Priority `json:"priority"`
 	Reason    string            `json:"reason"`
-	Position  int               `json:"position"`
-	CreatedAt protocol.Time     `json:"created_at"`
-	UpdatedAt protocol.Time     `json:"updated_at"`
+	// Paths: the folders a scan is scoped to, null for the whole library.
+	Paths     []string      `json:"paths"`
+	Position  int           `json:"position"`
+	CreatedAt protocol.Time `json:"created_at"`
+	UpdatedAt protocol.Time `json:"updated_at"`
 }
 
 func queueView(q store.ScanRequest, pos int) queueEntryJSON {
 	return queueEntryJSON{ID: q.ID, Kind: q.Kind, LibraryID: q.LibraryID, Priority: q.Priority, Reason: q.Reason,
-		Position: pos, CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt}
+		Paths: q.ScanPaths(), Position: pos, CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt}
 }
 
 type coverJSON struct {
@@ -206,24 +221,27 @@ func (s *Server) fileView(f store.FileRecord) fileJSON {
 }
 
 type metadataJSON struct {
-	Source         string        `json:"source"`
-	Series         *string       `json:"series"`
-	Number         *string       `json:"number"`
-	Volume         *int64        `json:"volume"`
-	Title          *string       `json:"title"`
-	Year           *int64        `json:"year"`
-	Month          *int64        `json:"month"`
-	Publisher      *string       `json:"publisher"`
-	Genre          *string       `json:"genre"`
-	Tags           *string       `json:"tags"`
-	AgeRating      *string       `json:"age_rating"`
-	LanguageISO    *string       `json:"language_iso"`
-	Writer         *string       `json:"writer"`
-	Penciller      *string       `json:"penciller"`
-	Summary        *string       `json:"summary"`
-	Web            *string       `json:"web"`
-	FrontCoverPage *int64        `json:"front_cover_page"`
-	UpdatedAt      protocol.Time `json:"updated_at"`
+	Source         string  `json:"source"`
+	Series         *string `json:"series"`
+	Number         *string `json:"number"`
+	Volume         *int64  `json:"volume"`
+	Title          *string `json:"title"`
+	Year           *int64  `json:"year"`
+	Month          *int64  `json:"month"`
+	Publisher      *string `json:"publisher"`
+	Genre          *string `json:"genre"`
+	Tags           *string `json:"tags"`
+	AgeRating      *string `json:"age_rating"`
+	LanguageISO    *string `json:"language_iso"`
+	Writer         *string `json:"writer"`
+	Penciller      *string `json:"penciller"`
+	Summary        *string `json:"summary"`
+	Web            *string `json:"web"`
+	FrontCoverPage *int64  `json:"front_cover_page"`
+	// Manga and RightToLeft as in seriesDetailsJSON, for this book alone.
+	Manga       *string       `json:"manga"`
+	RightToLeft bool          `json:"right_to_left"`
+	UpdatedAt   protocol.Time `json:"updated_at"`
 }
 
 func metadataView(m store.FileMetadata) *metadataJSON {
@@ -231,7 +249,8 @@ func metadataView(m store.FileMetadata) *metadataJSON {
 		Title: nstr(m.Title), Year: nint(m.Year), Month: nint(m.Month), Publisher: nstr(m.Publisher),
 		Genre: nstr(m.Genre), Tags: nstr(m.Tags), AgeRating: nstr(m.AgeRating), LanguageISO: nstr(m.LanguageISO),
 		Writer: nstr(m.Writer), Penciller: nstr(m.Penciller), Summary: nstr(m.Summary), Web: nstr(m.Web),
-		FrontCoverPage: nint(m.FrontCoverPage), UpdatedAt: m.UpdatedAt}
+		FrontCoverPage: nint(m.FrontCoverPage), Manga: nstr(m.Manga),
+		RightToLeft: protocol.Manga(m.Manga.String).RightToLeft(), UpdatedAt: m.UpdatedAt}
 }
 
 type seriesJSON struct {
@@ -325,18 +344,18 @@ type thumbnailJSON struct {
 	Height    *int64                   `json:"height"`
 	BytesSize *int64                   `json:"bytes_size"`
 	leaseJSON
-	ErrorCode    *string           `json:"error_code"`
-	ErrorMessage *string           `json:"error_message"`
-	ErrorCount   int64             `json:"error_count"`
-	RetryAfter   protocol.NullTime `json:"retry_after"`
+	ErrorCode    *string        `json:"error_code"`
+	ErrorMessage *string        `json:"error_message"`
+	ErrorCount   int64          `json:"error_count"`
+	RetryAfter   *protocol.Time `json:"retry_after"`
 	runTimesJSON
 }
 
-func thumbnailView(t store.Thumbnail) thumbnailJSON {
+func thumbnailView(t model.Thumbnail) thumbnailJSON {
 	return thumbnailJSON{ID: t.ID, FileID: t.FileID, LibraryID: t.LibraryID, GroupKey: t.GroupKey, MediaType: t.MediaType,
-		Format: t.Format, Status: t.Status, Width: nint(t.Width), Height: nint(t.Height), BytesSize: nint(t.BytesSize),
-		leaseJSON: leaseView(t.WorkerID, t.WorkerHeartbeatAt, t.LeaseExpiresAt),
-		ErrorCode: nstr(t.ErrorCode), ErrorMessage: nstr(t.ErrorMessage), ErrorCount: t.ErrorCount,
+		Format: t.Format, Status: t.Status, Width: t.Width, Height: t.Height, BytesSize: t.BytesSize,
+		leaseJSON: leaseView(t.Lease),
+		ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage, ErrorCount: t.ErrorCount,
 		RetryAfter: t.RetryAfter, runTimesJSON: runTimesView(t.CreatedAt, t.UpdatedAt, t.StartedAt, t.FinishedAt)}
 }
 
@@ -351,13 +370,13 @@ type cleanupJSON struct {
 	ErrorMessage *string                `json:"error_message"`
 	CreatedAt    protocol.Time          `json:"created_at"`
 	UpdatedAt    protocol.Time          `json:"updated_at"`
-	FinishedAt   protocol.NullTime      `json:"finished_at"`
+	FinishedAt   *protocol.Time         `json:"finished_at"`
 }
 
-func cleanupView(c store.CleanupJob) cleanupJSON {
+func cleanupView(c model.CleanupJob) cleanupJSON {
 	return cleanupJSON{ID: c.ID, GroupKey: c.GroupKey, Status: c.Status, ExecuteAfter: c.ExecuteAfter,
-		DeletedFiles: c.DeletedFiles, DeletedRows: c.DeletedRows, ErrorCode: nstr(c.ErrorCode),
-		ErrorMessage: nstr(c.ErrorMessage), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, FinishedAt: c.FinishedAt}
+		DeletedFiles: c.DeletedFiles, DeletedRows: c.DeletedRows, ErrorCode: c.ErrorCode,
+		ErrorMessage: c.ErrorMessage, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, FinishedAt: c.FinishedAt}
 }
 
 type checkpointJSON struct {
@@ -367,7 +386,7 @@ type checkpointJSON struct {
 	Status              protocol.WALStatus      `json:"status"`
 	ExecuteAfter        protocol.Time           `json:"execute_after"`
 	RetryCount          int64                   `json:"retry_count"`
-	RetryAfter          protocol.NullTime       `json:"retry_after"`
+	RetryAfter          *protocol.Time          `json:"retry_after"`
 	CheckpointBusy      *int64                  `json:"checkpoint_busy"`
 	CheckpointLogFrames *int64                  `json:"checkpoint_log_frames"`
 	CheckpointedFrames  *int64                  `json:"checkpointed_frames"`
@@ -377,12 +396,12 @@ type checkpointJSON struct {
 	runTimesJSON
 }
 
-func checkpointView(w store.WALJob) checkpointJSON {
+func checkpointView(w model.WALJob) checkpointJSON {
 	return checkpointJSON{ID: w.ID, Mode: w.RequestedMode, Reason: w.Reason, Status: w.Status,
 		ExecuteAfter: w.ExecuteAfter, RetryCount: w.RetryCount, RetryAfter: w.RetryAfter,
-		CheckpointBusy: nint(w.CheckpointBusy), CheckpointLogFrames: nint(w.CheckpointLogFrames),
-		CheckpointedFrames: nint(w.CheckpointedFrames), WorkerID: nstr(w.WorkerID), ErrorCode: nstr(w.ErrorCode),
-		ErrorMessage: nstr(w.ErrorMessage), runTimesJSON: runTimesView(w.CreatedAt, w.UpdatedAt, w.StartedAt, w.FinishedAt)}
+		CheckpointBusy: w.CheckpointBusy, CheckpointLogFrames: w.CheckpointLogFrames,
+		CheckpointedFrames: w.CheckpointedFrames, WorkerID: w.WorkerID, ErrorCode: w.ErrorCode,
+		ErrorMessage: w.ErrorMessage, runTimesJSON: runTimesView(w.CreatedAt, w.UpdatedAt, w.StartedAt, w.FinishedAt)}
 }
 
 type workerJSON struct {

@@ -16,6 +16,13 @@ type Entry struct {
 	Name string
 	// Size is the uncompressed size the index claims (may lie; readers cap).
 	Size int64
+	// CRC32 is the entry's IEEE CRC-32 as the index states it, valid when
+	// HasCRC: zip and 7z indexes carry one for every entry, a
+	// single-volume RAR's file headers too (rarcrc.go); an entry of a RAR
+	// set split across volumes, folders and loose images have none. Page
+	// signatures (the same book in another container) are built from it.
+	CRC32  uint32
+	HasCRC bool
 	// index is the entry's position in the format's own listing.
 	index int
 }

@@ -23,3 +23,12 @@ func openImage(r io.ReaderAt, size int64, name string) Archive {
 	}
 	return a
 }
+
+// ImageMediaType is the media type of an encoded image by its magic
+// bytes (image/jpeg, image/png, ...), or application/octet-stream.
+func ImageMediaType(head []byte) string {
+	if kind := imageKind(head); kind != "" {
+		return "image/" + kind
+	}
+	return "application/octet-stream"
+}

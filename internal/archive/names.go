@@ -8,11 +8,13 @@ import (
 	"github.com/bindery-nas/bindery/internal/natsort"
 )
 
-// imageExts are the page extensions, lowercase with the dot.
-var imageExts = []string{".jpg", ".jpeg", ".png", ".webp", ".gif", ".avif", ".bmp", ".jxl"}
+// imageExts are the page extensions, lowercase with the dot: every format
+// the cover renderer's libvips loads (TIFF, from scanners and old rips,
+// included).
+var imageExts = []string{".jpg", ".jpeg", ".png", ".webp", ".gif", ".avif", ".bmp", ".jxl", ".tif", ".tiff"}
 
 // IsImageName reports whether name has a page image extension
-// (case-insensitive): .jpg .jpeg .png .webp .gif .avif .bmp .jxl.
+// (case-insensitive): .jpg .jpeg .png .webp .gif .avif .bmp .jxl .tif .tiff.
 func IsImageName(name string) bool {
 	ext := strings.ToLower(path.Ext(name))
 	return slices.Contains(imageExts, ext)
@@ -65,10 +67,12 @@ func isJunk(clean string) bool {
 
 // rawEntry is one listed entry before selection.
 type rawEntry struct {
-	name  string // as stored, possibly unsafe
-	size  int64
-	dir   bool
-	index int
+	name   string // as stored, possibly unsafe
+	size   int64
+	dir    bool
+	index  int
+	crc    uint32
+	hasCRC bool
 }
 
 // selection is what every format computes from its listing.
@@ -91,7 +95,7 @@ func selectEntries(raw []rawEntry) selection {
 		if !ok || isJunk(name) {
 			continue
 		}
-		e := Entry{Name: name, Size: r.size, index: r.index}
+		e := Entry{Name: name, Size: r.size, CRC32: r.crc, HasCRC: r.hasCRC, index: r.index}
 		if IsImageName(name) {
 			sel.pages = append(sel.pages, e)
 			continue

@@ -86,6 +86,8 @@ func imageKind(head []byte) string {
 		return "bmp"
 	case bytes.HasPrefix(head, []byte{0xff, 0x0a}), bytes.HasPrefix(head, []byte("\x00\x00\x00\x0cJXL \r\n\x87\n")):
 		return "jxl"
+	case bytes.HasPrefix(head, []byte("II*\x00")), bytes.HasPrefix(head, []byte("MM\x00*")):
+		return "tiff"
 	}
 	return ""
 }
@@ -117,8 +119,9 @@ func Open(path string) (Archive, error) {
 	return a, nil
 }
 
-// openFile opens the content of dir/name: a RAR volume with the rest of
-// its set beside it, anything else on its own.
+// openFile opens the content of dir/name: a RAR volume or the last part
+// of a split zip with the rest of its set beside it, anything else on its
+// own.
 func openFile(f *os.File, size int64, dir, name string) (Archive, error) {
 	head := make([]byte, min(size, volumeHeadLen))
 	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
@@ -126,6 +129,14 @@ func openFile(f *os.File, size int64, dir, name string) (Archive, error) {
 	}
 	if role := volumeRoleOf(head); role != NotVolume {
 		return openVolumeSet(dir, name, f, size, role)
+	}
+	// The last part of a split zip starts with whatever entry data the
+	// part before it left off in, so any content that is no other format
+	// has its end record looked at.
+	if format, err := DetectBytes(head[:min(len(head), sniffLen)]); err != nil || format == protocol.FormatZip {
+		if a, ok, err := openSplitZip(dir, name, f, size); ok {
+			return a, err
+		}
 	}
 	return OpenReaderAt(f, size, name)
 }

@@ -2,12 +2,31 @@ package archive
 
 import (
 	"errors"
+	"hash/crc32"
 	"io"
 
 	"github.com/bodgit/sevenzip"
 
+	"github.com/bindery-nas/bindery/internal/archive/deflate64"
 	"github.com/bindery-nas/bindery/protocol"
 )
+
+// An empty coder id is method 0, Copy, to 7-Zip, which reads an id as a
+// number of as many bytes as it has; sevenzip looks ids up by their bytes.
+func init() {
+	sevenzip.RegisterDecompressor(nil, func(_ []byte, _ uint64, rs []io.ReadCloser) (io.ReadCloser, error) {
+		if len(rs) != 1 {
+			return nil, errors.New("copy: need exactly one stream")
+		}
+		return rs[0], nil
+	})
+	sevenzip.RegisterDecompressor([]byte{0x04, 0x01, 0x09}, func(_ []byte, _ uint64, rs []io.ReadCloser) (io.ReadCloser, error) {
+		if len(rs) != 1 {
+			return nil, errors.New("deflate64: need exactly one stream")
+		}
+		return deflate64.NewReader(rs[0]), nil
+	})
+}
 
 type sevenZipArchive struct {
 	common
@@ -41,7 +60,8 @@ func open7z(r io.ReaderAt, size int64) (Archive, error) {
 	}
 	raw := make([]rawEntry, 0, len(zr.File))
 	for i, f := range zr.File {
-		raw = append(raw, rawEntry{name: f.Name, size: int64(min(f.UncompressedSize, 1<<62)), dir: f.FileInfo().IsDir(), index: i})
+		raw = append(raw, rawEntry{name: f.Name, size: int64(min(f.UncompressedSize, 1<<62)), dir: f.FileInfo().IsDir(), index: i,
+			crc: f.CRC32, hasCRC: f.UncompressedSize == 0 || f.CRC32 != 0})
 	}
 	a := &sevenZipArchive{files: zr.File, unsupported: scan.unsupported}
 	a.common = common{format: protocol.FormatSevenZip, sel: selectEntries(raw), read: a.read}
@@ -74,6 +94,12 @@ func (a *sevenZipArchive) read(e Entry, limit int64) ([]byte, error) {
 	data, err := readBounded(rc, e, limit)
 	if err != nil {
 		return nil, a.readError(err, e)
+	}
+	// sevenzip checks the header's checksums but not an entry's: a page
+	// whose bytes changed would render garbage (7zz t says CRC Failed).
+	// Zero is "no CRC recorded" to sevenzip (a real CRC of 0 is 1 in 2³²).
+	if want := a.files[e.index].CRC32; want != 0 && crc32.ChecksumIEEE(data) != want {
+		return nil, codedf(protocol.ErrArchiveCorrupt, "read %q: CRC failed (%08x, want %08x)", e.Name, crc32.ChecksumIEEE(data), want)
 	}
 	return data, nil
 }

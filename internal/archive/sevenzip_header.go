@@ -75,7 +75,7 @@ var sevenZipMethods = map[string]struct {
 	ok   bool
 }{
 	"\x00": {"Copy", true}, "\x03": {"Delta", true}, "\x03\x01\x01": {"LZMA", true}, "\x21": {"LZMA2", true},
-	"\x03\x04\x01": {"PPMd", true}, "\x04\x01\x08": {"Deflate", true}, "\x04\x01\x09": {"Deflate64", false},
+	"\x03\x04\x01": {"PPMd", true}, "\x04\x01\x08": {"Deflate", true}, "\x04\x01\x09": {"Deflate64", true},
 	"\x04\x02\x02": {"BZip2", true}, "\x04\xf7\x11\x01": {"Zstandard", true}, "\x04\xf7\x11\x02": {"Brotli", true},
 	"\x04\xf7\x11\x04": {"LZ4", true}, "\x06\xf1\x07\x01": {"AES", true},
 	"\x03\x03\x01\x03": {"BCJ", true}, "\x03\x03\x01\x1b": {"BCJ2", true}, "\x03\x03\x02\x05": {"PPC", true},

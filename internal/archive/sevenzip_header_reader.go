@@ -267,6 +267,11 @@ func (h *szReader) folder(f *szFolder) error {
 		if c.id, err = h.bytes(uint64(flag & 0x0f)); err != nil {
 			return err
 		}
+		if len(c.id) == 0 {
+			// 7-Zip reads a method id as a number of that many bytes: none
+			// is 0, Copy (py7zr writes such headers).
+			c.id = szCoderCopy
+		}
 		in, out := uint64(1), uint64(1)
 		if flag&0x10 != 0 {
 			i, err1 := h.count(szMaxCoders)

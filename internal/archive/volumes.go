@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nwaples/rardecode/v2"
+
 	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -132,8 +134,11 @@ func openVolumeSet(dir, name string, src io.ReaderAt, size int64, role VolumeRol
 		}
 		return nil, codedf(protocol.ErrArchiveIncomplete, "a later volume of a multi-volume archive: its book is the first volume")
 	}
+	if err := rar4Truncated(src, size); err != nil {
+		return nil, err
+	}
 	fsys := &volumeFS{dir: dir, first: name, src: src, size: size, naming: naming, named: first}
-	return openRar(name, fsys)
+	return openRar(name, fsys, src, size)
 }
 
 // volumeFS serves the volumes of one set to rardecode.
@@ -143,6 +148,10 @@ type volumeFS struct {
 	size       int64
 	naming     layout.VolumeNaming
 	named      bool
+	// absent is the first volume of the set rardecode asked for that is
+	// not there, and absentNum its number (0: none was absent).
+	absent    string
+	absentNum int
 }
 
 func (v *volumeFS) Open(name string) (fs.File, error) {
@@ -154,6 +163,9 @@ func (v *volumeFS) Open(name string) (fs.File, error) {
 	}
 	f, err := openLeaf(filepath.Join(v.dir, name))
 	if err != nil {
+		if n := v.naming.Number(name); v.absentNum == 0 && errors.Is(err, fs.ErrNotExist) {
+			v.absent, v.absentNum = name, n
+		}
 		return nil, &missingVolume{name: name, err: err}
 	}
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
@@ -183,3 +195,33 @@ func (m *missingVolume) Error() string {
 }
 
 func (m *missingVolume) Unwrap() error { return m.err }
+
+// gap reports a volume missing from the middle or end of a set whose
+// volumes do not say whether another follows: RAR 2.x writes no end block,
+// so rardecode takes an absent next volume for the end of the archive. The
+// set is incomplete when an entry was cut off there (err is rardecode's
+// unexpected end), or when a later volume of the set is in the folder. A
+// set that ends cleanly at its last volume asks for one more, absent: no
+// gap. Nil when nothing is missing.
+func (v *volumeFS) gap(err error, what string) error {
+	if v.absentNum == 0 {
+		return nil
+	}
+	incomplete := codedf(protocol.ErrArchiveIncomplete, "%s: volume %s is missing", what, v.absent)
+	if errors.Is(err, rardecode.ErrUnexpectedArcEnd) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return incomplete
+	}
+	if err != nil {
+		return nil
+	}
+	ents, rerr := os.ReadDir(v.dir)
+	if rerr != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if v.naming.Number(e.Name()) > v.absentNum {
+			return incomplete
+		}
+	}
+	return nil
+}

@@ -2,7 +2,9 @@ package archive
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +126,53 @@ func TestVolumeMissing(t *testing.T) {
 			t.Fatalf("got %v, want archive_incomplete", err)
 		}
 	})
+}
+
+// rar2Style rewrites a generated RAR4 volume the way RAR 2.x wrote its
+// sets: the main header flags only "volume" (no first-volume or naming
+// flag) and no end block, so nothing says whether another volume follows.
+func rar2Style(vol []byte) []byte {
+	const main = 7 // after the marker block
+	out := bytes.Clone(vol[:len(vol)-7])
+	binary.LittleEndian.PutUint16(out[main+3:], 0x0001)
+	size := int(binary.LittleEndian.Uint16(out[main+5:]))
+	binary.LittleEndian.PutUint16(out[main:], uint16(crc32.ChecksumIEEE(out[main+2:main+size])))
+	return out
+}
+
+// TestRar2VolumeMissing: a RAR 2.x set without a middle or its last
+// volume is archive_incomplete naming it, although rardecode takes the
+// absent volume for the end of the archive.
+func TestRar2VolumeMissing(t *testing.T) {
+	pages := methodPages(t)
+	names := []string{"Book.rar", "Book.r00", "Book.r01", "Book.r02"}
+	vols := fixtures.RAR4Volumes(pages, len(names))
+	for _, gone := range []string{"", "Book.r00", "Book.r01", "Book.r02"} {
+		t.Run("without "+gone, func(t *testing.T) {
+			dir := t.TempDir()
+			for i, name := range names {
+				if name != gone {
+					if err := os.WriteFile(filepath.Join(dir, name), rar2Style(vols[i]), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if got := ReadVolumeRole(filepath.Join(dir, names[0])); got != SomeVolume {
+				t.Fatalf("role %d, want SomeVolume", got)
+			}
+			err := readAll(filepath.Join(dir, names[0]))
+			if gone == "" {
+				a := mustOpen(t, filepath.Join(dir, names[0]))
+				if err != nil || len(a.Pages()) != len(pages) {
+					t.Fatalf("complete set: %d pages, %v", len(a.Pages()), err)
+				}
+				return
+			}
+			if protocol.CodeOf(err, "") != protocol.ErrArchiveIncomplete || !strings.Contains(err.Error(), "volume "+gone+" is missing") {
+				t.Fatalf("got %v, want archive_incomplete naming %s", err, gone)
+			}
+		})
+	}
 }
 
 // readAll opens path and reads every page: the error of the first step

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/charmap"
@@ -26,6 +27,16 @@ const (
 type zipArchive struct {
 	common
 	files []*zip.File
+	// parts are the earlier parts of a split zip, closed with it.
+	parts []*os.File
+}
+
+func (a *zipArchive) Close() error {
+	for _, p := range a.parts {
+		p.Close()
+	}
+	a.parts = nil
+	return a.common.Close()
 }
 
 // openZip lists the central directory. Any encrypted entry makes the whole
@@ -49,7 +60,8 @@ func openZip(r io.ReaderAt, size int64) (Archive, error) {
 		if !dir && f.Flags&(zipFlagEncrypted|zipFlagStrongEncrypted) != 0 {
 			return nil, codedf(protocol.ErrArchiveEncrypted, "list zip: entry %q is encrypted", f.Name)
 		}
-		raw = append(raw, rawEntry{name: zipName(f), size: int64(min(f.UncompressedSize64, 1<<62)), dir: dir, index: i})
+		raw = append(raw, rawEntry{name: zipName(f), size: int64(min(f.UncompressedSize64, 1<<62)), dir: dir, index: i,
+			crc: f.CRC32, hasCRC: true})
 	}
 	a := &zipArchive{files: zr.File}
 	a.common = common{format: protocol.FormatZip, sel: selectEntries(raw), read: a.read}

@@ -13,6 +13,7 @@ import (
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
 
+	"github.com/bindery-nas/bindery/internal/archive/deflate64"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -34,17 +35,22 @@ const MaxDictionary = 128 << 20
 
 // zipMethodNames name the methods a user may meet, for the message of
 // unsupported_compression.
+// PKZIP 1.x wrote Shrink, Reduce (one method per compression factor) and
+// Implode; 7 is reserved for a tokenizing method never shipped.
 var zipMethodNames = map[uint16]string{
-	1: "Shrink", 6: "Implode", zipMethodDeflate64: "Deflate64", 10: "PKWARE DCL Implode",
-	zipMethodBzip2: "BZip2", zipMethodLZMA: "LZMA", 18: "IBM TERSE", 19: "IBM LZ77", 20: "Zstandard (deprecated id)",
-	zipMethodZstd: "Zstandard", 94: "MP3", zipMethodXZ: "XZ", 96: "JPEG", 97: "WavPack", zipMethodPPMd: "PPMd",
+	1: "Shrink", 2: "Reduce, factor 1", 3: "Reduce, factor 2", 4: "Reduce, factor 3", 5: "Reduce, factor 4",
+	6: "Implode", 7: "Tokenize", zipMethodDeflate64: "Deflate64", 10: "PKWARE DCL Implode",
+	zipMethodBzip2: "BZip2", zipMethodLZMA: "LZMA", 16: "IBM z/OS CMPSC", 18: "IBM TERSE", 19: "IBM LZ77",
+	20: "Zstandard (deprecated id)", zipMethodZstd: "Zstandard", 94: "MP3", zipMethodXZ: "XZ", 96: "JPEG",
+	97: "WavPack", zipMethodPPMd: "PPMd", 99: "WinZip AES",
 }
 
 // registerZipMethods adds the decompressors Go has maintained libraries
-// for. Deflate64 and PPMd have none: their entries are listed (the page
-// count comes from the central directory) but read as
+// for, and Bindery's own Deflate64. PPMd has none: its entries are listed
+// (the page count comes from the central directory) but read as
 // unsupported_compression.
 func registerZipMethods(zr *zip.Reader) {
+	zr.RegisterDecompressor(zipMethodDeflate64, deflate64.NewReader)
 	zr.RegisterDecompressor(zipMethodBzip2, func(r io.Reader) io.ReadCloser { return io.NopCloser(bzip2.NewReader(r)) })
 	zr.RegisterDecompressor(zipMethodZstd, func(r io.Reader) io.ReadCloser {
 		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),

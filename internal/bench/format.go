@@ -26,6 +26,8 @@ func workloads() []workload {
 		{"api-postgres", apiPostgresRows},
 		{"duplicates-store", duplicateStoreRows},
 		{"wal", walRows},
+		{"resolve", resolveRows},
+		{"first-run", firstRunRows},
 	}
 }
 

@@ -84,21 +84,7 @@ func startVisible(ctx context.Context, r *runner, files int) (*visible, error) {
 	if err := comicTree(v.lib, files); err != nil {
 		return nil, err
 	}
-	db := filepath.Join(dir, "state", "bindery.db")
-	if v.c, err = startControld(ctx, ctlBin, dir, db, v.lib); err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(filepath.Join(dir, "workerd.log"))
-	if err != nil {
-		v.stop()
-		return nil, err
-	}
-	defer logf.Close()
-	v.worker = exec.Command(wrkBin, "run", "--db", db, "--state-dir", filepath.Join(dir, "state"),
-		"--library-root", filepath.Dir(v.lib), "--worker-id", "bench-visible")
-	v.worker.Stdout, v.worker.Stderr = logf, logf
-	if err := v.worker.Start(); err != nil {
-		v.stop()
+	if err := v.start(ctx, ctlBin, wrkBin, dir, "bench-visible"); err != nil {
 		return nil, err
 	}
 	var lib struct{ ID int64 }
@@ -116,6 +102,30 @@ func startVisible(ctx context.Context, r *runner, files int) (*visible, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// start runs controld and one workerd on a database under dir, over the
+// library folder v.lib.
+func (v *visible) start(ctx context.Context, ctlBin, wrkBin, dir, workerID string) error {
+	db := filepath.Join(dir, "state", "bindery.db")
+	var err error
+	if v.c, err = startControld(ctx, ctlBin, dir, db, v.lib); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(dir, "workerd.log"))
+	if err != nil {
+		v.stop()
+		return err
+	}
+	defer logf.Close()
+	v.worker = exec.Command(wrkBin, "run", "--db", db, "--state-dir", filepath.Join(dir, "state"),
+		"--library-root", filepath.Dir(v.lib), "--worker-id", workerID)
+	v.worker.Stdout, v.worker.Stderr = logf, logf
+	if err := v.worker.Start(); err != nil {
+		v.stop()
+		return err
+	}
+	return nil
 }
 
 func (v *visible) stop() {

@@ -142,7 +142,8 @@ type Report struct {
 	FastForwards                 int64
 	Samples, SampleErrors        int
 	MaxActiveScanHash            int64
-	DeleteKills                  int
+	DeleteKills, DeleteZombies   int
+	UserWrites                   int // files a user changed while the delete job ran
 	CleanDuration, ChaosDuration time.Duration
 	Checks                       []check
 }
@@ -171,7 +172,8 @@ func (r *Report) String() string {
 	sort.Strings(tables)
 	fmt.Fprintf(&b, "  recoveries seen: %s; job rows seen lease_expired: %d; scan/hash retries (attempt-1): %d; retry times pulled forward: %d; hash yields to scans: %d\n",
 		strings.Join(tables, ", "), r.LeaseExpiredJobs, r.Retries, r.FastForwards, r.Yields)
-	fmt.Fprintf(&b, "  delete phase: %d workerd SIGKILLs while the delete job ran\n", r.DeleteKills)
+	fmt.Fprintf(&b, "  delete phase: %d workerd SIGKILLs, %d SIGSTOP zombies and %d files changed by a user while the delete job ran\n",
+		r.DeleteKills, r.DeleteZombies, r.UserWrites)
 	fmt.Fprintf(&b, "  sampler: %d samples, %d errors, max active scan/hash rows %d\n", r.Samples, r.SampleErrors, r.MaxActiveScanHash)
 	for _, c := range r.Checks {
 		fmt.Fprintf(&b, "  %s\n", c)
@@ -447,7 +449,8 @@ func (h *harness) verify(ctx context.Context, want runState, before map[string]s
 	r.Checks = append(r.Checks,
 		check{Name: "at most one active scan/hash row at every sample", OK: r.MaxActiveScanHash <= 1 && r.Samples > 0,
 			Detail: fmt.Sprintf("max %d over %d samples", r.MaxActiveScanHash, r.Samples)},
-		checkTerminal(ctx, h.ro), checkIntegrity(ctx, h.c.db), h.checkLastJobs(ctx), checkOwnerRecorded(ctx, h.ro))
+		checkTerminal(ctx, h.ro), checkIntegrity(ctx, h.c.db), h.checkLastJobs(ctx), checkOwnerRecorded(ctx, h.ro),
+		checkDigests(ctx, h.ro))
 	got, err := readState(ctx, h.ro)
 	if err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
 // netHost is a test host: a network namespace joined to this one by a veth
@@ -24,10 +26,10 @@ type netHost struct {
 func newNetHosts(t *testing.T, n int) (hosts []*netHost, subnet string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
+		testutil.SkipUnlessCI(t, "network namespaces need root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("iproute2's ip is not installed")
+		testutil.SkipUnlessCI(t, "iproute2's ip is not installed")
 	}
 	pid := os.Getpid()
 	k := 100 + pid%100
@@ -36,7 +38,7 @@ func newNetHosts(t *testing.T, n int) (hosts []*netHost, subnet string) {
 			addr: fmt.Sprintf("10.%d.%d.2", k, i), gw: fmt.Sprintf("10.%d.%d.1", k, i)}
 		peer := h.link + "p"
 		if out, err := ipCmd("netns", "add", h.ns); err != nil {
-			t.Skipf("cannot make a network namespace: %v %s", err, out)
+			testutil.SkipUnlessCI(t, "cannot make a network namespace: %v %s", err, out)
 		}
 		t.Cleanup(func() {
 			_, _ = ipCmd("link", "del", h.link)

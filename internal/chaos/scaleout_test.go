@@ -364,8 +364,68 @@ func TestScaleOutAcrossHosts(t *testing.T) {
 		}
 	})
 
+	t.Run("a link blip", func(t *testing.T) {
+		lib, want := s.library(t, "blip", 30)
+		victim := s.waitRunning(t)
+		slot := s.slotOf(victim.worker)
+		if slot == "" {
+			t.Fatalf("running row %+v is held by no worker of ours", victim)
+		}
+		// Shorter than the lease (3 s) and than PostgreSQL's idle
+		// transaction timeout: nothing is lost, nothing counts as a crash.
+		s.hosts[slot].cut(t)
+		time.Sleep(time.Second)
+		s.hosts[slot].restore(t)
+		s.waitDone(t, lib, want)
+		s.noCrashCounted(t, lib)
+		if d := s.c.worker(slot); !d.alive() {
+			t.Fatalf("%s exited after a link blip: %v", d.name, d.exitErr())
+		}
+	})
+
+	t.Run("postgres restarted three times in a cover's life", func(t *testing.T) {
+		lib, want := s.library(t, "pg-restart-3", 40)
+		for i := range 3 {
+			s.waitCoverRunning(t)
+			if err := s.srv.Restart(); err != nil {
+				t.Fatalf("restart %d: %v", i+1, err)
+			}
+		}
+		// Every cover still renders: outages are not crashes, so no row
+		// reaches render_crashed however often its worker lost the
+		// database (waitDone fails on any failed row).
+		s.waitDone(t, lib, want)
+		s.noCrashCounted(t, lib)
+	})
+
 	if err := s.c.stopAll(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitCoverRunning waits until a worker renders a cover.
+func (s *scaleOut) waitCoverRunning(t *testing.T) {
+	t.Helper()
+	testutil.WaitForState(t, "a worker renders a cover", time.Minute, func() (bool, string) {
+		// The monitor's connections die with each restart: ask again.
+		var n int
+		err := s.db.QueryRowContext(s.ctx, `SELECT count(*) FROM thumbnails WHERE status = 'running'`).Scan(&n)
+		return err == nil && n > 0, fmt.Sprintf("%d covers running (err %v)", n, err)
+	})
+}
+
+// noCrashCounted: no cover of the library counts a crash (every worker
+// stayed alive throughout, so every recovery was an outage's).
+func (s *scaleOut) noCrashCounted(t *testing.T, lib int64) {
+	t.Helper()
+	var covers int
+	err := s.db.QueryRowContext(s.ctx, `SELECT count(*) FROM thumbnails t JOIN library_files f ON f.id = t.file_id
+		WHERE f.library_id = ? AND t.recovered_count > 0`, lib).Scan(&covers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if covers > 0 {
+		t.Fatalf("an outage counted as a crash on %d covers", covers)
 	}
 }
 

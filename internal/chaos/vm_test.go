@@ -45,12 +45,12 @@ func newVMKit(t *testing.T) *vmKit {
 	}
 	for _, tool := range []string{"qemu-system-x86_64", "busybox", "ldd"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (scripts/deps.sh installs it)", tool)
+			testutil.SkipUnlessCI(t, "%s is not installed (scripts/deps.sh installs it)", tool)
 		}
 	}
 	kernel, modules := guestKernel()
 	if kernel == "" {
-		t.Skip("no kernel with its modules in " + vmKernelDir() + " or /boot (scripts/deps.sh vm unpacks one)")
+		testutil.SkipUnlessCI(t, "no kernel with its modules in %s or /boot (scripts/deps.sh vm unpacks one)", vmKernelDir())
 	}
 	return &vmKit{kernel: kernel, modules: modules}
 }

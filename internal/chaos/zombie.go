@@ -9,7 +9,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -163,19 +165,33 @@ func (h *harness) ownerWrites(ctx context.Context, z *zombieState) error {
 			z.notOwner++
 		}
 	}
+	// The row's epoch now is the newest a zombie could hold: an end refused
+	// under it is refused under the zombie's own.
+	newest := func(t model.LeaseTable, id int64) (model.Fence, error) {
+		epoch, err := storetest.QueryInt(ctx, st, `SELECT lease_epoch FROM `+string(t)+` WHERE id = ?`, id)
+		return model.Fence{Table: t, ID: id, WorkerID: z.id, Epoch: epoch}, err
+	}
+	tables := map[string]model.LeaseTable{"jobs": model.LeaseJobs, "thumbnails": model.LeaseThumbnails,
+		"cleanup": model.LeaseCleanup, "wal": model.LeaseWAL}
 	for _, k := range z.rows {
+		f, err := newest(tables[k.table], k.id)
+		if err != nil {
+			return err
+		}
 		switch k.table {
 		case "jobs":
-			_, err := st.HeartbeatJob(ctx, k.id, z.id, h.cfg.Lease, store.JobProgress{})
+			_, err := st.HeartbeatJob(ctx, f, h.cfg.Lease, store.JobProgress{})
 			try(err)
-			try(st.FinishJob(ctx, k.id, z.id, store.JobOutcome{Status: protocol.JobCompleted}))
+			try(st.FinishJob(ctx, f, store.JobOutcome{Status: protocol.JobCompleted}))
 		case "thumbnails":
-			try(st.HeartbeatThumbnail(ctx, k.id, z.id, h.cfg.Lease))
-			try(st.FinishThumbnail(ctx, k.id, z.id, store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1}))
+			try(st.HeartbeatLease(ctx, f, h.cfg.Lease))
+			try(st.FinishThumbnail(ctx, f, store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1}))
 		case "cleanup":
-			try(st.HeartbeatCleanup(ctx, k.id, z.id, h.cfg.Lease))
+			try(st.HeartbeatLease(ctx, f, h.cfg.Lease))
+			try(st.FinishCleanup(ctx, f, 0, 0))
 		case "wal":
-			try(st.HeartbeatCheckpoint(ctx, k.id, z.id, h.cfg.Lease))
+			try(st.HeartbeatLease(ctx, f, h.cfg.Lease))
+			try(st.SucceedCheckpoint(ctx, f, store.CheckpointFigures{}))
 		}
 	}
 	return nil

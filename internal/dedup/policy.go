@@ -17,11 +17,6 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// CodePlanInvalid: the request names a file outside its group, a keeper
-// that is also to be removed, a member that is not a book, or a group
-// without a keeper.
-const CodePlanInvalid = "plan_invalid"
-
 // Policy is how a plan picks the copy that stays.
 type Policy struct {
 	Name protocol.KeepPolicy
@@ -35,10 +30,13 @@ type Policy struct {
 	// Remove, with explicit, narrows the copies removed in a group to
 	// these; by default every removable copy but the keeper goes.
 	Remove map[string][]int64
+	// RemoveIn, when set, narrows the copies removed to those in this
+	// library (all + library_id); the keeper may lie anywhere.
+	RemoveIn int64
 }
 
 func invalid(format string, args ...any) error {
-	return &protocol.Error{Code: CodePlanInvalid, Message: fmt.Sprintf(format, args...)}
+	return &protocol.Error{Code: protocol.CodePlanInvalid, Message: fmt.Sprintf(format, args...)}
 }
 
 // Decide plans every group: its keeper and the copies to remove.
@@ -116,7 +114,7 @@ func (p Policy) removals(g store.PlanGroup, keep store.PlanMember) ([]store.Plan
 	if !narrowed {
 		var out []store.PlanMember
 		for _, m := range g.Members {
-			if m.FileID != keep.FileID && removable(m) {
+			if m.FileID != keep.FileID && removable(m) && (p.RemoveIn == 0 || m.LibraryID == p.RemoveIn) {
 				out = append(out, m)
 			}
 		}

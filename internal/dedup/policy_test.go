@@ -85,7 +85,7 @@ func TestBadExplicitPlans(t *testing.T) {
 	} {
 		_, err := Decide([]store.PlanGroup{g}, p)
 		var pe *protocol.Error
-		if !errors.As(err, &pe) || pe.Code != CodePlanInvalid {
+		if !errors.As(err, &pe) || pe.Code != protocol.CodePlanInvalid {
 			t.Errorf("%s: %v, want plan_invalid", name, err)
 		}
 	}
@@ -136,5 +136,26 @@ func TestDecideProperties(t *testing.T) {
 				named[m.FileID] = true
 			}
 		}
+	}
+}
+
+// TestRemoveInLibrary: all + library_id removes only that library's
+// copies; the keeper may lie anywhere (issue 34).
+func TestRemoveInLibrary(t *testing.T) {
+	g := group(1, book(1, 1, "a.cbz", 100), book(2, 2, "b.cbz", 200), book(3, 2, "c.cbz", 300), book(4, 3, "d.cbz", 400))
+	plan, err := Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepOldest, RemoveIn: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 1 || plan[0].Keep.FileID != 1 || len(plan[0].Remove) != 2 {
+		t.Fatalf("plan %+v", plan)
+	}
+	for _, m := range plan[0].Remove {
+		if m.LibraryID != 2 {
+			t.Errorf("removes %d in library %d", m.FileID, m.LibraryID)
+		}
+	}
+	if plan, _ := Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepOldest, RemoveIn: 9}); len(plan) != 0 {
+		t.Fatalf("a library without copies: %+v", plan)
 	}
 }

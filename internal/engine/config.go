@@ -42,6 +42,9 @@ type Config struct {
 	// IdleMin and IdleMax bound the jittered, doubling pause of a lane that
 	// found nothing to claim; defaults 100ms and 1s.
 	IdleMin, IdleMax time.Duration
+	// WakeInterval is how often an idle engine asks the database whether
+	// another connection committed (wakes.go); default 100ms.
+	WakeInterval time.Duration
 	// Host, PID and Version fill the workers row; defaults os.Hostname(),
 	// os.Getpid() and version.Version.
 	Host    string
@@ -72,6 +75,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IdleMax < c.IdleMin {
 		c.IdleMax = max(time.Second, c.IdleMin)
+	}
+	if c.WakeInterval <= 0 {
+		c.WakeInterval = 100 * time.Millisecond
 	}
 	if c.Host == "" {
 		c.Host, _ = os.Hostname()

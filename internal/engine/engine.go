@@ -20,9 +20,15 @@ import (
 var (
 	errCancelRequested = errors.New("cancel requested")
 	errYieldRequested  = errors.New("a scan is waiting: yield the single-active slot")
-	errLeaseLost       = errors.New("lease lost")
 	errShutdown        = errors.New("worker shutting down")
 )
+
+// ErrLeaseLost is the cause with which an executor's context is cancelled
+// when its row is no longer its own (recovered, or no heartbeat succeeded
+// for a whole lease). An executor that writes results after a cancel (the
+// hash executor flushes what it computed) must not do so after this one:
+// the store would refuse the writes anyway (store.ErrLeaseLost).
+var ErrLeaseLost = errors.New("lease lost")
 
 // Engine is one workerd process's job engine: a set of lanes, each a loop
 // that claims one row of its table when idle, runs its executor under a
@@ -40,6 +46,8 @@ type Engine struct {
 
 	cancelCheck   atomic.Int64 // ns
 	walMaxRetries atomic.Int64
+
+	wakes *wakes
 }
 
 // New validates cfg and builds an engine over st, which must be opened with
@@ -49,7 +57,7 @@ func New(st *store.Store, ex Executors, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{st: st, ex: ex, cfg: cfg, log: cfg.Logger.With("worker_id", cfg.WorkerID)}
+	e := &Engine{st: st, ex: ex, cfg: cfg, log: cfg.Logger.With("worker_id", cfg.WorkerID), wakes: newWakes()}
 	e.cancelCheck.Store(int64(500 * time.Millisecond))
 	e.walMaxRetries.Store(5)
 	return e, nil
@@ -78,6 +86,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	if len(lanes) == 0 {
 		e.log.Warn("no executors configured: this worker claims nothing")
+	} else {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.watchChanges(ctx)
+		}()
 	}
 	e.log.Info("engine started", "lanes", len(lanes), "lease", e.cfg.Lease)
 	e.keepAlive(ctx)
@@ -125,7 +139,7 @@ func (e *Engine) loop(ctx context.Context, l lane) {
 			pause = e.cfg.IdleMin
 			continue
 		}
-		sleep(ctx, jitter(pause))
+		e.idle(ctx, jitter(pause))
 		pause = min(pause*2, e.cfg.IdleMax)
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/engine/enginetest"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -23,13 +26,26 @@ type harness struct {
 	done    chan error
 }
 
+// testLease is the harness's lease: short, so that tests of lost leases
+// finish quickly. On PostgreSQL each lease write is a round trip to a
+// server that make test runs at nice 19 beside the other suites; under
+// that load a 900 ms lease lapsed between a cover's render and its finish
+// and the cover ran twice (at least once is the protocol's promise; these
+// tests count exactly-once runs of a machine that keeps its leases).
+func testLease() time.Duration {
+	if storetest.Postgres() {
+		return 3 * time.Second
+	}
+	return 900 * time.Millisecond
+}
+
 // setup opens a fresh database and starts an engine over ex with short
 // timings; the engine is stopped (and its exit checked) when the test ends.
 func setup(t *testing.T, ex engine.Executors, tweak func(*engine.Config)) *harness {
 	t.Helper()
 	control, worker, _ := storetest.MustOpenDB(t)
 	cfg := engine.Config{
-		WorkerID: "test-worker", Lease: 900 * time.Millisecond, ThumbnailConcurrency: 2,
+		WorkerID: "test-worker", Lease: testLease(), ThumbnailConcurrency: 2,
 		ShutdownGrace: 5 * time.Second, CancelCheck: 50 * time.Millisecond,
 		IdleMin: 10 * time.Millisecond, IdleMax: 50 * time.Millisecond,
 	}
@@ -65,7 +81,7 @@ func (h *harness) stop() {
 
 func (h *harness) exec(q string, args ...any) {
 	h.t.Helper()
-	if _, err := h.control.Exec(context.Background(), q, args...); err != nil {
+	if _, err := storetest.Exec(context.Background(), h.control, q, args...); err != nil {
 		h.t.Fatalf("exec %q: %v", q, err)
 	}
 }
@@ -73,7 +89,7 @@ func (h *harness) exec(q string, args ...any) {
 // insert is exec for an `INSERT … RETURNING id`, returning the id.
 func (h *harness) insert(q string, args ...any) int64 {
 	h.t.Helper()
-	id, err := h.control.InsertID(context.Background(), q, args...)
+	id, err := storetest.InsertID(context.Background(), h.control, q, args...)
 	if err != nil {
 		h.t.Fatalf("insert %q: %v", q, err)
 	}
@@ -82,7 +98,7 @@ func (h *harness) insert(q string, args ...any) int64 {
 
 func (h *harness) num(q string, args ...any) int64 {
 	h.t.Helper()
-	n, err := h.control.QueryInt(context.Background(), q, args...)
+	n, err := storetest.QueryInt(context.Background(), h.control, q, args...)
 	if err != nil {
 		h.t.Fatalf("query %q: %v", q, err)
 	}
@@ -184,7 +200,7 @@ func TestEngineHashYieldsToScan(t *testing.T) {
 	noop := &enginetest.Noop{Delay: time.Minute}
 	h := setup(t, noop.Executors(), nil)
 	now := protocol.FormatTime(time.Now())
-	lib := h.insert(`INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('l', '/l', ?, ?) RETURNING id`, now, now)
+	lib := testfactory.Library(t, h.control, nil)
 	queueScan := func() {
 		h.exec(`INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
 			VALUES ('scan', ?, 'high', 'manual', ?, ?)`, lib, now, now)
@@ -268,19 +284,19 @@ func TestEngineGracefulShutdown(t *testing.T) {
 // failing executors: coded errors, plain errors, panics, busy checkpoints.
 type failing struct{}
 
-func (f *failing) Execute(context.Context, store.Job, engine.Reporter) (map[string]int64, error) {
+func (f *failing) Execute(context.Context, model.Job, engine.Reporter) (map[string]int64, error) {
 	panic("boom")
 }
-func (f *failing) Render(_ context.Context, t store.Thumbnail) (engine.ThumbnailResult, error) {
+func (f *failing) Render(_ context.Context, t model.Thumbnail) (engine.ThumbnailResult, error) {
 	if t.FileID == 1 {
 		return engine.ThumbnailResult{}, protocol.Errorf(protocol.ErrDecodeError, "not an image")
 	}
 	return engine.ThumbnailResult{}, errors.New("plain failure")
 }
-func (f *failing) Clean(context.Context, store.CleanupJob) (int64, int64, error) {
+func (f *failing) Clean(context.Context, model.CleanupJob) (int64, int64, error) {
 	return 2, 1, protocol.Errorf(protocol.ErrIOError, "disk gone")
 }
-func (f *failing) Checkpoint(context.Context, store.WALJob) (engine.CheckpointResult, error) {
+func (f *failing) Checkpoint(context.Context, model.WALJob) (engine.CheckpointResult, error) {
 	return engine.CheckpointResult{Busy: 1, LogFrames: 9, CheckpointedFrames: 3}, nil
 }
 
@@ -298,4 +314,36 @@ func TestEngineFailures(t *testing.T) {
 	h.waitFor(1, `SELECT count(*) FROM thumbnails WHERE file_id = 2 AND status = 'failed' AND error_code = 'executor_failed'`)
 	h.waitFor(1, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status = 'failed' AND error_code = 'io_error' AND deleted_files = 2`)
 	h.waitFor(1, `SELECT count(*) FROM wal_maintenance_jobs WHERE status = 'retryable' AND error_code = 'checkpoint_busy' AND retry_count = 1 AND checkpoint_log_frames = 9`)
+}
+
+// expiring is a scan executor whose work outlives its lease: it moves the
+// row's lease_expires_at into the past, as time would, and then succeeds.
+type expiring struct {
+	control atomic.Pointer[store.Store]
+	ran     atomic.Bool
+}
+
+func (x *expiring) Execute(ctx context.Context, job model.Job, _ engine.Reporter) (map[string]int64, error) {
+	defer x.ran.Store(true)
+	_, err := storetest.Exec(ctx, x.control.Load(), `UPDATE jobs SET lease_expires_at = ? WHERE id = ?`,
+		protocol.FormatTime(time.Now().Add(-time.Second)), job.ID)
+	return map[string]int64{"files": 1}, err
+}
+
+// TestEngineRefusedFinalHeartbeatWritesNothing: when the heartbeat that
+// carries a finished job's last figures is refused (its lease ran out),
+// the result is dropped, as the log says: the job is not written
+// completed; it stays running until recovery takes it back (the engine's
+// own next claim may do that at once).
+func TestEngineRefusedFinalHeartbeatWritesNothing(t *testing.T) {
+	x := &expiring{}
+	h := setup(t, engine.Executors{Scan: x}, nil)
+	x.control.Store(h.control)
+	id := h.job("scan", `{}`)
+	testutil.WaitFor(t, "the executor ran", 10*time.Second, x.ran.Load)
+	h.stop()
+	if n := h.num(`SELECT count(*) FROM jobs WHERE id = ? AND status IN ('running','retryable') AND result IS NULL AND finished_at IS NULL`, id); n != 1 {
+		st, _ := storetest.QueryText(context.Background(), h.control, `SELECT status FROM jobs WHERE id = ?`, id)
+		t.Fatalf("job %d is %s: a worker whose final heartbeat was refused wrote its result", id, st)
+	}
 }

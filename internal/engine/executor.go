@@ -7,7 +7,7 @@ package engine
 import (
 	"context"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 )
 
 // Reporter receives an executor's progress. The engine writes the latest
@@ -22,7 +22,14 @@ type Reporter interface {
 // A returned *protocol.Error decides the job's error_code. The result map
 // is stored as the job's result JSON (counts).
 type JobExecutor interface {
-	Execute(ctx context.Context, job store.Job, rep Reporter) (result map[string]int64, err error)
+	Execute(ctx context.Context, job model.Job, rep Reporter) (result map[string]int64, err error)
+}
+
+// Reconciler is a JobExecutor whose jobs may leave work on disk that only
+// a run of the job can settle (a delete job's intents). A job cancelled
+// before it runs again is reconciled before it ends cancelled.
+type Reconciler interface {
+	Reconcile(ctx context.Context, job model.Job) error
 }
 
 // ThumbnailResult is what a successful render reports.
@@ -33,12 +40,12 @@ type ThumbnailResult struct {
 // ThumbnailExecutor renders one claimed thumbnail row. A *protocol.Error
 // decides the row's error_code (decode_error, source_missing, ...).
 type ThumbnailExecutor interface {
-	Render(ctx context.Context, t store.Thumbnail) (ThumbnailResult, error)
+	Render(ctx context.Context, t model.Thumbnail) (ThumbnailResult, error)
 }
 
 // CleanupExecutor runs one claimed thumbnail cleanup row.
 type CleanupExecutor interface {
-	Clean(ctx context.Context, c store.CleanupJob) (deletedFiles, deletedRows int64, err error)
+	Clean(ctx context.Context, c model.CleanupJob) (deletedFiles, deletedRows int64, err error)
 }
 
 // CheckpointResult is the three figures of PRAGMA wal_checkpoint.
@@ -48,5 +55,5 @@ type CheckpointResult struct {
 
 // CheckpointExecutor runs one claimed WAL maintenance row.
 type CheckpointExecutor interface {
-	Checkpoint(ctx context.Context, w store.WALJob) (CheckpointResult, error)
+	Checkpoint(ctx context.Context, w model.WALJob) (CheckpointResult, error)
 }

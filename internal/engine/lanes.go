@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// jobOnce claims and runs one scan, hash or delete job. Kinds whose executor this
-// process lacks are left to other workers; any other kind in the jobs table
-// is claimed and failed with invalid_payload, so a third party's typo never
-// blocks the queue.
+// jobOnce claims and runs one scan, hash or delete job. The claim asks only
+// for the kinds whose executor this process has: rows of other kinds
+// (thumbnail, or a kind this process lacks) are neither claimed nor
+// touched, and wait for a worker that runs them (protocol §4.2). A claimed
+// row whose payload does not parse is failed with invalid_payload, so a
+// third party's typo never blocks the queue.
 func (e *Engine) jobOnce(ctx context.Context) (bool, error) {
 	var kinds []protocol.JobKind
 	if e.ex.Scan != nil {
@@ -35,11 +38,11 @@ func (e *Engine) jobOnce(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-func (e *Engine) runJob(job store.Job) {
+func (e *Engine) runJob(job model.Job) {
 	log := e.log.With("job", job.ID, "kind", job.Kind)
 	finish := func(o store.JobOutcome) {
 		e.persist("job", job.ID, func(ctx context.Context) error {
-			return e.st.FinishJob(ctx, job.ID, e.cfg.WorkerID, o)
+			return e.st.FinishJob(ctx, job.Fence(), o)
 		})
 	}
 	exec, err := e.jobExecutor(job)
@@ -50,18 +53,27 @@ func (e *Engine) runJob(job store.Job) {
 		return
 	}
 	if job.CancelRequested {
+		if rc, ok := exec.(Reconciler); ok {
+			ctx, cancel := context.WithTimeout(e.bgCtx(), e.cfg.Lease)
+			err := rc.Reconcile(ctx, job)
+			cancel()
+			if err != nil {
+				log.Warn("cancelled job not reconciled; a later claim tries again", "err", err)
+				return // the lease expires and the row is recovered
+			}
+		}
 		finish(cancelledOutcome())
 		return
 	}
 	rep := &reporter{}
 	var result map[string]int64
 	cause, err := e.execute(leased{
-		what: "job", id: job.ID,
+		what: "job", id: job.ID, expires: job.LeaseExpiresAt,
 		beat: func(ctx context.Context) (error, error) {
-			return jobStop(e.st.HeartbeatJob(ctx, job.ID, e.cfg.WorkerID, e.cfg.Lease, rep.snapshot()))
+			return jobStop(e.st.HeartbeatJob(ctx, job.Fence(), e.cfg.Lease, rep.snapshot()))
 		},
 		poll: func(ctx context.Context) (error, error) {
-			return jobStop(e.st.JobLeaseState(ctx, job.ID, e.cfg.WorkerID))
+			return jobStop(e.st.JobLeaseState(ctx, job.Fence()))
 		},
 	}, func(ctx context.Context) error {
 		var err error
@@ -69,12 +81,14 @@ func (e *Engine) runJob(job store.Job) {
 		return err
 	})
 	switch {
-	case errors.Is(cause, errLeaseLost):
+	case errors.Is(cause, ErrLeaseLost):
 		log.Warn("lease lost: job stopped, nothing written")
 	case store.IsUnavailable(err):
 		log.Warn(dbUnavailable, "err", err)
 	case err == nil:
-		finish(e.completed(job.ID, rep, result))
+		if o, ok := e.completed(job.Fence(), rep, result); ok {
+			finish(o)
+		}
 	case errors.Is(cause, errYieldRequested):
 		// The executor committed what it had; the rest is requested again
 		// by controld behind the scan (protocol §5).
@@ -83,10 +97,12 @@ func (e *Engine) runJob(job store.Job) {
 			result = map[string]int64{}
 		}
 		result[protocol.ResultYielded] = 1
-		finish(e.completed(job.ID, rep, result))
+		if o, ok := e.completed(job.Fence(), rep, result); ok {
+			finish(o)
+		}
 	case errors.Is(cause, errShutdown):
 		e.persist("job", job.ID, func(ctx context.Context) error {
-			return e.st.ReleaseJob(ctx, job.ID, e.cfg.WorkerID)
+			return e.st.ReleaseLease(ctx, job.Fence())
 		})
 	case errors.Is(cause, errCancelRequested):
 		finish(cancelledOutcome())
@@ -100,18 +116,23 @@ func (e *Engine) runJob(job store.Job) {
 // completed is the outcome of a job that ended on its own or yielded. The
 // last figures go out on one more heartbeat first (the finish path may not
 // write them), so a job shorter than a heartbeat still ends with its
-// processed/total counts.
-func (e *Engine) completed(id int64, rep *reporter, result map[string]int64) store.JobOutcome {
-	e.persist("job", id, func(ctx context.Context) error {
-		_, err := e.st.HeartbeatJob(ctx, id, e.cfg.WorkerID, e.cfg.Lease, rep.snapshot())
+// processed/total counts. ok is false when that heartbeat was refused:
+// the row is no longer ours, or its lease ran out (the store never
+// extends an expired lease) and recovery may take it any moment; the
+// result is then dropped, as persist logs, and nothing more is written.
+func (e *Engine) completed(f model.Fence, rep *reporter, result map[string]int64) (o store.JobOutcome, ok bool) {
+	if !e.persist("job", f.ID, func(ctx context.Context) error {
+		_, err := e.st.HeartbeatJob(ctx, f, e.cfg.Lease, rep.snapshot())
 		return err
-	})
-	o := store.JobOutcome{Status: protocol.JobCompleted}
+	}) {
+		return o, false
+	}
+	o = store.JobOutcome{Status: protocol.JobCompleted}
 	if result != nil {
 		b, _ := json.Marshal(result)
 		o.Result = string(b)
 	}
-	return o
+	return o, true
 }
 
 // jobStop turns a job's signals into the cause its work stops with.
@@ -132,7 +153,7 @@ func cancelledOutcome() store.JobOutcome {
 }
 
 // jobExecutor checks the job's kind and payload before anything runs.
-func (e *Engine) jobExecutor(job store.Job) (JobExecutor, error) {
+func (e *Engine) jobExecutor(job model.Job) (JobExecutor, error) {
 	// The kind needs no parsing: the database's CHECK admits only protocol
 	// kinds, and the ones workerd does not run fall to the default.
 	kind := job.Kind
@@ -164,20 +185,16 @@ func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var res ThumbnailResult
-	cause, err := e.execute(leased{what: "thumbnail", id: t.ID, beat: func(ctx context.Context) (error, error) {
-		return nil, e.st.HeartbeatThumbnail(ctx, t.ID, e.cfg.WorkerID, e.cfg.Lease)
-	}}, func(ctx context.Context) error {
-		var err error
+	e.runLeased(t.Fence(), t.LeaseExpiresAt, func(ctx context.Context) (err error) {
 		res, err = e.ex.Thumbnail.Render(ctx, *t)
 		return err
-	})
-	e.end("thumbnail", t.ID, cause, err, func(ctx context.Context) error {
+	}, func(ctx context.Context, err error) error {
 		if err == nil {
-			return e.st.FinishThumbnail(ctx, t.ID, e.cfg.WorkerID, store.ThumbnailDone(res))
+			return e.st.FinishThumbnail(ctx, t.Fence(), store.ThumbnailDone(res))
 		}
 		code, msg := errorFields(err, protocol.ErrExecutorFailed)
-		return e.st.FailThumbnail(ctx, t.ID, e.cfg.WorkerID, code, msg)
-	}, e.st.ReleaseThumbnail)
+		return e.st.FailThumbnail(ctx, t.Fence(), code, msg)
+	})
 	return true, nil
 }
 
@@ -188,20 +205,16 @@ func (e *Engine) cleanupOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var files, rows int64
-	cause, err := e.execute(leased{what: "cleanup", id: c.ID, beat: func(ctx context.Context) (error, error) {
-		return nil, e.st.HeartbeatCleanup(ctx, c.ID, e.cfg.WorkerID, e.cfg.Lease)
-	}}, func(ctx context.Context) error {
-		var err error
+	e.runLeased(c.Fence(), c.LeaseExpiresAt, func(ctx context.Context) (err error) {
 		files, rows, err = e.ex.Cleanup.Clean(ctx, *c)
 		return err
-	})
-	e.end("cleanup", c.ID, cause, err, func(ctx context.Context) error {
+	}, func(ctx context.Context, err error) error {
 		if err == nil {
-			return e.st.FinishCleanup(ctx, c.ID, e.cfg.WorkerID, files, rows)
+			return e.st.FinishCleanup(ctx, c.Fence(), files, rows)
 		}
 		code, msg := errorFields(err, protocol.ErrExecutorFailed)
-		return e.st.FailCleanup(ctx, c.ID, e.cfg.WorkerID, files, rows, code, msg)
-	}, e.st.ReleaseCleanup)
+		return e.st.FailCleanup(ctx, c.Fence(), files, rows, code, msg)
+	})
 	return true, nil
 }
 
@@ -214,29 +227,25 @@ func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var res CheckpointResult
-	cause, err := e.execute(leased{what: "wal", id: w.ID, beat: func(ctx context.Context) (error, error) {
-		return nil, e.st.HeartbeatCheckpoint(ctx, w.ID, e.cfg.WorkerID, e.cfg.Lease)
-	}}, func(ctx context.Context) error {
-		var err error
+	e.runLeased(w.Fence(), w.LeaseExpiresAt, func(ctx context.Context) (err error) {
 		res, err = e.ex.Checkpoint.Checkpoint(ctx, *w)
 		return err
-	})
-	fig := store.CheckpointFigures(res)
-	e.end("wal", w.ID, cause, err, func(ctx context.Context) error {
+	}, func(ctx context.Context, err error) error {
+		fig := store.CheckpointFigures(res)
 		switch {
 		case err == nil && res.Busy == 0:
-			return e.st.SucceedCheckpoint(ctx, w.ID, e.cfg.WorkerID, fig)
+			return e.st.SucceedCheckpoint(ctx, w.Fence(), fig)
 		case err == nil || protocol.CodeOf(err, "") == protocol.ErrCheckpointBusy:
 			msg := "checkpoint blocked by readers or writers"
 			if err != nil {
 				_, msg = errorFields(err, protocol.ErrCheckpointBusy)
 			}
-			return e.st.RetryCheckpoint(ctx, w.ID, e.cfg.WorkerID, fig, protocol.ErrCheckpointBusy, msg, int(e.walMaxRetries.Load()))
+			return e.st.RetryCheckpoint(ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, msg, int(e.walMaxRetries.Load()))
 		default:
 			code, msg := errorFields(err, protocol.ErrCheckpointFailed)
-			return e.st.FailCheckpoint(ctx, w.ID, e.cfg.WorkerID, code, msg)
+			return e.st.FailCheckpoint(ctx, w.Fence(), code, msg)
 		}
-	}, e.st.ReleaseCheckpoint)
+	})
 	return true, nil
 }
 
@@ -246,19 +255,25 @@ func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
 // is recovered and run again.
 const dbUnavailable = "database unreachable: work stopped, nothing written; the row runs again once its lease expires"
 
-// end writes how a non-job row ended: nothing when the lease was lost, the
-// executor's outcome when it returned on its own (or succeeded anyway), a
-// release when shutdown cancelled it.
-func (e *Engine) end(what string, id int64, cause, err error, outcome func(ctx context.Context) error,
-	release func(ctx context.Context, id int64, workerID string) error) {
+// runLeased runs the claimed cover, cleanup or WAL row of claim f under
+// its lease (execute), then writes how it ended: nothing when the lease was
+// lost or the database is gone, a release when shutdown cancelled it,
+// else outcome (the executor's result, or its error, written as the
+// table's end).
+func (e *Engine) runLeased(f model.Fence, expires *protocol.Time, run func(ctx context.Context) error,
+	outcome func(ctx context.Context, err error) error) {
+	what := string(f.Table)
+	cause, err := e.execute(leased{what: what, id: f.ID, expires: expires, beat: func(ctx context.Context) (error, error) {
+		return nil, e.st.HeartbeatLease(ctx, f, e.cfg.Lease)
+	}}, run)
 	switch {
-	case errors.Is(cause, errLeaseLost):
-		e.log.Warn("lease lost: work stopped, nothing written", "row", what, "id", id)
+	case errors.Is(cause, ErrLeaseLost), errors.Is(err, store.ErrNotOwner):
+		e.log.Warn("lease lost: work stopped, nothing written", "row", what, "id", f.ID)
 	case store.IsUnavailable(err):
-		e.log.Warn(dbUnavailable, "row", what, "id", id, "err", err)
+		e.log.Warn(dbUnavailable, "row", what, "id", f.ID, "err", err)
 	case err != nil && errors.Is(cause, errShutdown):
-		e.persist(what, id, func(ctx context.Context) error { return release(ctx, id, e.cfg.WorkerID) })
+		e.persist(what, f.ID, func(ctx context.Context) error { return e.st.ReleaseLease(ctx, f) })
 	default:
-		e.persist(what, id, outcome)
+		e.persist(what, f.ID, func(ctx context.Context) error { return outcome(ctx, err) })
 	}
 }

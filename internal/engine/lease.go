@@ -15,6 +15,9 @@ import (
 type leased struct {
 	what string
 	id   int64
+	// expires is the lease_expires_at the claim wrote, on the store's
+	// clock: the first lease window ends there (leaseStart).
+	expires *protocol.Time
 	// beat is the heartbeat write; it returns the cause with which the
 	// work must stop (jobs: errCancelRequested, errYieldRequested), or nil.
 	beat func(ctx context.Context) (stop, err error)
@@ -25,7 +28,7 @@ type leased struct {
 
 // execute runs fn under the lease l: heartbeats every Lease/3, polls every
 // cancel-check interval, and cancels fn's context with errCancelRequested,
-// errYieldRequested, errLeaseLost or (through workCtx) errShutdown. It
+// errYieldRequested, ErrLeaseLost or (through workCtx) errShutdown. It
 // returns the cause of that cancellation (nil when fn ended on its own) and
 // fn's error.
 //
@@ -38,6 +41,9 @@ type leased struct {
 // that verdict nor the next check; and the store never extends an expired
 // lease, so a heartbeat that lands late changes nothing.
 func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, err error) {
+	// The first window is read before fn starts: it must not wait on
+	// anything fn does (the store's clock, on a stalled database).
+	lastBeat := e.leaseStart(l.expires) // the claim wrote the first lease
 	ctx, cancel := context.WithCancelCause(e.workCtx)
 	defer cancel(nil)
 	done := make(chan struct{})
@@ -53,8 +59,7 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 		defer pt.Stop()
 		pollC = pt.C
 	}
-	lastBeat := time.Now() // the claim wrote the first lease
-	lost := time.NewTimer(e.cfg.Lease)
+	lost := time.NewTimer(time.Until(lastBeat.Add(e.cfg.Lease)))
 	defer lost.Stop()
 	type beatResult struct {
 		start     time.Time
@@ -68,7 +73,7 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 	check := func(stop, cerr error) {
 		switch {
 		case errors.Is(cerr, store.ErrNotOwner):
-			cancel(errLeaseLost)
+			cancel(ErrLeaseLost)
 		case cerr != nil:
 			e.log.Warn("lease check failed", "row", l.what, "id", l.id, "err", cerr)
 		case stop != nil:
@@ -103,7 +108,7 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 			check(r.stop, r.err)
 		case <-lost.C:
 			e.log.Warn("no heartbeat succeeded for a whole lease: work stopped", "row", l.what, "id", l.id)
-			cancel(errLeaseLost)
+			cancel(ErrLeaseLost)
 		case <-pollC:
 			if polling {
 				continue
@@ -122,6 +127,25 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 	}
 }
 
+// leaseStart is the local instant (on the monotonic clock) at which the
+// claim's lease began: one lease before expires, the lease_expires_at the
+// claim wrote. The claim took its time from the store's clock (the
+// database's, on PostgreSQL) before its UPDATE ran, and the row came back
+// some time later: starting the first window at execute would let the
+// work run that long past the database's lease, when recovery may already
+// have given the row to another worker. The time left is read on the
+// store's clock, so the host's wall clock plays no part; it is never more
+// than a lease, and when nothing is left the lease is lost at once. With
+// no expiry (or no store, in tests) the window starts now.
+func (e *Engine) leaseStart(expires *protocol.Time) time.Time {
+	now := time.Now()
+	if expires == nil || e.st == nil {
+		return now
+	}
+	left := min(expires.Sub(e.st.Now()), e.cfg.Lease)
+	return now.Add(left - e.cfg.Lease)
+}
+
 // bgCtx is for lease-path writes that must happen even while shutting down
 // (heartbeats of work in its grace period, finishes, releases).
 func (e *Engine) bgCtx() context.Context {
@@ -130,9 +154,10 @@ func (e *Engine) bgCtx() context.Context {
 
 // persist writes a row's end, retrying while SQLite is busy for up to one
 // lease; after that the lease expires and recovery takes the row back, so
-// nothing is half-written. ErrNotOwner means someone recovered the row
-// first: the result is dropped, as the protocol demands.
-func (e *Engine) persist(what string, id int64, write func(ctx context.Context) error) {
+// nothing is half-written. ErrNotOwner means the row is no longer ours
+// (recovered, or its lease ran out): the result is dropped, as the
+// protocol demands. It reports whether write succeeded.
+func (e *Engine) persist(what string, id int64, write func(ctx context.Context) error) bool {
 	ctx, cancel := context.WithTimeout(e.bgCtx(), e.cfg.Lease)
 	defer cancel()
 	pause := 50 * time.Millisecond
@@ -140,13 +165,13 @@ func (e *Engine) persist(what string, id int64, write func(ctx context.Context) 
 		err := write(ctx)
 		switch {
 		case err == nil:
-			return
+			return true
 		case errors.Is(err, store.ErrNotOwner):
 			e.log.Warn("lease lost before the result was written; result dropped", "row", what, "id", id)
-			return
+			return false
 		case ctx.Err() != nil:
 			e.log.Error("could not write result; the lease will expire and the row be recovered", "row", what, "id", id, "err", err)
-			return
+			return false
 		}
 		e.log.Warn("write result failed; retrying", "row", what, "id", id, "err", err)
 		sleep(ctx, jitter(pause))

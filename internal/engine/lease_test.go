@@ -54,7 +54,7 @@ func TestExecuteStalledDatabase(t *testing.T) {
 			}()
 			select {
 			case r := <-out:
-				if !errors.Is(r.cause, errLeaseLost) {
+				if !errors.Is(r.cause, ErrLeaseLost) {
 					t.Fatalf("execute = %v, %v; want the lease taken as lost", r.cause, r.err)
 				}
 				// The timer fires one lease after the claim; allow the

@@ -37,7 +37,7 @@ type Event struct {
 type Config struct {
 	// Store is the database. Required.
 	Store *store.Store
-	// Interval between data_version checks; default 250ms.
+	// Interval between data_version checks; default 100ms.
 	Interval time.Duration
 	// Lookback re-reads rows this much older than the watermark, so that a
 	// transaction that committed late with an earlier updated_at is not
@@ -49,6 +49,11 @@ type Config struct {
 	Buffer int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// OnChange, when set, is called after each check that found the
+	// database changed, subscribers or not: controld wakes its dispatcher
+	// with it, so a finished job is followed up within one Interval
+	// instead of the dispatcher's own poll.
+	OnChange func()
 }
 
 // Broker polls the database and fans events out.
@@ -73,7 +78,7 @@ type Broker struct {
 // New builds a broker; Run starts it.
 func New(cfg Config) *Broker {
 	if cfg.Interval == 0 {
-		cfg.Interval = 250 * time.Millisecond
+		cfg.Interval = 100 * time.Millisecond
 	}
 	if cfg.Lookback == 0 {
 		cfg.Lookback = 5 * time.Second
@@ -142,6 +147,9 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 		changed, err := w.Changed(ctx)
 		if err == nil && changed {
+			if b.cfg.OnChange != nil {
+				b.cfg.OnChange()
+			}
 			err = b.poll(ctx)
 		}
 		if err != nil && ctx.Err() == nil {

@@ -3,6 +3,7 @@ package events
 import (
 	"database/sql"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -23,10 +24,10 @@ type jobData struct {
 	UpdatedAt       protocol.Time      `json:"updated_at"`
 }
 
-func jobEvent(j store.Job) jobData {
-	return jobData{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: nint(j.LibraryID), Progress: j.Progress,
-		ProcessedItems: j.ProcessedItems, TotalItems: nint(j.TotalItems), CancelRequested: j.CancelRequested,
-		ErrorCode: nstr(j.ErrorCode), UpdatedAt: j.UpdatedAt}
+func jobEvent(j model.Job) jobData {
+	return jobData{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: j.LibraryID, Progress: j.Progress,
+		ProcessedItems: j.ProcessedItems, TotalItems: j.TotalItems, CancelRequested: j.CancelRequested,
+		ErrorCode: j.ErrorCode, UpdatedAt: j.UpdatedAt}
 }
 
 type thumbnailData struct {
@@ -39,9 +40,9 @@ type thumbnailData struct {
 	UpdatedAt protocol.Time            `json:"updated_at"`
 }
 
-func thumbnailEvent(t store.Thumbnail) thumbnailData {
+func thumbnailEvent(t model.Thumbnail) thumbnailData {
 	return thumbnailData{ID: t.ID, FileID: t.FileID, LibraryID: t.LibraryID, Status: t.Status, Format: t.Format,
-		ErrorCode: nstr(t.ErrorCode), UpdatedAt: t.UpdatedAt}
+		ErrorCode: t.ErrorCode, UpdatedAt: t.UpdatedAt}
 }
 
 type scanErrorData struct {
@@ -64,11 +65,4 @@ func nint(n sql.NullInt64) *int64 {
 		return nil
 	}
 	return &n.Int64
-}
-
-func nstr(s sql.NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	return &s.String
 }

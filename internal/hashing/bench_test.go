@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
@@ -216,7 +215,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 				e := envs[alg]
 				for b.Loop() {
 					b.StopTimer()
-					if _, err := e.control.Exec(e.ctx, `UPDATE library_files SET needs_hash = 1`); err != nil {
+					if _, err := storetest.Exec(e.ctx, e.control, `UPDATE library_files SET needs_hash = 1`); err != nil {
 						b.Fatal(err)
 					}
 					prepare(b)
@@ -305,7 +304,7 @@ func benchExecutor(b *testing.B, dir string, files []string, alg protocol.HashAl
 	if err := e.control.PutSettings(ctx, map[string]string{"hash.algorithm": string(alg)}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.control.Exec(ctx, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'bench', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, dir); err != nil {
+	if _, err := storetest.Exec(ctx, e.control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'bench', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, dir); err != nil {
 		b.Fatal(err)
 	}
 	// One transaction for all rows (BEGIN/COMMIT on the one writer conn).
@@ -318,13 +317,13 @@ func benchExecutor(b *testing.B, dir string, files []string, alg protocol.HashAl
 		rel, _ := filepath.Rel(dir, p)
 		stmt += fmt.Sprintf("INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, '%s', %d, %d, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000');", rel, fi.Size(), fi.ModTime().UnixNano())
 		if i%5000 == 4999 || i == len(files)-1 {
-			if _, err := e.control.Exec(ctx, stmt+"COMMIT;"); err != nil {
+			if _, err := storetest.Exec(ctx, e.control, stmt+"COMMIT;"); err != nil {
 				b.Fatal(err)
 			}
 			stmt = "BEGIN;"
 		}
 	}
 	e.exec = New(e.worker, Config{LibraryRoots: pathsafe.Roots{filepath.Dir(dir)}})
-	e.job = store.Job{ID: 1, Kind: protocol.JobKindHash, LibraryID: sql.NullInt64{Int64: 1, Valid: true}}
+	e.job = claimHashJob(b, e.control, e.worker)
 	return e
 }

@@ -2,7 +2,6 @@ package hashing
 
 import (
 	"bytes"
-	"database/sql"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -48,8 +48,8 @@ func (e *env) addOther(t *testing.T, rel string, data []byte) int64 {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.control.Exec(e.ctx, `INSERT OR IGNORE INTO libraries (id, name, path, created_at, updated_at)
-		VALUES (2, 'other', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, dir); err != nil {
+	if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO libraries (id, name, path, created_at, updated_at)
+		VALUES (2, 'other', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') ON CONFLICT DO NOTHING`, dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, rel), data, 0o644); err != nil {
@@ -59,7 +59,7 @@ func (e *env) addOther(t *testing.T, rel string, data []byte) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := e.control.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+	id, err := storetest.InsertID(e.ctx, e.control, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
 		created_at, updated_at) VALUES (2, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, rel, fi.Size(), fi.ModTime().UnixNano())
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +70,8 @@ func (e *env) addOther(t *testing.T, rel string, data []byte) int64 {
 // names returns the relative paths of the rows matching where, sorted.
 func (e *env) names(t *testing.T, where string) string {
 	t.Helper()
-	got, err := e.control.QueryText(e.ctx, `SELECT ifnull(group_concat(relative_path, ' '), '') FROM
-		(SELECT relative_path FROM library_files WHERE `+where+` ORDER BY relative_path)`)
+	got, err := storetest.QueryText(e.ctx, e.control, `SELECT COALESCE(`+storetest.Concat("relative_path", " ", "relative_path")+`, '') FROM
+		(SELECT relative_path FROM library_files WHERE `+where+` ORDER BY relative_path) AS due`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestCandidatesFirst(t *testing.T) {
 		}
 	})
 	t.Run("the other library completes the cross-library group", func(t *testing.T) {
-		e.job.LibraryID = sql.NullInt64{}
+		e.job.LibraryID = nil
 		res, _, err := e.run(t, e.ctx)
 		if err != nil || res["candidates"] != 1 || res["hashed"] != 1 || res["partials"] != 0 {
 			t.Fatalf("all-libraries job: %v %v", res, err)
@@ -213,7 +213,7 @@ func TestCandidatesFirst(t *testing.T) {
 		}
 	})
 	t.Run("a new size or mtime forgets the partial digest", func(t *testing.T) {
-		if _, err := e.control.Exec(e.ctx, `UPDATE library_files SET mtime_ns = mtime_ns + 1, needs_hash = 1
+		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE library_files SET mtime_ns = mtime_ns + 1, needs_hash = 1
 			WHERE relative_path = 'headTwin1.cbz'`); err != nil {
 			t.Fatal(err)
 		}

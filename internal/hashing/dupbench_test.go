@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
 // dupTree is a generated library with known duplicates.
@@ -168,7 +169,7 @@ func incremental(b *testing.B, t dupTree) {
 		}
 		for b.Loop() {
 			b.StopTimer()
-			if _, err := e.control.Exec(e.ctx, `DELETE FROM library_files WHERE relative_path LIKE '%-inc/%'`); err != nil {
+			if _, err := storetest.Exec(e.ctx, e.control, `DELETE FROM library_files WHERE relative_path LIKE '%-inc/%'`); err != nil {
 				b.Fatal(err)
 			}
 			addRows(b, e, filepath.Dir(t.dir), inc)
@@ -205,14 +206,14 @@ func reportOnly(b *testing.B, e *env) {
 // resetHashes makes every file of the tree (or those under prefix) due as
 // after a first scan.
 func resetHashes(b *testing.B, e *env, prefix string) {
-	if _, err := e.control.Exec(e.ctx, `UPDATE library_files SET needs_hash = 1, content_hash = NULL,
+	if _, err := storetest.Exec(e.ctx, e.control, `UPDATE library_files SET needs_hash = 1, content_hash = NULL,
 		hash_algorithm = NULL, partial_hash = NULL WHERE relative_path LIKE ? || '%'`, prefix); err != nil {
 		b.Fatal(err)
 	}
 }
 
 func checkGroups(b *testing.B, e *env, want int) {
-	got, err := e.control.QueryInt(e.ctx, `SELECT count(*) FROM (SELECT 1 FROM library_files
+	got, err := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM (SELECT 1 FROM library_files
 		WHERE content_hash IS NOT NULL GROUP BY hash_algorithm, content_hash HAVING count(*) > 1)`)
 	if err != nil || got != int64(want) {
 		b.Fatalf("%d duplicate groups (%v), want %d", got, err, want)
@@ -262,7 +263,7 @@ func addRows(b *testing.B, e *env, dir string, files []string) {
 			b.Fatal(err)
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if _, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+		if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
 			created_at, updated_at) VALUES (1, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, rel, fi.Size(), fi.ModTime().UnixNano()); err != nil {
 			b.Fatal(err)
 		}

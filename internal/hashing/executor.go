@@ -2,13 +2,13 @@ package hashing
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -92,13 +92,15 @@ func New(st *store.Store, cfg Config) *Executor {
 
 // Counts are a hash job's result figures.
 type Counts struct {
-	Hashed         int64 // digests stored, both passes
-	Candidates     int64 // of which in the candidate pass (possible duplicates)
-	Partials       int64 // partial digests stored
-	Failed         int64 // files that could not be read (backoff recorded)
-	SkippedChanged int64 // files that changed while read, still needs_hash
-	Unavailable    int64 // files of a library whose root is unusable
-	Bytes          int64 // bytes read into digests
+	Hashed           int64 // digests stored, both passes
+	Candidates       int64 // of which in the candidate pass (possible duplicates)
+	Partials         int64 // partial digests stored
+	Failed           int64 // files that could not be read (backoff recorded)
+	SkippedChanged   int64 // files that changed while read, still needs_hash
+	Unavailable      int64 // files of a library whose root is unusable
+	Bytes            int64 // bytes read into digests
+	PageDigested     int64 // candidate books whose page digests were stored
+	PageDigestFailed int64 // candidate books that could not be read page by page
 }
 
 // Map is the job's result JSON.
@@ -106,13 +108,15 @@ func (c Counts) Map() map[string]int64 {
 	return map[string]int64{
 		"hashed": c.Hashed, "candidates": c.Candidates, "partials": c.Partials, "failed": c.Failed,
 		"skipped_changed": c.SkippedChanged, "unavailable": c.Unavailable, "bytes": c.Bytes,
+		"page_digested": c.PageDigested, "page_digest_failed": c.PageDigestFailed,
 	}
 }
 
 // run is the state of one Execute.
 type run struct {
 	e       *Executor
-	job     store.Job
+	job     model.Job
+	fence   model.Fence // the job's claim, carried by every write
 	alg     protocol.HashAlgorithm
 	workers int // files hashed at once (scan.max_workers)
 	ioDepth int // small files read at once (hash.io_depth)
@@ -133,13 +137,15 @@ type run struct {
 //  2. the candidate pass: the due files some other present file may equal,
 //     read whole; when it ends, every duplicate group is complete;
 //  3. the backfill pass: every other due file, for move detection and for
-//     the copies that arrive later.
+//     the copies that arrive later;
+//  4. page digests of the candidate books for "the same book in another
+//     container" (pageDigests).
 //
 // Per-file failures are recorded on the file and never fail the job. On
 // cancel (or a yield to a scan) the results already computed are
 // committed and ctx.Err() is returned; the next attempt picks up the files
 // still due, candidates first again.
-func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Reporter) (map[string]int64, error) {
+func (e *Executor) Execute(ctx context.Context, job model.Job, rep engine.Reporter) (map[string]int64, error) {
 	r, err := e.start(ctx, job)
 	if err != nil {
 		return nil, err
@@ -160,6 +166,9 @@ func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 		if e.afterPass != nil {
 			e.afterPass(p)
 		}
+	}
+	if err := r.pageDigests(ctx); err != nil {
+		return r.counts.Map(), err
 	}
 	return r.counts.Map(), nil
 }
@@ -202,7 +211,7 @@ func (r *run) pass(ctx context.Context, p store.HashPass) error {
 }
 
 // start loads the settings and resolves the library roots.
-func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
+func (e *Executor) start(ctx context.Context, job model.Job) (*run, error) {
 	vals, err := settings.Load(ctx, e.st)
 	if err != nil {
 		return nil, fmt.Errorf("hash: %w", err)
@@ -211,7 +220,7 @@ func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash: %w", err)
 	}
-	r := &run{e: e, job: job, alg: alg, workers: max(vals.Workers(), 1), ioDepth: max(int(vals.Int(settings.HashIODepth)), 1), roots: map[int64]*libRoot{}}
+	r := &run{e: e, job: job, fence: job.Fence(), alg: alg, workers: max(vals.Workers(), 1), ioDepth: max(int(vals.Int(settings.HashIODepth)), 1), roots: map[int64]*libRoot{}}
 	r.bufs = newBufList(r.ioDepth + 2*r.workers)
 	if mb := vals.Int(settings.IOHashRateLimitMBs); mb > 0 {
 		r.budget = &budget{st: e.st, bucket: IOBucket, rate: mb * 1_000_000}
@@ -219,21 +228,21 @@ func (e *Executor) start(ctx context.Context, job store.Job) (*run, error) {
 	// Every library is opened, not only the job's: the same-size twins of
 	// its files, whose partial digests decide, may live anywhere (duplicate
 	// groups are global).
-	libs, err := e.st.HashLibraries(ctx, sql.NullInt64{})
+	libs, err := e.st.HashLibraries(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range libs {
 		root, err := resolveLibrary(e.cfg.LibraryRoots, l.Path)
-		if err != nil && job.LibraryID.Valid && l.ID == job.LibraryID.Int64 {
+		if err != nil && job.LibraryID != nil && l.ID == *job.LibraryID {
 			r.close()
 			return nil, err
 		}
 		r.roots[l.ID] = root // nil for an unusable root outside the job's library
 	}
-	if _, ok := r.roots[job.LibraryID.Int64]; job.LibraryID.Valid && !ok {
+	if _, ok := r.roots[job.Library()]; job.LibraryID != nil && !ok {
 		r.close()
-		return nil, protocol.Errorf(protocol.ErrLibraryMissing, "library %d no longer exists", job.LibraryID.Int64)
+		return nil, protocol.Errorf(protocol.ErrLibraryMissing, "library %d no longer exists", job.Library())
 	}
 	return r, nil
 }
@@ -246,8 +255,8 @@ func (r *run) close() {
 	}
 }
 
-// commit stores a batch's outcomes; after a cancel it still writes them,
-// within FlushTimeout, so the work is not lost.
+// commit stores a batch's outcomes; after a cancel or a yield it still
+// writes them, within FlushTimeout, so the work is not lost (flushContext).
 func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) error {
 	var results []store.HashResult
 	var failures []store.HashFailure
@@ -266,9 +275,12 @@ func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) erro
 			bytes += o.size
 		}
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.cfg.FlushTimeout)
+	wctx, cancel, err := r.flushContext(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
-	stored, err := r.e.st.RecordHashes(wctx, results, failures)
+	stored, err := r.e.st.RecordHashes(wctx, r.fence, results, failures)
 	if err != nil {
 		return err
 	}
@@ -281,6 +293,20 @@ func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) erro
 	r.counts.SkippedChanged += int64(len(results)) - stored
 	r.counts.Bytes += bytes
 	return nil
+}
+
+// flushContext is the context a batch's results are written with: past a
+// cancel or a yield, one that outlives ctx by at most FlushTimeout, so
+// that what was read is kept; past a lost lease, none: the work is no
+// longer this run's, and it stops with the cause (the store would refuse
+// the write as well, store.ErrLeaseLost, since it carries the claim's
+// fence).
+func (r *run) flushContext(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if cause := context.Cause(ctx); errors.Is(cause, engine.ErrLeaseLost) {
+		return nil, nil, fmt.Errorf("hash: results dropped: %w", cause)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.cfg.FlushTimeout)
+	return wctx, cancel, nil
 }
 
 // behind runs one write at a time behind the work that produced it, so

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -28,7 +29,7 @@ type env struct {
 	root    string // LibraryRoot
 	lib     string // the library's folder
 	exec    *Executor
-	job     store.Job
+	job     model.Job
 }
 
 // progress records the reporter's calls.
@@ -51,13 +52,30 @@ func setup(t *testing.T) *env {
 	if err := os.Mkdir(e.lib, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.control.Exec(e.ctx, `INSERT INTO libraries (id, name, path, created_at, updated_at)
+	if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO libraries (id, name, path, created_at, updated_at)
 		VALUES (1, 'comics', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib); err != nil {
 		t.Fatal(err)
 	}
 	e.exec = New(e.worker, Config{LibraryRoots: pathsafe.Roots{e.root}, BatchSize: 4, RetryBase: time.Minute})
-	e.job = store.Job{ID: 1, Kind: protocol.JobKindHash, LibraryID: sql.NullInt64{Int64: 1, Valid: true}}
+	e.job = claimHashJob(t, e.control, e.worker)
 	return e
+}
+
+// claimHashJob inserts a hash job of library 1 and claims it as the engine
+// would, with a lease that outlives every clock jump of these tests, so
+// that the executor's writes carry a live fence.
+func claimHashJob(t testing.TB, control, worker *store.Store) model.Job {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := storetest.Exec(ctx, control, `INSERT INTO jobs (kind, status, library_id, created_at, updated_at)
+		VALUES ('hash', 'pending', 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`); err != nil {
+		t.Fatal(err)
+	}
+	job, err := worker.ClaimJob(ctx, "hash-test", 10*365*24*time.Hour)
+	if err != nil || job == nil {
+		t.Fatalf("claim: %v, %v", job, err)
+	}
+	return *job
 }
 
 // addFile writes data at rel under the library and registers it as the
@@ -83,7 +101,7 @@ func (e *env) register(t *testing.T, rel string) int64 {
 			size = 0
 		}
 	}
-	id, err := e.control.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+	id, err := storetest.InsertID(e.ctx, e.control, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
 		created_at, updated_at) VALUES (1, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, rel, size, mtime)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +124,7 @@ type hashRow struct {
 	HMtime     sql.NullInt64
 	ErrCount   int64
 	LastError  sql.NullString
-	RetryAfter sql.NullString
+	RetryAfter protocol.NullTime
 }
 
 func (e *env) row(t *testing.T, id int64) hashRow {
@@ -171,7 +189,7 @@ func TestExecute(t *testing.T) {
 		os.Symlink("a.cbz", filepath.Join(e.lib, "rel.cbz"))
 		abs, rel := e.register(t, "abs.cbz"), e.register(t, "rel.cbz")
 		for _, id := range []int64{abs, rel} { // the scanner records the target's stat
-			if _, err := e.control.Exec(e.ctx, `UPDATE library_files SET (size_bytes, mtime_ns) =
+			if _, err := storetest.Exec(e.ctx, e.control, `UPDATE library_files SET (size_bytes, mtime_ns) =
 				(SELECT size_bytes, mtime_ns FROM library_files WHERE id = ?) WHERE id = ?`, a, id); err != nil {
 				t.Fatal(err)
 			}
@@ -231,7 +249,7 @@ func TestExecute(t *testing.T) {
 		for id, code := range wantCode {
 			r := e.row(t, id)
 			if !r.NeedsHash || r.ErrCount != 1 || !strings.HasPrefix(r.LastError.String, code) ||
-				r.RetryAfter.String != protocol.FormatTime(e.clock.Now().Add(time.Minute)) {
+				r.RetryAfter.String() != protocol.FormatTime(e.clock.Now().Add(time.Minute)) {
 				t.Fatalf("file %d: row %+v, want %s with 1m backoff", id, r, code)
 			}
 		}
@@ -245,14 +263,14 @@ func TestExecute(t *testing.T) {
 		if res, _, err = e.run(t, e.ctx); err != nil || res["failed"] != 3 {
 			t.Fatalf("run after backoff: %v %v", res, err)
 		}
-		if r := e.row(t, fifo); r.ErrCount != 2 || r.RetryAfter.String != protocol.FormatTime(e.clock.Now().Add(2*time.Minute)) {
+		if r := e.row(t, fifo); r.ErrCount != 2 || r.RetryAfter.String() != protocol.FormatTime(e.clock.Now().Add(2*time.Minute)) {
 			t.Fatalf("second failure: %+v", r)
 		}
 		// A file that is readable again is hashed and its errors cleared.
 		os.Remove(filepath.Join(e.lib, "fifo.cbz"))
 		os.WriteFile(filepath.Join(e.lib, "fifo.cbz"), nil, 0o644)
 		fi, _ := os.Stat(filepath.Join(e.lib, "fifo.cbz"))
-		if _, err := e.control.Exec(e.ctx, `UPDATE library_files SET mtime_ns = ? WHERE id = ?`, fi.ModTime().UnixNano(), fifo); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE library_files SET mtime_ns = ? WHERE id = ?`, fi.ModTime().UnixNano(), fifo); err != nil {
 			t.Fatal(err) // what the next scan records
 		}
 		e.clock.Advance(2 * time.Minute)
@@ -301,6 +319,11 @@ func TestExecute(t *testing.T) {
 	t.Run("cancel mid-batch keeps finished work and resumes", func(t *testing.T) {
 		e := setup(t)
 		e.exec.cfg.BatchSize = 50
+		// One reader, so the cancel at the fifth read stops the run there:
+		// with the default sixteen, all twenty reads may start first.
+		if err := e.control.PutSettings(e.ctx, map[string]string{"hash.io_depth": "1"}); err != nil {
+			t.Fatal(err)
+		}
 		var ids []int64
 		for i := range 20 {
 			ids = append(ids, e.addFile(t, fmt.Sprintf("f%02d.cbz", i), bytes.Repeat([]byte{byte(i)}, 1000+i)))
@@ -371,7 +394,7 @@ func TestExecute(t *testing.T) {
 			t.Fatalf("run: %v %v", res, err)
 		}
 		// One slice of 100 ms at 1 MB/s was reserved from the shared bucket.
-		next, err := e.control.QueryInt(e.ctx, `SELECT next_available_at_ms FROM io_rate_limits WHERE bucket_key = ?`, IOBucket)
+		next, err := storetest.QueryInt(e.ctx, e.control, `SELECT next_available_at_ms FROM io_rate_limits WHERE bucket_key = ?`, IOBucket)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,7 +406,7 @@ func TestExecute(t *testing.T) {
 	t.Run("library outside the root fails the job", func(t *testing.T) {
 		e := setup(t)
 		outside := t.TempDir()
-		if _, err := e.control.Exec(e.ctx, `UPDATE libraries SET path = ? WHERE id = 1`, outside); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE libraries SET path = ? WHERE id = 1`, outside); err != nil {
 			t.Fatal(err)
 		}
 		_, _, err := e.run(t, e.ctx)

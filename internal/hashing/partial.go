@@ -33,9 +33,12 @@ func (r *run) partials(ctx context.Context) error {
 		}
 		// The digests are committed while the next batch is read.
 		commits.start(func() error {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.cfg.FlushTimeout)
+			wctx, cancel, err := r.flushContext(ctx)
+			if err != nil {
+				return err
+			}
 			defer cancel()
-			stored, err := r.e.st.RecordPartialHashes(wctx, results)
+			stored, err := r.e.st.RecordPartialHashes(wctx, r.fence, results)
 			r.partialsStored.Add(stored)
 			return err
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -56,7 +57,7 @@ func TestReadAhead(t *testing.T) {
 			if err := e.control.PutSettings(e.ctx, map[string]string{"hash.io_depth": bad}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.control.Exec(e.ctx, `UPDATE library_files SET needs_hash = 1`); err != nil {
+			if _, err := storetest.Exec(e.ctx, e.control, `UPDATE library_files SET needs_hash = 1`); err != nil {
 				t.Fatal(err)
 			}
 			if res, _, err := e.run(t, e.ctx); err != nil || res["hashed"] != 1 {

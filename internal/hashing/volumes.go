@@ -54,10 +54,19 @@ func (v volumeReader) hash(ctx context.Context, h hash.Hash, names []string) (si
 
 // volumeNames lists the book whose first volume is first: it, then the
 // later volumes the scanner counts (named as its set among the regular
-// files of the same folder).
+// files of the same folder). A split zip's book is its last part
+// (Book.zip): its earlier parts (Book.z01 …) come first, in the order
+// they hold the archive.
 func volumeNames(first string, list func() ([]string, error)) ([]string, error) {
 	naming, ok := layout.FirstVolume(first)
 	if !ok {
+		names, err := list()
+		if err != nil {
+			return nil, err
+		}
+		if parts, ok := layout.SplitZipParts(first, names); ok && len(parts) > 0 {
+			return append(parts, first), nil
+		}
 		return nil, protocol.Errorf(protocol.ErrArchiveIncomplete, "%s is not named as a first volume", first)
 	}
 	names, err := list()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
 // registerSet writes a three-volume RAR5 set under dir and registers its
@@ -32,7 +33,7 @@ func (e *env) registerSet(t *testing.T, dir string, vols [][]byte) int64 {
 		size += fi.Size()
 		mtime = max(mtime, fi.ModTime().UnixNano())
 	}
-	id, err := e.control.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, volumes,
+	id, err := storetest.InsertID(e.ctx, e.control, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, volumes,
 		created_at, updated_at) VALUES (1, ?, ?, ?, 3, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`,
 		dir+"/"+names[0], size, mtime)
 	if err != nil {
@@ -81,7 +82,7 @@ func TestHashVolumeSets(t *testing.T) {
 		if err := os.Chtimes(p, later, later); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.control.Exec(e.ctx, `UPDATE library_files SET mtime_ns = ?, needs_hash = 1 WHERE id = ?`, later.UnixNano(), b); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE library_files SET mtime_ns = ?, needs_hash = 1 WHERE id = ?`, later.UnixNano(), b); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := e.run(t, e.ctx); err != nil {
@@ -95,7 +96,7 @@ func TestHashVolumeSets(t *testing.T) {
 		if err := os.Remove(filepath.Join(e.lib, "A/Book.part2.rar")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.control.Exec(e.ctx, `UPDATE library_files SET needs_hash = 1 WHERE id = ?`, a); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE library_files SET needs_hash = 1 WHERE id = ?`, a); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := e.run(t, e.ctx); err != nil {
@@ -105,4 +106,30 @@ func TestHashVolumeSets(t *testing.T) {
 			t.Fatalf("set A without its second volume was stored as hashed: %+v", got)
 		}
 	})
+}
+
+// TestSplitZipDigest: a split zip's book (Book.zip) hashes as its parts
+// read in archive order, Book.z01 first, the .zip last: the digest of the
+// parts concatenated, with their summed size.
+func TestSplitZipDigest(t *testing.T) {
+	dir := t.TempDir()
+	parts := map[string][]byte{"Book.z01": []byte("PK\x07\x08first part"), "Book.z02": []byte("second part"),
+		"Book.zip": []byte("last part"), "Book.z04": []byte("after a gap: not a part")}
+	for name, data := range parts {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole := filepath.Join(t.TempDir(), "whole")
+	if err := os.WriteFile(whole, []byte("PK\x07\x08first partsecond partlast part"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := File(t.Context(), whole, "blake3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, size, _, err := Volumes(t.Context(), dir, "Book.zip", "blake3")
+	if err != nil || !bytes.Equal(sum, want) || size != int64(len("PK\x07\x08first partsecond partlast part")) {
+		t.Fatalf("digest %x size %d err %v, want %x over the parts in order", sum, size, err, want)
+	}
 }

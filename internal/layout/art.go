@@ -32,3 +32,15 @@ func ArtFolders(rel string) []string {
 	}
 	return out
 }
+
+// SkipName is true for names a library never indexes, at any depth:
+// dot-files and dot-folders (.bindery-trash among them) and the metadata
+// folders NAS systems and macOS sprinkle everywhere. The scan skips them,
+// and the watcher never reacts to them.
+func SkipName(name string) bool {
+	switch name {
+	case "@eaDir", "__MACOSX", "#recycle", "#snapshot", "Thumbs.db":
+		return true
+	}
+	return strings.HasPrefix(name, ".")
+}

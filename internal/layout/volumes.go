@@ -81,6 +81,32 @@ func LaterVolume(name string) (first string, n int, ok bool) {
 	return m[1] + pad(1, len(m[2])) + m[3], n, true
 }
 
+// OldLaterVolume reports that name is volume n ≥ 2 of a set in the old
+// naming, and the name its first volume has: Book.r00 is volume 2 of
+// Book.rar, Book.c05 volume 7 of Book.cbr (rardecode and unrar name them
+// so), the extension's case kept.
+func OldLaterVolume(name string) (first string, n int, ok bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 || len(name)-i != 4 || !isDigits(name[i+2:]) {
+		return "", 0, false
+	}
+	var ext string
+	switch name[i+1] {
+	case 'r':
+		ext = "rar"
+	case 'R':
+		ext = "RAR"
+	case 'c':
+		ext = "cbr"
+	case 'C':
+		ext = "CBR"
+	default:
+		return "", 0, false
+	}
+	d, _ := strconv.Atoi(name[i+2:])
+	return name[:i+1] + ext, 2 + d, true
+}
+
 // Stem is the start every later volume's name shares with the first.
 func (v VolumeNaming) Stem() string { return v.stem }
 
@@ -158,4 +184,35 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// SplitZipParts returns the earlier parts among names of the split zip
+// whose last part is last (Book.zip or Book.cbz: Book.z01, Book.z02 …, the
+// letter's case following the extension's), in part order, stopping at
+// the first gap. ok=false when last has no zip or cbz extension.
+func SplitZipParts(last string, names []string) (parts []string, ok bool) {
+	i := strings.LastIndexByte(last, '.')
+	if i <= 0 {
+		return nil, false
+	}
+	ext := last[i+1:]
+	if !strings.EqualFold(ext, "zip") && !strings.EqualFold(ext, "cbz") {
+		return nil, false
+	}
+	z := "z"
+	if ext[0] >= 'A' && ext[0] <= 'Z' {
+		z = "Z"
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	for n := 1; n < 100; n++ {
+		name := last[:i+1] + z + pad(n, 2)
+		if !have[name] {
+			break
+		}
+		parts = append(parts, name)
+	}
+	return parts, true
 }

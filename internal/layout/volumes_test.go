@@ -2,6 +2,7 @@ package layout
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -54,6 +55,31 @@ func TestLaterVolume(t *testing.T) {
 	}
 }
 
+func TestOldLaterVolume(t *testing.T) {
+	for _, tc := range []struct {
+		name, first string
+		n           int
+	}{
+		{"Book.r00", "Book.rar", 2},
+		{"Saga 12.R07", "Saga 12.RAR", 9},
+		{"Book.c99", "Book.cbr", 101},
+		{"Book.rar", "", 0},
+		{"Book.r0", "", 0},
+		{"Book.z01", "", 0},
+		{".r00", "", 0},
+	} {
+		first, n, ok := OldLaterVolume(tc.name)
+		if ok != (tc.n > 0) || first != tc.first || n != tc.n {
+			t.Errorf("%s: %q %d %v, want %q %d", tc.name, first, n, ok, tc.first, tc.n)
+		}
+		if ok {
+			if naming, _ := FirstVolume(first); naming.Number(tc.name) != n {
+				t.Errorf("%s: the naming of %s numbers it %d", tc.name, first, naming.Number(tc.name))
+			}
+		}
+	}
+}
+
 func TestStripVolume(t *testing.T) {
 	for in, want := range map[string]string{
 		"Saga v01.part1": "Saga v01", "Book.PART02": "Book", "Book.part": "Book.part", ".part1": ".part1", "Partisan 3": "Partisan 3",
@@ -64,5 +90,24 @@ func TestStripVolume(t *testing.T) {
 	}
 	if g := GuessSeries("Saga.part1.rar"); g.Name != "Saga" {
 		t.Errorf("series of Saga.part1.rar: %q", g.Name)
+	}
+}
+
+func TestSplitZipParts(t *testing.T) {
+	names := []string{"Book.z01", "Book.z02", "Book.z04", "Book.zip", "Other.z01", "Saga.Z01", "Saga.CBZ"}
+	for _, tc := range []struct {
+		last  string
+		parts []string
+		ok    bool
+	}{
+		{"Book.zip", []string{"Book.z01", "Book.z02"}, true}, // stops at the gap
+		{"Saga.CBZ", []string{"Saga.Z01"}, true},
+		{"Lone.cbz", nil, true},
+		{"Book.rar", nil, false},
+	} {
+		parts, ok := SplitZipParts(tc.last, names)
+		if ok != tc.ok || strings.Join(parts, ",") != strings.Join(tc.parts, ",") {
+			t.Errorf("%s: %q %v, want %q %v", tc.last, parts, ok, tc.parts, tc.ok)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/natsort"
+	"github.com/bindery-nas/bindery/internal/pagesig"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -47,7 +48,7 @@ func (r *run) analyze(ctx context.Context) error {
 			r.counts.ErrorCount += int64(len(res.errs))
 		}
 		b.Counts = r.counts
-		if err := r.st.ApplyAnalysis(ctx, &b); err != nil {
+		if err := r.st.ApplyAnalysis(ctx, r.fence, &b); err != nil {
 			return err
 		}
 		done += int64(len(targets))
@@ -160,8 +161,18 @@ func (r *run) readIndex(t store.FileTarget) fileResult {
 	if a.TotalPages.Int64 == 0 {
 		return fail(protocol.Errorf(protocol.ErrNoPages, "no image pages"))
 	}
+	a.PageSignature, a.PagesKey = signature(arc.Pages())
 	a.NeedsCover = r.coverMode
 	return res
+}
+
+// signature is the book's page signature from its index, and its key.
+func signature(entries []archive.Entry) (sig, key []byte) {
+	pages := make([]pagesig.Page, len(entries))
+	for i, e := range entries {
+		pages[i] = pagesig.Page{Size: e.Size, CRC32: e.CRC32, HasCRC: e.HasCRC}
+	}
+	return pagesig.Encode(pages), pagesig.Key(pages)
 }
 
 func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

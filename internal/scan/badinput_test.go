@@ -39,7 +39,7 @@ func TestBadLibraryInput(t *testing.T) {
 	if n := e.one(`SELECT count(*) FROM library_files WHERE format = 'zip' AND total_pages = 2 AND analysis_error_code IS NULL`); n != "10" {
 		t.Fatalf("%s readable rows, want 10: %v", n, e.rows(`SELECT relative_path, format, total_pages, analysis_error_code FROM library_files`))
 	}
-	if got := e.one(`SELECT length(CAST(relative_path AS BLOB)) FROM library_files WHERE relative_path LIKE 'Long/%'`); got != "260" {
+	if got := e.one(`SELECT octet_length(relative_path) FROM library_files WHERE relative_path LIKE 'Long/%'`); got != "260" {
 		t.Fatalf("long name stored as %s bytes", got)
 	}
 	if got := e.one(`SELECT s.name FROM library_files f JOIN series s ON s.id = f.series_id WHERE f.relative_path = ?`, deep); got != "d" {
@@ -49,7 +49,7 @@ func TestBadLibraryInput(t *testing.T) {
 	// natural order: numbers by value ("1/2" and "½" are both a half, the
 	// file name breaks the tie), then what is no number (10^30 does not
 	// fit, so it is text), by file name.
-	order := e.rows(`SELECT ifnull(m.number, '') FROM library_files f JOIN file_metadata m ON m.file_id = f.id
+	order := e.rows(`SELECT COALESCE(m.number, '') FROM library_files f JOIN file_metadata m ON m.file_id = f.id
 		WHERE f.relative_path LIKE 'Odd/%' ORDER BY f.sort_key, f.id`)
 	want := []string{"-1", "1/2", "½", "12", "12.5", "abc", "", "1000000000000000000000000000000"}
 	if strings.Join(order, "|") != strings.Join(want, "|") {

@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/bindery-nas/bindery/internal/store"
@@ -44,11 +45,43 @@ func (d *discover) do(ctx context.Context) error {
 		exts = withoutVideo(exts)
 	}
 	w := &walker{root: r.root, exts: exts, errs: d.addError}
-	if err := w.walk(ctx, d.visit); err != nil {
-		r.counts.DirectoriesSeen = w.dirs
-		return err
+	if r.paths == nil {
+		err = d.scope(ctx, "", func() error { return w.walk(ctx, d.visit) })
+	} else {
+		err = d.folders(ctx, w)
 	}
 	r.counts.DirectoriesSeen = w.dirs
+	if err != nil {
+		return err
+	}
+	return d.flush(ctx)
+}
+
+// folders discovers only under the job's folders, each merged with the rows
+// under it: rows elsewhere are neither seen nor missing. The folders are
+// sorted and none lies inside another, so their subtrees follow one another
+// in byte order. The library root must still be readable (an unmounted
+// library marks nothing missing); a folder that is gone marks its rows
+// missing.
+func (d *discover) folders(ctx context.Context, w *walker) error {
+	if _, err := os.ReadDir(w.root); err != nil {
+		return protocol.Wrap(protocol.ErrLibraryMissing, err)
+	}
+	for _, f := range d.run.paths {
+		if err := d.scope(ctx, f, func() error { return w.folder(ctx, f, d.visit) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scope merges one walk with the rows under folder ("" the whole library):
+// rows the walk did not reach are unseen.
+func (d *discover) scope(ctx context.Context, folder string, walk func() error) error {
+	d.pager.folder, d.pager.after, d.pager.done, d.pager.buf, d.pager.pos = folder, "", false, nil, 0
+	if err := walk(); err != nil {
+		return err
+	}
 	for {
 		sig, ok, err := d.pager.peek(ctx)
 		if err != nil {
@@ -63,7 +96,7 @@ func (d *discover) do(ctx context.Context) error {
 			return err
 		}
 	}
-	return d.flush(ctx)
+	return nil
 }
 
 // visit merges one walk item with the rows that sort before or at it.
@@ -180,7 +213,7 @@ func (d *discover) flush(ctx context.Context) error {
 		return nil
 	}
 	d.batch.Counts = d.run.counts
-	if err := d.run.st.ApplyDiscovery(ctx, &d.batch); err != nil {
+	if err := d.run.st.ApplyDiscovery(ctx, d.run.fence, &d.batch); err != nil {
 		return err
 	}
 	d.resetBatch()
@@ -201,10 +234,12 @@ type sigPager struct {
 	st    *store.Store
 	lib   int64
 	limit int
-	buf   []store.FileSig
-	pos   int
-	after string
-	done  bool
+	// folder limits the rows to one folder of a scoped scan ("" all).
+	folder string
+	buf    []store.FileSig
+	pos    int
+	after  string
+	done   bool
 }
 
 func (p *sigPager) peek(ctx context.Context) (store.FileSig, bool, error) {
@@ -214,7 +249,7 @@ func (p *sigPager) peek(ctx context.Context) (store.FileSig, bool, error) {
 	if p.done {
 		return store.FileSig{}, false, nil
 	}
-	page, err := p.st.FileSigsAfter(ctx, p.lib, p.after, p.limit)
+	page, err := p.st.FileSigsUnder(ctx, p.lib, p.folder, p.after, p.limit)
 	if err != nil {
 		return store.FileSig{}, false, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -67,11 +68,11 @@ func TestExecutorErrors(t *testing.T) {
 	})
 	t.Run("abandoned session closed", func(t *testing.T) {
 		e := setup(t)
-		if _, err := e.worker.StartScanSession(context.Background(), e.job("{}").LibraryID, e.lib); err != nil {
+		if _, err := e.worker.StartScanSession(context.Background(), e.job("{}").Fence(), e.lib); err != nil {
 			t.Fatal(err)
 		}
 		e.scan()
-		got := e.rows(`SELECT status, ifnull(error_code, '') FROM scan_sessions ORDER BY id`)
+		got := e.rows(`SELECT status, COALESCE(error_code, '') FROM scan_sessions ORDER BY id`)
 		if fmt.Sprint(got) != "[failed|lease_expired succeeded|]" {
 			t.Fatalf("sessions %v", got)
 		}
@@ -144,7 +145,7 @@ func TestCoversAndForce(t *testing.T) {
 		t.Fatalf("unchanged files marked %s", got)
 	}
 	e.set(map[string]string{"scan.cover.regenerate_missing": "1"})
-	if _, err := e.control.Exec(context.Background(), `UPDATE library_files SET cover_updated_at = 1 WHERE relative_path = 'A/1.cbz'`); err != nil {
+	if _, err := storetest.Exec(context.Background(), e.control, `UPDATE library_files SET cover_updated_at = 1 WHERE relative_path = 'A/1.cbz'`); err != nil {
 		t.Fatal(err)
 	}
 	e.scan()
@@ -166,7 +167,7 @@ func TestCoversAndForce(t *testing.T) {
 		if fmt.Sprint(before) == fmt.Sprint(after) {
 			t.Fatalf("force did not re-analyse: %v", after)
 		}
-		if got := e.one(`SELECT count(DISTINCT series_id) || '|' || sum(series_id IS NULL) FROM library_files`); got != "1|0" {
+		if got := e.one(`SELECT count(DISTINCT series_id) || '|' || sum(CASE WHEN series_id IS NULL THEN 1 ELSE 0 END) FROM library_files`); got != "1|0" {
 			t.Fatalf("links after force %s", got)
 		}
 	})
@@ -180,12 +181,12 @@ func TestRetryIOError(t *testing.T) {
 	e.file("a.cbz", cbz(t, "", pages(2)...), t0)
 	e.file("bad.cbz", []byte("garbage"), t0)
 	e.scan()
-	if _, err := e.control.Exec(context.Background(), `UPDATE library_files SET analysis_error_code = 'io_error',
+	if _, err := storetest.Exec(context.Background(), e.control, `UPDATE library_files SET analysis_error_code = 'io_error',
 		total_pages = NULL WHERE relative_path = 'a.cbz'`); err != nil {
 		t.Fatal(err)
 	}
 	e.scan()
-	got := e.rows(`SELECT relative_path, total_pages, ifnull(analysis_error_code, '') FROM library_files ORDER BY relative_path`)
+	got := e.rows(`SELECT relative_path, total_pages, COALESCE(analysis_error_code, '') FROM library_files ORDER BY relative_path`)
 	if fmt.Sprint(got) != "[a.cbz|2| bad.cbz|NULL|archive_corrupt]" {
 		t.Fatalf("files %v", got)
 	}
@@ -204,7 +205,7 @@ func TestBadComicInfo(t *testing.T) {
 	if c.ErrorCount != 1 {
 		t.Fatalf("counts %+v", c)
 	}
-	got := e.one(`SELECT f.total_pages || '|' || f.series_name_raw || '|' || ifnull(f.analysis_error_code, '') || '|' ||
+	got := e.one(`SELECT f.total_pages || '|' || f.series_name_raw || '|' || COALESCE(f.analysis_error_code, '') || '|' ||
 		m.source || '|' || m.year FROM library_files f JOIN file_metadata m ON m.file_id = f.id`)
 	if got != "2|Hostile||folder|2001" {
 		t.Fatalf("file %s", got)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -39,7 +40,7 @@ func TestFolderBooks(t *testing.T) {
 
 	c := e.scan()
 	roles := func() string {
-		return strings.Join(e.rows(`SELECT relative_path || ' ' || role || ' ' || ifnull(format, '-') || ' ' || ifnull(total_pages, '-')
+		return strings.Join(e.rows(`SELECT relative_path || ' ' || role || ' ' || COALESCE(format, '-') || ' ' || COALESCE(CAST(total_pages AS TEXT), '-')
 			FROM library_files WHERE is_missing = 0 AND relative_path NOT LIKE 'Berserk/Vol 01/_%' ORDER BY relative_path`), "\n")
 	}
 	want := strings.Join([]string{
@@ -60,12 +61,12 @@ func TestFolderBooks(t *testing.T) {
 	}
 
 	t.Run("pages", func(t *testing.T) {
-		got := e.one(`SELECT count(*) || ' ' || sum(role = 'page') || ' ' || sum(series_id IS NULL) || ' ' || sum(needs_hash)
+		got := e.one(`SELECT count(*) || ' ' || sum(CASE WHEN role = 'page' THEN 1 ELSE 0 END) || ' ' || sum(CASE WHEN series_id IS NULL THEN 1 ELSE 0 END) || ' ' || sum(needs_hash)
 			FROM library_files WHERE relative_path LIKE 'Berserk/Vol 01/_%'`)
 		if got != "12 12 12 12" {
 			t.Fatalf("pages: count, pages, without series, to hash = %s; want 12 of each", got)
 		}
-		if got := e.one(`SELECT needs_hash || ' ' || (series_id IS NOT NULL) FROM library_files WHERE role = 'folder'`); got != "0 1" {
+		if got := e.one(`SELECT needs_hash || ' ' || (CASE WHEN series_id IS NOT NULL THEN 1 ELSE 0 END) FROM library_files WHERE role = 'folder'`); got != "0 1" {
 			t.Fatalf("the folder book: needs_hash, has a series = %s; want 0 1 (never hashed, a book)", got)
 		}
 	})
@@ -101,7 +102,7 @@ func TestFolderBooks(t *testing.T) {
 	t.Run("a folder that gains an archive gives its images back", func(t *testing.T) {
 		e.file("Berserk/Vol 01/extra.cbz", cbz(t, "", pages(2)...), t0)
 		e.scan()
-		got := e.one(`SELECT sum(role = 'book') || ' ' || sum(role = 'page') || ' ' || sum(series_id IS NOT NULL)
+		got := e.one(`SELECT sum(CASE WHEN role = 'book' THEN 1 ELSE 0 END) || ' ' || sum(CASE WHEN role = 'page' THEN 1 ELSE 0 END) || ' ' || sum(CASE WHEN series_id IS NOT NULL THEN 1 ELSE 0 END)
 			FROM library_files WHERE relative_path LIKE 'Berserk/Vol 01/_%' AND is_missing = 0`)
 		if got != "13 0 13" {
 			t.Fatalf("books, pages, in a series = %s; want 13 0 13", got)
@@ -114,7 +115,7 @@ func TestFolderBooks(t *testing.T) {
 		if got := e.one(`SELECT is_missing || ' ' || role FROM library_files WHERE relative_path = 'Berserk/Vol 01/'`); got != "0 folder" {
 			t.Fatalf("the folder book came back as %q", got)
 		}
-		if got := e.one(`SELECT sum(role = 'page') FROM library_files WHERE relative_path LIKE 'Berserk/Vol 01/_%' AND is_missing = 0`); got != "12" {
+		if got := e.one(`SELECT sum(CASE WHEN role = 'page' THEN 1 ELSE 0 END) FROM library_files WHERE relative_path LIKE 'Berserk/Vol 01/_%' AND is_missing = 0`); got != "12" {
 			t.Fatalf("%s pages again, want 12", got)
 		}
 	})
@@ -163,7 +164,7 @@ func TestSelfExtractingArchives(t *testing.T) {
 	}
 	e.set(map[string]string{"scan.extensions": ".cbz,.exe"})
 	e.scan()
-	if got := e.one(`SELECT format || ' ' || total_pages || ' ' || ifnull(analysis_error_code, 'ok') FROM library_files
+	if got := e.one(`SELECT format || ' ' || total_pages || ' ' || COALESCE(analysis_error_code, 'ok') FROM library_files
 		WHERE relative_path = 'Old/Book 01.exe'`); got != "rar 3 ok" {
 		t.Fatalf("the .exe: %q, want rar 3 ok", got)
 	}
@@ -176,7 +177,7 @@ func TestTrashIsNeverScanned(t *testing.T) {
 	e.file("Saga/Saga 01.cbz", cbz(t, "", pages(2)...), t0)
 	e.file(protocol.TrashDir+"/7/Inbox/Saga 01.cbz", cbz(t, "", pages(2)...), t0)
 	e.scan()
-	if got := e.one(`SELECT group_concat(relative_path) FROM library_files`); got != "Saga/Saga 01.cbz" {
+	if got := e.one(`SELECT ` + storetest.Concat("relative_path", ",", "relative_path") + ` FROM library_files`); got != "Saga/Saga 01.cbz" {
 		t.Fatalf("indexed %q", got)
 	}
 }

@@ -157,8 +157,8 @@ func TestSharedFixtures(t *testing.T) {
 			if got := e.one(`SELECT status FROM scan_sessions`); got != "succeeded" {
 				t.Fatalf("session %s", got)
 			}
-			for _, r := range e.rows(`SELECT relative_path, ifnull(format, ''), ifnull(total_pages, -1),
-					ifnull(analysis_error_code, '') FROM library_files ORDER BY relative_path`) {
+			for _, r := range e.rows(`SELECT relative_path, COALESCE(format, ''), COALESCE(total_pages, -1),
+					COALESCE(analysis_error_code, '') FROM library_files ORDER BY relative_path`) {
 				parts := strings.Split(r, "|")
 				encrypted := strings.Contains(parts[0], "encrypted")
 				switch {
@@ -199,8 +199,8 @@ func TestGeneratedLibrary(t *testing.T) {
 	// The year is the file's own (ComicInfo, else its folder's): the
 	// series takes the first file's, and "Batman (2016)" and "Batman (2022)"
 	// are one series.
-	for _, r := range e.rows(`SELECT f.relative_path, ifnull(f.total_pages, 0), f.series_name_raw, ifnull(m.year, 0),
-			ifnull(f.analysis_error_code, '') FROM library_files f JOIN series s ON s.id = f.series_id
+	for _, r := range e.rows(`SELECT f.relative_path, COALESCE(f.total_pages, 0), f.series_name_raw, COALESCE(m.year, 0),
+			COALESCE(f.analysis_error_code, '') FROM library_files f JOIN series s ON s.id = f.series_id
 			JOIN file_metadata m ON m.file_id = f.id`) {
 		path, rest, _ := strings.Cut(r, "|")
 		got[path] = rest

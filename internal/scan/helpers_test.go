@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -72,16 +71,30 @@ func (e *env) set(kv map[string]string) {
 	}
 }
 
-// job inserts a scan job row (the engine would have claimed it).
-func (e *env) job(payload string) store.Job {
+// testLease outlives every clock jump of these tests.
+const testLease = 10 * 365 * 24 * time.Hour
+
+// job inserts a scan job row and claims it as the engine would, so that the
+// scan's writes carry a live fence; the previous test job, still running
+// (nobody finishes it here), is completed first to free the single-active
+// slot.
+func (e *env) job(payload string) model.Job {
 	e.t.Helper()
+	ctx := context.Background()
 	now := protocol.FormatTime(e.clock.Now())
-	id, err := e.control.InsertID(context.Background(), `INSERT INTO jobs (kind, status, library_id, payload, created_at, updated_at)
-		VALUES ('scan', 'completed', ?, ?, ?, ?) RETURNING id`, e.lib, payload, now, now)
-	if err != nil {
+	if _, err := storetest.Exec(ctx, e.control, `UPDATE jobs SET status = 'completed', lease_expires_at = NULL, finished_at = ?
+		WHERE status = 'running'`, now); err != nil {
 		e.t.Fatal(err)
 	}
-	return store.Job{ID: id, Kind: "scan", Status: "running", LibraryID: sql.NullInt64{Int64: e.lib, Valid: true}, Payload: payload}
+	if _, err := storetest.Exec(ctx, e.control, `INSERT INTO jobs (kind, status, library_id, payload, created_at, updated_at)
+		VALUES ('scan', 'pending', ?, ?, ?, ?)`, e.lib, payload, now, now); err != nil {
+		e.t.Fatal(err)
+	}
+	job, err := e.worker.ClaimJob(ctx, "scan-test", testLease)
+	if err != nil || job == nil {
+		e.t.Fatalf("claim: %v, %v", job, err)
+	}
+	return *job
 }
 
 // scan runs one scan to completion and returns its counts.
@@ -167,7 +180,7 @@ func ci(kv ...string) string {
 // db opens a read-only view for assertions.
 func (e *env) db() *sql.DB {
 	e.t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+e.dbPath+"?mode=ro&_busy_timeout=5000")
+	db, err := store.OpenReadOnly(e.dbPath)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -230,7 +243,7 @@ func (e *env) dump() string {
 	var b strings.Builder
 	for _, r := range e.rows(`SELECT f.relative_path, f.size_bytes, f.mtime_ns, f.format, f.total_pages,
 			f.series_name_raw, s.name, s.publisher, f.is_missing, f.needs_analysis, f.needs_hash, f.needs_cover,
-			f.analysis_error_code, hex(f.content_hash), f.missing_since IS NOT NULL
+			f.analysis_error_code, ` + storetest.Hex("f.content_hash") + `, f.missing_since IS NOT NULL
 		FROM library_files f LEFT JOIN series s ON s.id = f.series_id ORDER BY f.relative_path`) {
 		b.WriteString("file " + r + "\n")
 	}

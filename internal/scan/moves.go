@@ -2,7 +2,11 @@ package scan
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
@@ -23,6 +27,11 @@ import (
 // cover was ever admitted for it. A candidate is recognised by its state
 // (present, never analysed), not by memory, so a killed scan resumes it.
 func (r *run) detectMoves(ctx context.Context) error {
+	if r.paths != nil {
+		if err := r.vanishedElsewhere(ctx); err != nil {
+			return err
+		}
+	}
 	alg := protocol.HashAlgorithm(r.vals.Enum(settings.HashAlgorithm))
 	var after int64
 	for {
@@ -59,7 +68,7 @@ func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.M
 		return err
 	}
 	if len(matches) != 1 {
-		return r.st.RecordHash(ctx, c.ID, h)
+		return r.st.RecordHash(ctx, r.fence, c.ID, h)
 	}
 	counts := r.counts
 	counts.Moved++
@@ -69,7 +78,7 @@ func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.M
 	if matches[0].MissingSince.Valid && matches[0].MissingSince.Equal(r.session.StartedAt.Time) {
 		counts.Missing--
 	}
-	ok, err := r.st.ApplyMove(ctx, store.Move{SessionID: r.session.ID, NewID: c.ID, OldID: matches[0].ID,
+	ok, err := r.st.ApplyMove(ctx, r.fence, store.Move{SessionID: r.session.ID, NewID: c.ID, OldID: matches[0].ID,
 		Stat: st, Hash: h, Counts: counts})
 	if err != nil {
 		return err
@@ -97,4 +106,59 @@ func identity(ctx context.Context, abs string, c store.MoveCandidate, alg protoc
 	}
 	sum, err := hashing.File(ctx, abs, alg)
 	return st, sum, err
+}
+
+// vanishedElsewhere is a folder-scoped scan's part of move detection. A
+// file moved into the scope from a folder outside it is new here, while
+// its old row still looks present: the scan of its old folder may come
+// later (the watcher requests each folder once it settles) or never. So
+// the rows outside the scope that have the size of a new row here, and
+// whose file is gone from disk, are marked missing now, as the scan of
+// their folder would, and the move is recognised in this scan. A row
+// whose path cannot be checked (the root unreadable) is left alone.
+func (r *run) vanishedElsewhere(ctx context.Context) error {
+	gone := map[int64]bool{}
+	var after int64
+	for {
+		rows, err := r.st.NewRows(ctx, r.libID, after, r.cfg.BatchSize)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		after = rows[len(rows)-1].ID
+		var batch []int64
+		for _, n := range rows {
+			olds, err := r.st.PresentWithSize(ctx, r.libID, n.SizeBytes, n.ID)
+			if err != nil {
+				return err
+			}
+			for _, o := range olds {
+				if gone[o.ID] || r.inScope(o.RelativePath) {
+					continue
+				}
+				if _, err := os.Lstat(filepath.Join(r.root, filepath.FromSlash(o.RelativePath))); errors.Is(err, fs.ErrNotExist) {
+					gone[o.ID] = true
+					batch = append(batch, o.ID)
+				}
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		r.counts.Missing += int64(len(batch))
+		b := store.DiscoveryBatch{SessionID: r.session.ID, LibraryID: r.libID, MissingSince: r.session.StartedAt,
+			Missing: batch, Counts: r.counts}
+		if err := r.st.ApplyDiscovery(ctx, r.fence, &b); err != nil {
+			return err
+		}
+	}
+}
+
+// inScope reports whether rel lies under one of the scan's folders.
+func (r *run) inScope(rel string) bool {
+	for _, p := range r.paths {
+		if strings.HasPrefix(rel, p) {
+			return true
+		}
+	}
+	return r.paths == nil
 }

@@ -2,13 +2,13 @@ package scan
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -36,7 +36,7 @@ func TestPurgeMissing(t *testing.T) {
 	lists := func() string {
 		t.Helper()
 		var names []string
-		series, err := e.control.ListSeries(context.Background(), sql.NullInt64{Int64: e.lib, Valid: true}, 0, 100)
+		series, err := e.control.ListSeries(context.Background(), new(int64(e.lib)), 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestPurgeMissing(t *testing.T) {
 	t.Run("kept within the delay, covers first", func(t *testing.T) {
 		now := protocol.FormatTime(e.clock.Now())
 		alone := e.one(`SELECT id FROM library_files WHERE relative_path = 'Alone/Alone 01.cbz'`)
-		if _, err := e.control.Exec(context.Background(), `INSERT INTO thumbnails (file_id, library_id, group_key, status,
+		if _, err := storetest.Exec(context.Background(), e.control, `INSERT INTO thumbnails (file_id, library_id, group_key, status,
 			output_relpath, created_at, updated_at) VALUES (?, ?, 'library:1', 'ready', 'covers/001/1.webp', ?, ?)`,
 			alone, e.lib, now, now); err != nil {
 			t.Fatal(err)
@@ -65,10 +65,10 @@ func TestPurgeMissing(t *testing.T) {
 		if c := e.scan(); c.Purged != 1 {
 			t.Fatalf("after 31 days: %+v; want Saga 02 purged and Alone kept for its cover row", c)
 		}
-		if got := e.one(`SELECT group_concat(relative_path, ',') FROM library_files ORDER BY relative_path`); got != "Saga/Saga 01.cbz,Alone/Alone 01.cbz" && got != "Alone/Alone 01.cbz,Saga/Saga 01.cbz" {
+		if got := e.one(`SELECT ` + storetest.Concat("relative_path", ",", "relative_path") + ` FROM library_files`); got != "Saga/Saga 01.cbz,Alone/Alone 01.cbz" && got != "Alone/Alone 01.cbz,Saga/Saga 01.cbz" {
 			t.Fatalf("rows %q", got)
 		}
-		if _, err := e.control.Exec(context.Background(), `DELETE FROM thumbnails`); err != nil {
+		if _, err := storetest.Exec(context.Background(), e.control, `DELETE FROM thumbnails`); err != nil {
 			t.Fatal(err)
 		}
 		if c := e.scan(); c.Purged != 1 {

@@ -24,13 +24,14 @@ package scan
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -74,8 +75,11 @@ func New(st *store.Store, cfg Config) *Executor {
 
 // run is the state of one scan.
 type run struct {
-	ctx       context.Context
-	st        *store.Store
+	ctx context.Context
+	st  *store.Store
+	// fence is the job's claim: every write of the scan carries it, and
+	// the store refuses it (store.ErrLeaseLost) once the lease is lost.
+	fence     model.Fence
 	cfg       Config
 	vals      settings.Values
 	rep       engine.Reporter
@@ -84,7 +88,9 @@ type run struct {
 	force     bool
 	coverMode bool
 	// video: the library indexes video files (libraries.media).
-	video   bool
+	video bool
+	// paths: the folders a scoped scan covers (nil: the whole library).
+	paths   []string
 	session store.ScanRecord
 	counts  store.ScanCounts
 }
@@ -92,24 +98,28 @@ type run struct {
 // Execute scans the job's library. The result is the session's counts. On
 // cancel (ctx done) it returns ctx.Err(), every finished batch kept and the
 // session closed as failed with code cancelled.
-func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Reporter) (map[string]int64, error) {
+func (e *Executor) Execute(ctx context.Context, job model.Job, rep engine.Reporter) (map[string]int64, error) {
 	var p protocol.ScanPayload
 	if err := protocol.DecodePayload(job.Payload, &p); err != nil {
 		return nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
 	}
-	if !job.LibraryID.Valid {
+	paths, err := protocol.NormalizeScanPaths(p.Paths)
+	if err != nil || !slices.Equal(paths, p.Paths) {
+		return nil, protocol.Errorf(protocol.ErrInvalidPayload, "scan job %d: paths %q are not normalized folders (%v)", job.ID, p.Paths, err)
+	}
+	if job.LibraryID == nil {
 		return nil, protocol.Errorf(protocol.ErrInvalidPayload, "scan job %d names no library", job.ID)
 	}
 	vals, err := settings.Load(ctx, e.st)
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	r := &run{ctx: ctx, st: e.st, cfg: e.cfg, vals: vals, rep: rep, libID: job.LibraryID.Int64, force: p.Force,
+	r := &run{ctx: ctx, st: e.st, fence: job.Fence(), cfg: e.cfg, vals: vals, rep: rep, libID: job.Library(), force: p.Force, paths: paths,
 		coverMode: vals.Enum(settings.ScanCoverMode) == "scan"}
 	if r.root, r.video, err = e.resolveLibrary(ctx, r.libID); err != nil {
 		return nil, err
 	}
-	r.session, err = e.st.StartScanSession(ctx, sql.NullInt64{Int64: job.ID, Valid: true}, r.libID)
+	r.session, err = e.st.StartScanSession(ctx, r.fence, r.libID)
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
@@ -121,7 +131,7 @@ func (e *Executor) Execute(ctx context.Context, job store.Job, rep engine.Report
 			code, msg, runErr = protocol.ErrCancelled, "scan cancelled", ctx.Err()
 		}
 	}
-	if err := e.st.FinishScanSession(context.WithoutCancel(ctx), r.session.ID, status, r.counts, code, msg); err != nil {
+	if err := e.st.FinishScanSession(context.WithoutCancel(ctx), r.fence, r.session.ID, status, r.counts, code, msg); err != nil {
 		return r.counts.Map(), errors.Join(runErr, err)
 	}
 	return r.counts.Map(), runErr
@@ -161,7 +171,7 @@ func (r *run) phases(ctx context.Context) error {
 // needs_cover so that controld admits a render.
 func (r *run) markMissingCovers(ctx context.Context) error {
 	for {
-		n, err := r.st.MarkCoversMissing(ctx, r.libID, r.cfg.BatchSize)
+		n, err := r.st.MarkCoversMissing(ctx, r.fence, r.libID, r.cfg.BatchSize)
 		if err != nil {
 			return err
 		}
@@ -186,7 +196,7 @@ func (r *run) markMissingCovers(ctx context.Context) error {
 				lost = append(lost, c.FileID)
 			}
 		}
-		if err := r.st.MarkNeedsCover(ctx, lost); err != nil {
+		if err := r.st.MarkNeedsCover(ctx, r.fence, lost); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {

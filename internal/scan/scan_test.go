@@ -12,6 +12,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -88,7 +89,7 @@ func TestScanLibrary(t *testing.T) {
 		if got := e.one(`SELECT total_pages FROM library_files WHERE relative_path = 'Batman (2016)/Batman 001.cbz'`); got != "6" {
 			t.Fatalf("pages after change: %s", got)
 		}
-		if got := e.one(`SELECT is_missing || '|' || (missing_since IS NOT NULL) FROM library_files WHERE id = ?`, id); got != "1|1" {
+		if got := e.one(`SELECT is_missing || '|' || (CASE WHEN missing_since IS NOT NULL THEN 1 ELSE 0 END) FROM library_files WHERE id = ?`, id); got != "1|1" {
 			t.Fatalf("missing: %s", got)
 		}
 		if got := e.one(`SELECT file_count FROM series WHERE name = 'Batman'`); got != "1" {
@@ -99,7 +100,7 @@ func TestScanLibrary(t *testing.T) {
 		if c.Restored != 1 || c.Changed != 0 || c.Added != 0 {
 			t.Fatalf("counts: %+v", c)
 		}
-		if got := e.one(`SELECT is_missing || '|' || (missing_since IS NULL) || '|' || (series_id IS NOT NULL) FROM library_files WHERE id = ?`, id); got != "0|1|1" {
+		if got := e.one(`SELECT is_missing || '|' || (CASE WHEN missing_since IS NULL THEN 1 ELSE 0 END) || '|' || (CASE WHEN series_id IS NOT NULL THEN 1 ELSE 0 END) FROM library_files WHERE id = ?`, id); got != "0|1|1" {
 			t.Fatalf("restored: %s", got)
 		}
 		if got := e.one(`SELECT file_count FROM series WHERE name = 'Batman'`); got != "2" {
@@ -147,7 +148,7 @@ func TestSeriesIdentity(t *testing.T) {
 		if got := e.rows(`SELECT name, file_count FROM series ORDER BY name_key`); !slices.Equal(got, []string{"batman|3", "Other|1", "STRASSE|0"}) {
 			t.Fatalf("series: %v", got)
 		}
-		if _, err := e.control.Exec(context.Background(), `DELETE FROM library_files WHERE relative_path = 'D/four.cbz'`); err != nil {
+		if _, err := storetest.Exec(context.Background(), e.control, `DELETE FROM library_files WHERE relative_path = 'D/four.cbz'`); err != nil {
 			t.Fatal(err)
 		}
 		e.scan()
@@ -158,11 +159,12 @@ func TestSeriesIdentity(t *testing.T) {
 }
 
 // hashAll stores content hashes for every present row, as the hash job
-// would.
+// would (under a job of its own).
 func (e *env) hashAll() {
 	e.t.Helper()
 	ctx := context.Background()
-	for _, r := range e.rows(`SELECT id, relative_path, ifnull(volumes, 0) FROM library_files
+	fence := e.job("{}").Fence()
+	for _, r := range e.rows(`SELECT id, relative_path, COALESCE(volumes, 0) FROM library_files
 		WHERE is_missing = 0 AND role <> 'folder' ORDER BY id`) {
 		f := strings.Split(r, "|")
 		id, _ := strconv.ParseInt(f[0], 10, 64)
@@ -182,7 +184,7 @@ func (e *env) hashAll() {
 			e.t.Fatal(err)
 		}
 		h := store.FileHash{Algorithm: "blake3", Sum: sum, SizeBytes: st.SizeBytes, MtimeNS: st.MtimeNS}
-		if err := e.worker.RecordHash(ctx, id, h); err != nil {
+		if err := e.worker.RecordHash(ctx, fence, id, h); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -212,7 +214,7 @@ func TestMoveDetection(t *testing.T) {
 		if got := e.one(`SELECT count(*) FROM library_files`); got != "2" {
 			t.Fatalf("rows: %s", got)
 		}
-		if got := e.one(`SELECT is_missing || needs_hash || needs_analysis FROM library_files WHERE relative_path = 'New/renamed.cbz'`); got != "000" {
+		if got := e.one(`SELECT '' || is_missing || needs_hash || needs_analysis FROM library_files WHERE relative_path = 'New/renamed.cbz'`); got != "000" {
 			t.Fatalf("flags: %s", got)
 		}
 	})
@@ -254,7 +256,7 @@ func TestMoveDetection(t *testing.T) {
 			t.Fatalf("rows: %s", got)
 		}
 		// The new file's hash was kept for the hash job.
-		if got := e.one(`SELECT needs_hash || '|' || (content_hash IS NOT NULL) FROM library_files WHERE relative_path = 'Z.cbz'`); got != "0|1" {
+		if got := e.one(`SELECT needs_hash || '|' || (CASE WHEN content_hash IS NOT NULL THEN 1 ELSE 0 END) FROM library_files WHERE relative_path = 'Z.cbz'`); got != "0|1" {
 			t.Fatalf("hash: %s", got)
 		}
 	})

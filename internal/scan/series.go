@@ -67,7 +67,7 @@ func (r *run) createSeries(ctx context.Context) (map[seriesKey]int64, error) {
 	ids := make(map[seriesKey]int64, len(firsts))
 	for start := 0; start < len(wanted); start += r.cfg.BatchSize {
 		chunk := wanted[start:min(start+r.cfg.BatchSize, len(wanted))]
-		got, created, err := r.st.EnsureSeries(ctx, r.libID, chunk)
+		got, created, err := r.st.EnsureSeries(ctx, r.fence, r.libID, chunk)
 		if err != nil {
 			return nil, err
 		}
@@ -136,13 +136,13 @@ func (r *run) linkSeries(ctx context.Context, ids map[seriesKey]int64) error {
 				links = append(links, store.FileLink{FileID: f.ID, SeriesID: id})
 			}
 		}
-		if err := r.st.LinkFiles(ctx, links); err != nil {
+		if err := r.st.LinkFiles(ctx, r.fence, links); err != nil {
 			return err
 		}
 	}
-	if err := r.st.RefreshSeriesCounts(ctx, r.libID); err != nil {
+	if err := r.st.RefreshSeriesCounts(ctx, r.fence, r.libID); err != nil {
 		return err
 	}
-	_, err := r.st.RemoveEmptySeries(ctx, r.libID)
+	_, err := r.st.RemoveEmptySeries(ctx, r.fence, r.libID)
 	return err
 }

@@ -47,10 +47,10 @@ func TestVideoFiles(t *testing.T) {
 	e.video("Berserk/Vol 01/trailer.mp4", fixtures.VideoWebM)
 
 	c := e.scan()
-	got := strings.Join(e.rows(`SELECT f.relative_path || ' ' || f.role || ' ' || ifnull(f.format, '-') || ' ' ||
-			ifnull(f.analysis_error_code, 'ok') || ' ' || f.needs_cover || ' ' ||
-			ifnull(v.container || ' ' || (v.duration_ms / 1000) || 's ' || ifnull(v.width || 'x' || v.height, '-') || ' ' ||
-				ifnull(v.video_codec, '-') || '/' || ifnull(v.audio_codec, '-') || ' ' || v.rotation, 'no probe')
+	got := strings.Join(e.rows(`SELECT f.relative_path || ' ' || f.role || ' ' || COALESCE(f.format, '-') || ' ' ||
+			COALESCE(f.analysis_error_code, 'ok') || ' ' || f.needs_cover || ' ' ||
+			COALESCE(v.container || ' ' || (v.duration_ms / 1000) || 's ' || COALESCE(v.width || 'x' || v.height, '-') || ' ' ||
+				COALESCE(v.video_codec, '-') || '/' || COALESCE(v.audio_codec, '-') || ' ' || v.rotation, 'no probe')
 		FROM library_files f LEFT JOIN video_probes v ON v.file_id = f.id
 		WHERE f.relative_path NOT LIKE 'Berserk/Vol 01/_.jpg' ORDER BY f.relative_path`), "\n")
 	want := strings.Join([]string{

@@ -54,12 +54,24 @@ func (w *walker) volumeSets(rel string, list []dirEntry) map[string]volumeSet {
 			claim(later.ent.Name(), volumeSet{later: true})
 		}
 	}
+	w.splitZips(rel, list, claim)
 	var orphans map[string][]string
 	for _, de := range list {
 		name := de.ent.Name()
+		if _, claimed := sets[name]; claimed || !de.ent.Type().IsRegular() {
+			continue
+		}
 		first, _, ok := layout.LaterVolume(name)
-		if _, claimed := sets[name]; !ok || claimed || !de.wanted || !de.ent.Type().IsRegular() ||
-			!w.isVolume(rel, name, archive.LaterVolume) {
+		if !ok {
+			// Old-style later volumes (.r00) are no comic extension: they
+			// are looked at when their first volume's extension is.
+			if first, _, ok = layout.OldLaterVolume(name); !ok || !w.wanted(first) || inList(list, first) {
+				continue
+			}
+		} else if !de.wanted {
+			continue
+		}
+		if !w.isVolume(rel, name, archive.LaterVolume) {
 			continue
 		}
 		claim(name, volumeSet{later: true})
@@ -73,6 +85,12 @@ func (w *walker) volumeSets(rel string, list []dirEntry) map[string]volumeSet {
 			Message: strings.Join(names, ", ") + " continue a multi-volume archive whose first volume, " + first + ", is not in the folder"})
 	}
 	return sets
+}
+
+// inList reports whether the sorted list holds a file named name.
+func inList(list []dirEntry, name string) bool {
+	i := sort.Search(len(list), func(i int) bool { return list[i].key >= name })
+	return i < len(list) && list[i].key == name
 }
 
 // laterVolumes are the entries of the sorted list that continue naming's
@@ -123,4 +141,70 @@ func (w *walker) volumeBook(ctx context.Context, rel string, de dirEntry, set vo
 		st.Volumes = 0
 	}
 	return fn(item{rel: rel, stat: st})
+}
+
+// splitZips claims the split zips of a sorted folder listing: a .zip or
+// .cbz with Book.z01 … beside it whose end record says it is the last part
+// of a split archive is the book over its parts (read first, in order);
+// the parts are never books. Only such files have their end record read.
+func (w *walker) splitZips(rel string, list []dirEntry, claim func(string, volumeSet)) {
+	for _, de := range list {
+		name := de.ent.Name()
+		if !de.wanted || !de.ent.Type().IsRegular() {
+			continue
+		}
+		i := strings.LastIndexByte(name, '.')
+		if i <= 0 || (!inList(list, name[:i+1]+"z01") && !inList(list, name[:i+1]+"Z01")) {
+			continue
+		}
+		if len(archive.SplitZipParts(filepath.Join(w.root, filepath.FromSlash(rel)), name)) == 0 {
+			continue
+		}
+		var names []string
+		byName := map[string]dirEntry{}
+		for _, p := range list {
+			if p.ent.Type().IsRegular() && strings.HasPrefix(p.key, name[:i+1]) {
+				names = append(names, p.key)
+				byName[p.key] = p
+			}
+		}
+		parts, _ := layout.SplitZipParts(name, names)
+		set := volumeSet{}
+		for _, p := range parts {
+			set.rest = append(set.rest, byName[p])
+			claim(p, volumeSet{later: true})
+		}
+		claim(name, set)
+	}
+	w.splitZipOrphans(rel, list)
+}
+
+// splitZipOrphans reports, once per set, the parts of a split zip whose
+// last part (Book.zip or Book.cbz) is not in the folder: a Book.z01 that
+// starts like one, in a library that indexes zips or cbzs.
+func (w *walker) splitZipOrphans(rel string, list []dirEntry) {
+	for _, de := range list {
+		name := de.ent.Name()
+		if !de.ent.Type().IsRegular() || len(name) < 5 || (name[len(name)-3:] != "z01" && name[len(name)-3:] != "Z01") {
+			continue
+		}
+		stem, z := name[:len(name)-3], name[len(name)-3]
+		zipName, cbzName := stem+"zip", stem+"cbz"
+		if z == 'Z' {
+			zipName, cbzName = stem+"ZIP", stem+"CBZ"
+		}
+		if inList(list, zipName) || inList(list, cbzName) || (!w.wanted(zipName) && !w.wanted(cbzName)) ||
+			!archive.IsSplitZipStart(filepath.Join(w.root, filepath.FromSlash(rel), name)) {
+			continue
+		}
+		var names []string
+		for _, p := range list {
+			if p.ent.Type().IsRegular() && strings.HasPrefix(p.key, stem) {
+				names = append(names, p.key)
+			}
+		}
+		parts, _ := layout.SplitZipParts(zipName, names)
+		w.errs(store.ScanError{RelativePath: path.Join(rel, zipName), Code: protocol.ErrArchiveIncomplete,
+			Message: strings.Join(parts, ", ") + " begin a split zip whose last part, " + zipName + ", is not in the folder"})
+	}
 }

@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/layout"
@@ -67,6 +69,28 @@ func (w *walker) walk(ctx context.Context, fn func(item) error) error {
 	return w.dir(ctx, "", nil, ents, fn)
 }
 
+// folder walks one folder of a scoped scan (rel ends in '/') as the walk of
+// its parent would: a folder book is one item, any other folder its
+// subtree. A folder that is gone, or is no folder, yields nothing.
+func (w *walker) folder(ctx context.Context, rel string, fn func(item) error) error {
+	rel = strings.TrimSuffix(rel, "/")
+	info, err := os.Lstat(filepath.Join(w.root, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !info.IsDir()) {
+		return nil
+	}
+	if err != nil {
+		w.errs(store.ScanError{RelativePath: rel + "/", Code: protocol.ErrIOError, Message: err.Error()})
+		return fn(item{rel: rel + "/", opaque: true})
+	}
+	for _, name := range strings.Split(rel, "/") {
+		if skipName(name) {
+			return nil
+		}
+	}
+	de := dirEntry{key: path.Base(rel) + "/", ent: fs.FileInfoToDirEntry(info)}
+	return w.entry(ctx, rel, de, protocol.RoleBook, fn)
+}
+
 // dir walks one folder. self is the folder's own entry (nil for the
 // library root), for the signature of a folder book.
 func (w *walker) dir(ctx context.Context, rel string, self fs.DirEntry, ents []fs.DirEntry, fn func(item) error) error {
@@ -74,6 +98,10 @@ func (w *walker) dir(ctx context.Context, rel string, self fs.DirEntry, ents []f
 	list := make([]dirEntry, 0, len(ents))
 	for _, e := range ents {
 		if skipName(e.Name()) {
+			continue
+		}
+		if !utf8.ValidString(e.Name()) {
+			w.badName(path.Join(rel, e.Name()), e.IsDir())
 			continue
 		}
 		key := e.Name()
@@ -174,15 +202,8 @@ func (w *walker) wanted(rel string) bool {
 	return w.exts[strings.ToLower(path.Ext(rel))]
 }
 
-// skipName is true for names a library never indexes: dot-files and the
-// metadata folders NAS systems and macOS sprinkle everywhere.
-func skipName(name string) bool {
-	switch name {
-	case "@eaDir", "__MACOSX", "#recycle", "#snapshot", "Thumbs.db":
-		return true
-	}
-	return strings.HasPrefix(name, ".")
-}
+// skipName is layout.SkipName: the names a library never indexes.
+func skipName(name string) bool { return layout.SkipName(name) }
 
 func statOf(rel string, info fs.FileInfo, role protocol.FileRole) store.FileStat {
 	st := store.FileStat{RelativePath: rel, SizeBytes: info.Size(), MtimeNS: info.ModTime().UnixNano(), Role: role}
@@ -195,4 +216,19 @@ func statOf(rel string, info fs.FileInfo, role protocol.FileRole) store.FileStat
 // within reports whether the real path p is root or lies under it.
 func within(root, p string) bool {
 	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, string(filepath.Separator))+string(filepath.Separator))
+}
+
+// badName records a file or folder whose name is not valid UTF-8 (a latin1
+// name from an old NAS share) as a scan error, under its name with the bad
+// bytes replaced, and skips it: PostgreSQL refuses such text, and the API's
+// JSON could only show a name that is not on disk. Renaming it makes it a
+// book like any other at the next scan.
+func (w *walker) badName(rel string, dir bool) {
+	shown := strings.ToValidUTF8(rel, "\uFFFD")
+	what := "file"
+	if dir {
+		shown, what = shown+"/", "folder (not walked)"
+	}
+	w.errs(store.ScanError{RelativePath: shown, Code: protocol.ErrIOError,
+		Message: fmt.Sprintf("the %s name is not valid UTF-8 (%q): rename it to index it", what, path.Base(rel))})
 }

@@ -44,10 +44,6 @@ type Scheduler struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	dispatch *service
-
-	// followedUpTo is the id up to which every job was finished and
-	// followed up; only the dispatch service reads and writes it.
-	followedUpTo int64
 }
 
 // New prepares a scheduler over st; nothing runs before Start.
@@ -88,6 +84,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		newService("wal", s.cfg.WALInterval, s.walCheckpoints, s),
 		newService("cleanups", s.cfg.CleanupInterval, s.missingCleanups, s),
 		newService("trash", s.cfg.CleanupInterval, s.trashPurges, s),
+		newService("progress", s.cfg.FollowUpInterval, s.st.SettleKeeperProgress, s),
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
 	for _, sv := range services {

@@ -13,8 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -33,14 +35,8 @@ func setup(t *testing.T, libraries int) *env {
 	e := &env{ctx: context.Background(), path: path,
 		control: storetest.MustOpen(t, path, store.RoleControl, nil),
 		worker:  storetest.MustOpen(t, path, store.RoleWorker, nil)}
-	for i := range libraries {
-		now := protocol.FormatTime(e.control.Now())
-		id, err := e.control.InsertID(e.ctx, `INSERT INTO libraries (name, path, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id`,
-			fmt.Sprint("l", i), fmt.Sprint("/libraries/l", i), now, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.libs = append(e.libs, id)
+	for range libraries {
+		e.libs = append(e.libs, testfactory.Library(t, e.control, &testfactory.LibraryOpts{CreatedAt: e.control.Now()}))
 	}
 	return e
 }
@@ -69,7 +65,7 @@ func (e *env) start(t *testing.T, cfg Config) *Scheduler {
 
 func (e *env) request(t *testing.T, kind protocol.JobKind, lib int64, p protocol.Priority) store.RequestOutcome {
 	t.Helper()
-	out, err := e.control.RequestJob(e.ctx, store.JobRequest{Kind: kind, LibraryID: sql.NullInt64{Int64: lib, Valid: true}, Priority: p})
+	out, err := e.control.RequestJob(e.ctx, store.JobRequest{Kind: kind, LibraryID: new(int64(lib)), Priority: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +80,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // work acts as workerd: claims the next scan/hash job, checks it is the
 // only active one, finishes it, and returns it.
-func (e *env) work(t *testing.T) *store.Job {
+func (e *env) work(t *testing.T) *model.Job {
 	t.Helper()
-	var job *store.Job
+	var job *model.Job
 	waitFor(t, "a claimable job", func() bool {
 		j, err := e.worker.ClaimJob(e.ctx, "w1", time.Minute)
 		if err != nil {
@@ -95,10 +91,10 @@ func (e *env) work(t *testing.T) *store.Job {
 		job = j
 		return j != nil
 	})
-	if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM jobs WHERE status IN ('pending','running') AND kind IN ('scan','hash')`); n != 1 {
+	if n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM jobs WHERE status IN ('pending','running') AND kind IN ('scan','hash')`); n != 1 {
 		t.Fatalf("%d active scan/hash jobs", n)
 	}
-	if err := e.worker.FinishJob(e.ctx, job.ID, "w1", store.JobOutcome{Status: protocol.JobCompleted, Result: "{}"}); err != nil {
+	if err := e.worker.FinishJob(e.ctx, job.Fence(), store.JobOutcome{Status: protocol.JobCompleted, Result: "{}"}); err != nil {
 		t.Fatal(err)
 	}
 	return job
@@ -116,7 +112,7 @@ func TestDispatcher(t *testing.T) {
 		e.start(t, fastConfig(nil))
 		var order []int64
 		for range 3 {
-			order = append(order, e.work(t).LibraryID.Int64)
+			order = append(order, e.work(t).Library())
 		}
 		if fmt.Sprint(order) != fmt.Sprint(e.libs) {
 			t.Fatalf("order %v, want %v", order, e.libs)
@@ -138,14 +134,14 @@ func TestDispatcher(t *testing.T) {
 		s1 := e.start(t, fastConfig(reg))
 		first := e.work(t)
 		waitFor(t, "high entry promoted", func() bool {
-			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM jobs WHERE status = 'pending'`)
+			n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM jobs WHERE status = 'pending'`)
 			return n == 1
 		})
 		s1.Stop()
 		second := e.work(t)
 		// controld is down: the slot is free but nobody promotes
-		if first.LibraryID.Int64 != e.libs[0] || second.LibraryID.Int64 != e.libs[3] {
-			t.Fatalf("ran %d then %d", first.LibraryID.Int64, second.LibraryID.Int64)
+		if first.Library() != e.libs[0] || second.Library() != e.libs[3] {
+			t.Fatalf("ran %d then %d", first.Library(), second.Library())
 		}
 		if j, _ := e.worker.ClaimJob(e.ctx, "w1", time.Minute); j != nil {
 			t.Fatalf("job %d promoted while the scheduler was stopped", j.ID)
@@ -158,8 +154,8 @@ func TestDispatcher(t *testing.T) {
 		}
 		defer s2.Stop()
 		third, fourth := e.work(t), e.work(t)
-		if third.LibraryID.Int64 != e.libs[1] || fourth.LibraryID.Int64 != e.libs[2] {
-			t.Fatalf("after restart ran %d then %d", third.LibraryID.Int64, fourth.LibraryID.Int64)
+		if third.Library() != e.libs[1] || fourth.Library() != e.libs[2] {
+			t.Fatalf("after restart ran %d then %d", third.Library(), fourth.Library())
 		}
 		if got := counterValue(s2.metrics.items.WithLabelValues("dispatch")); got != 3 {
 			t.Fatalf("dispatch items metric %v, want 3 promotions", got)
@@ -172,12 +168,12 @@ func TestDispatcher(t *testing.T) {
 		first := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityHigh)
 		e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityHigh)
 		s := e.start(t, cfg)
-		if _, err := e.control.Exec(e.ctx, `UPDATE jobs SET status = 'cancelled' WHERE id = ?`, first.Job.ID); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE jobs SET status = 'cancelled' WHERE id = ?`, first.Job.ID); err != nil {
 			t.Fatal(err)
 		}
 		s.Kick()
 		waitFor(t, "promotion after kick", func() bool {
-			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM jobs WHERE status = 'pending' AND library_id = ?`, e.libs[1])
+			n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM jobs WHERE status = 'pending' AND library_id = ?`, e.libs[1])
 			return n == 1
 		})
 	})
@@ -198,7 +194,7 @@ func (r *recordingCovers) AdmitPendingCovers(ctx context.Context, lib int64, lim
 	if capacity != 10000 || shards != 256 || f != protocol.ImageWebP {
 		return 0, fmt.Errorf("settings not passed: %d %d %s", capacity, shards, f)
 	}
-	res, err := r.st.Exec(ctx, `UPDATE library_files SET needs_cover = 0 WHERE id IN
+	res, err := storetest.Exec(ctx, r.st, `UPDATE library_files SET needs_cover = 0 WHERE id IN
 		(SELECT id FROM library_files WHERE library_id = ? AND needs_cover = 1 LIMIT ?)`, lib, limit)
 	if err != nil {
 		return 0, err
@@ -211,7 +207,7 @@ func TestFollowUps(t *testing.T) {
 		e := setup(t, 2)
 		now := protocol.FormatTime(e.control.Now())
 		for i := range 7 {
-			if _, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+			if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
 				needs_cover, created_at, updated_at) VALUES (?, ?, 1, 1, 1, ?, ?)`, e.libs[0], fmt.Sprint(i, ".cbz"), now, now); err != nil {
 				t.Fatal(err)
 			}
@@ -227,16 +223,16 @@ func TestFollowUps(t *testing.T) {
 		defer s.Stop()
 		scan := e.work(t)
 		hash := e.work(t)
-		if hash.Kind != "hash" || hash.LibraryID.Int64 != e.libs[0] || hash.Priority != "normal" {
+		if hash.Kind != "hash" || hash.Library() != e.libs[0] || hash.Priority != "normal" {
 			t.Fatalf("after scan %d ran %+v", scan.ID, hash)
 		}
 		waitFor(t, "covers admitted", func() bool {
-			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM library_files WHERE needs_cover = 1`)
+			n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM library_files WHERE needs_cover = 1`)
 			return n == 0
 		})
 		// the hash job is not followed by anything, and the scan only once
 		time.Sleep(100 * time.Millisecond)
-		if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM jobs WHERE kind = 'hash'`); n != 1 {
+		if n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM jobs WHERE kind = 'hash'`); n != 1 {
 			t.Fatalf("%d hash jobs", n)
 		}
 		covers.mu.Lock()
@@ -251,7 +247,7 @@ func TestFollowUps(t *testing.T) {
 		e := setup(t, 1)
 		now := protocol.FormatTime(e.control.Now())
 		for i := range 5 {
-			if _, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+			if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
 				needs_cover, is_missing, created_at, updated_at) VALUES (?, ?, 1, 1, 1, ?, ?, ?)`,
 				e.libs[0], fmt.Sprint(i, ".cbz"), i/4, now, now); err != nil {
 				t.Fatal(err)
@@ -262,10 +258,10 @@ func TestFollowUps(t *testing.T) {
 			t.Fatal("New does not admit covers through its store")
 		}
 		waitFor(t, "thumbnail rows", func() bool {
-			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM thumbnails WHERE status = 'pending' AND library_id = ?`, e.libs[0])
+			n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM thumbnails WHERE status = 'pending' AND library_id = ?`, e.libs[0])
 			return n == 4
 		})
-		if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM library_files WHERE needs_cover = 1 AND is_missing = 0`); n != 0 {
+		if n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM library_files WHERE needs_cover = 1 AND is_missing = 0`); n != 0 {
 			t.Fatalf("%d present files still flagged", n)
 		}
 	})
@@ -278,10 +274,10 @@ func TestFollowUps(t *testing.T) {
 		s := e.start(t, fastConfig(nil))
 		scan := e.work(t)
 		waitFor(t, "follow-up row", func() bool {
-			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM job_followups WHERE job_id = ? AND hash_requested = 0`, scan.ID)
+			n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM job_followups WHERE job_id = ? AND hash_requested = 0`, scan.ID)
 			return n == 1
 		})
-		if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM jobs WHERE kind = 'hash'`); n != 0 {
+		if n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM jobs WHERE kind = 'hash'`); n != 0 {
 			t.Fatalf("%d hash jobs", n)
 		}
 		_ = s
@@ -292,16 +288,16 @@ func TestPeriodicAndMaintenance(t *testing.T) {
 	t.Run("a due library is scanned on start, once", func(t *testing.T) {
 		e := setup(t, 2)
 		past := protocol.FormatTime(e.control.Now().Add(-72 * time.Hour))
-		if _, err := e.control.Exec(e.ctx, `UPDATE libraries SET scan_interval_minutes = 60, last_scan_requested_at = ? WHERE id = ?`, past, e.libs[0]); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE libraries SET scan_interval_minutes = 60, last_scan_requested_at = ? WHERE id = ?`, past, e.libs[0]); err != nil {
 			t.Fatal(err)
 		}
 		e.start(t, fastConfig(nil))
 		waitFor(t, "scheduled scan", func() bool {
-			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM jobs WHERE kind = 'scan' AND library_id = ?`, e.libs[0])
+			n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM jobs WHERE kind = 'scan' AND library_id = ?`, e.libs[0])
 			return n == 1
 		})
 		time.Sleep(150 * time.Millisecond) // several schedule ticks
-		n, _ := e.control.QueryInt(e.ctx, `SELECT (SELECT count(*) FROM jobs WHERE kind = 'scan') + (SELECT count(*) FROM scan_requests)`)
+		n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT (SELECT count(*) FROM jobs WHERE kind = 'scan') + (SELECT count(*) FROM scan_requests)`)
 		if n != 1 {
 			t.Fatalf("%d scan requests for 72 missed hours", n)
 		}
@@ -314,7 +310,7 @@ func TestPeriodicAndMaintenance(t *testing.T) {
 		}
 		e.start(t, fastConfig(nil))
 		waitFor(t, "recovery", func() bool {
-			n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM jobs WHERE id = ? AND error_code = 'lease_expired'
+			n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM jobs WHERE id = ? AND error_code = 'lease_expired'
 				AND status IN ('retryable','pending')`, job.ID)
 			return n == 1
 		})
@@ -388,20 +384,20 @@ func TestCoverLayoutChange(t *testing.T) {
 	e := setup(t, 1)
 	s := New(e.control, fastConfig(nil))
 	now := protocol.FormatTime(e.control.Now())
-	file, err := e.control.InsertID(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+	file, err := storetest.InsertID(e.ctx, e.control, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
 		cover_updated_at, created_at, updated_at) VALUES (?, 'a.cbz', 1, 1, 1, ?, ?) RETURNING id`, e.libs[0], now, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := store.CoverRelPath(file, 256, protocol.ImageWebP)
-	if _, err := e.control.Exec(e.ctx, `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath,
+	if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath,
 		created_at, updated_at) VALUES (?, ?, ?, 'ready', ?, ?, ?)`, file, e.libs[0], store.ThumbnailGroupKey(e.libs[0]), old, now, now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.missingCleanups(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM thumbnail_cleanup_jobs`); n != 0 {
+	if n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM thumbnail_cleanup_jobs`); n != 0 {
 		t.Fatal("cleanup scheduled although the layout did not change")
 	}
 	if err := e.control.PutSettings(e.ctx, map[string]string{"cover.cache.shard_count": "16"}); err != nil {
@@ -412,10 +408,10 @@ func TestCoverLayoutChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM library_files WHERE id = ? AND needs_cover = 1`, file); n != 1 {
+	if n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM library_files WHERE id = ? AND needs_cover = 1`, file); n != 1 {
 		t.Fatal("old-layout cover not flagged for a new render")
 	}
-	if n, _ := e.control.QueryInt(e.ctx, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE group_key = 'shards:16' AND status = 'pending'`); n != 1 {
+	if n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE group_key = 'shards:16' AND status = 'pending'`); n != 1 {
 		t.Fatalf("%d shards:16 cleanups pending, want 1", n)
 	}
 }

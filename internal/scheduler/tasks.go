@@ -36,7 +36,7 @@ func (s *Scheduler) dispatchOnce(ctx context.Context) (int64, error) {
 		return 0, errors.Join(ferr, err)
 	}
 	s.cfg.Logger.Info("queue head promoted", "job", job.ID, "kind", job.Kind,
-		"library", job.LibraryID.Int64, "priority", job.Priority)
+		"library", job.Library(), "priority", job.Priority)
 	return 1, ferr
 }
 
@@ -83,19 +83,13 @@ func (s *Scheduler) admitCovers(ctx context.Context, v settings.Values) (int64, 
 // followUpJobs follows up every finished job exactly once: after a
 // completed scan with scan.hash.mode=full, a normal-priority hash job of
 // its library; after a hash job that yielded to a scan, the same hash job
-// again, queued behind the scan. Settings are read only when there is
-// something to follow up.
+// again, queued behind the scan. It walks the finished jobs not yet marked
+// followed_up (every other finished job is marked too, with nothing to
+// do), from the lowest id on every tick: no id floor is kept, since on
+// PostgreSQL a job can commit after one with a higher id. Settings are
+// read only when there is something to follow up.
 func (s *Scheduler) followUpJobs(ctx context.Context) (done int64, err error) {
-	floor, err := s.st.FollowUpFloor(ctx)
-	if err != nil {
-		return 0, err
-	}
-	after := s.followedUpTo
-	defer func() {
-		if err == nil {
-			s.followedUpTo = floor - 1 // every job below floor was finished, and is followed up now
-		}
-	}()
+	var after int64
 	hashAfterScan := func() (bool, error) {
 		v, err := settings.Load(ctx, s.st)
 		return err == nil && v.Enum(settings.ScanHashMode) == "full", err
@@ -120,7 +114,7 @@ func (s *Scheduler) followUpJobs(ctx context.Context) (done int64, err error) {
 			}
 			done++
 			if hash != nil {
-				s.cfg.Logger.Info("hash requested", "after_job", j.ID, "kind", j.Kind, "library", j.LibraryID.Int64,
+				s.cfg.Logger.Info("hash requested", "after_job", j.ID, "kind", j.Kind, "library", j.Library(),
 					"created", hash.Created, "queued", hash.Queued != nil)
 			}
 		}

@@ -109,42 +109,48 @@ func defineFlag(key string, def bool, desc string) FlagKey {
 
 // DefaultExtensions are the file types a scan picks up.
 // Video files among them are skipped in a library whose media is comics.
-const DefaultExtensions = ".cbz,.zip,.cbr,.rar,.cb7,.7z,.jpg,.jpeg,.png,.webp,.gif,.avif," +
+const DefaultExtensions = ".cbz,.zip,.cbr,.rar,.cb7,.7z,.jpg,.jpeg,.png,.webp,.gif,.avif,.tif,.tiff," +
 	".mp4,.m4v,.mkv,.webm,.avi,.mov,.ts"
 
 // The settings. GET /api/v1/settings lists them with these descriptions.
 var (
-	ScanMaxWorkers              = defineInt("scan.max_workers", 0, 0, 64, "Parallel archive analyses and small-file hashes; 0 = number of CPUs.")
-	ScanHashMode                = defineEnum("scan.hash.mode", "full", "full: hash files (duplicates, move detection); off: never hash.", "full", "off")
-	HashAlgorithm               = defineEnum("hash.algorithm", "blake3", "Content hash algorithm; changing it rehashes lazily.", "blake3", "sha256")
-	HashIODepth                 = defineInt("hash.io_depth", 16, 1, 256, "Small files a hash job reads at once, ahead of the hash workers; lower it for a single spinning disk.")
-	ScanCancelCheckIntervalMS   = defineInt("scan.cancel_check.interval_ms", 500, 50, 60000, "How often a running job checks for a cancel request, in ms.")
-	ScanCoverMode               = defineEnum("scan.cover.mode", "scan", "scan: render covers for new/changed files; off: never automatically.", "scan", "off")
-	ScanCoverRegenerateMissing  = defineFlag("scan.cover.regenerate_missing", false, "1: a scan also renders covers for unchanged files that have none.")
-	ScanCoverWidth              = defineInt("scan.cover.width", 320, 16, 4096, "Cover width in pixels (aspect ratio kept).")
-	ScanCoverTargetKB           = defineInt("scan.cover.target_kb", 48, 1, 4096, "Byte budget of one cover, in KiB.")
-	ScanCoverQualityStart       = defineInt("scan.cover.quality_start", 85, 1, 100, "First encoder quality tried.")
-	ScanCoverQualityMin         = defineInt("scan.cover.quality_min", 40, 1, 100, "Lowest encoder quality tried before giving up on the budget.")
-	ScanCoverQualityStep        = defineInt("scan.cover.quality_step", 10, 1, 99, "Quality decrement between attempts.")
-	ScanCoverFormat             = defineEnum("scan.cover.format", "webp", "Cover image format.", "webp", "jpeg")
-	CoverCacheShardCount        = defineInt("cover.cache.shard_count", 256, 1, 65536, "Cover cache folders (file_id mod shard_count); changing it rebuilds the cache.")
-	ThumbnailQueueCapacity      = defineInt("thumbnail.queue.capacity", 10000, 1, 10000000, "Most pending+running thumbnail rows; admission beyond is refused.")
-	ThumbnailMaxSourceMB        = defineInt("thumbnail.max_source_mb", 64, 1, 4096, "Largest page read to render a cover, in MiB.")
-	JobsMaxAttempts             = defineInt("jobs.max_attempts", 5, 1, 100, "Attempts of a scan/hash job before it fails for good.")
-	JobsRetentionHours          = defineInt("jobs.retention_hours", 24, 1, 87600, "How long finished jobs are kept (failed ones 7 days at least).")
-	WALCheckpointIntervalMin    = defineInt("wal.checkpoint.interval_minutes", 10, 0, 10080, "Period of the passive WAL checkpoint; 0 = never.")
-	WALCheckpointTruncateMB     = defineInt("wal.checkpoint.truncate_threshold_mb", 256, 1, 1048576, "WAL size that triggers a truncate checkpoint, in MiB.")
-	WALCheckpointMinIntervalSec = defineInt("wal.checkpoint.min_interval_seconds", 30, 0, 86400, "Least time between two requested checkpoints (force overrides).")
-	WALCheckpointMaxRetries     = defineInt("wal.checkpoint.max_retries", 5, 0, 1000, "Busy retries of a checkpoint before it fails.")
-	ScanExtensions              = ListKey{define(Definition{Key: "scan.extensions", Default: DefaultExtensions, Kind: "list",
+	ScanMaxWorkers               = defineInt("scan.max_workers", 0, 0, 64, "Parallel archive analyses and small-file hashes; 0 = number of CPUs.")
+	ScanHashMode                 = defineEnum("scan.hash.mode", "full", "full: hash files (duplicates, move detection); off: never hash.", "full", "off")
+	HashAlgorithm                = defineEnum("hash.algorithm", "blake3", "Content hash algorithm; changing it rehashes lazily.", "blake3", "sha256")
+	HashIODepth                  = defineInt("hash.io_depth", 16, 1, 256, "Small files a hash job reads at once, ahead of the hash workers; lower it for a single spinning disk.")
+	SameBookCommonPagesMinSeries = defineInt("samebook.common_pages_min_series", 5, 2, 1000000, "A page digest found in books of this many series is a common page (credits, ads), ignored when books are compared.")
+	SameBookContainsPages        = defineInt("samebook.contains_pages", 3, 0, 16, "Extra pages at the start or end (credit pages) with which a book still \"contains\" another; its page-signature candidates are digested.")
+	ScanCancelCheckIntervalMS    = defineInt("scan.cancel_check.interval_ms", 500, 50, 60000, "How often a running job checks for a cancel request, in ms.")
+	ScanCoverMode                = defineEnum("scan.cover.mode", "scan", "scan: render covers for new/changed files; off: never automatically.", "scan", "off")
+	ScanCoverRegenerateMissing   = defineFlag("scan.cover.regenerate_missing", false, "1: a scan also renders covers for unchanged files that have none.")
+	ScanCoverWidth               = defineInt("scan.cover.width", 320, 16, 4096, "Cover width in pixels (aspect ratio kept).")
+	ScanCoverTargetKB            = defineInt("scan.cover.target_kb", 48, 1, 4096, "Byte budget of one cover, in KiB.")
+	ScanCoverQualityStart        = defineInt("scan.cover.quality_start", 85, 1, 100, "First encoder quality tried.")
+	ScanCoverQualityMin          = defineInt("scan.cover.quality_min", 40, 1, 100, "Lowest encoder quality tried before giving up on the budget.")
+	ScanCoverQualityStep         = defineInt("scan.cover.quality_step", 10, 1, 99, "Quality decrement between attempts.")
+	ScanCoverFormat              = defineEnum("scan.cover.format", "webp", "Cover image format.", "webp", "jpeg")
+	CoverCacheShardCount         = defineInt("cover.cache.shard_count", 256, 1, 65536, "Cover cache folders (file_id mod shard_count); changing it rebuilds the cache.")
+	ThumbnailQueueCapacity       = defineInt("thumbnail.queue.capacity", 10000, 1, 10000000, "Most pending+running thumbnail rows; admission beyond is refused.")
+	ThumbnailMaxSourceMB         = defineInt("thumbnail.max_source_mb", 64, 1, 4096, "Largest page read to render a cover, in MiB.")
+	JobsMaxAttempts              = defineInt("jobs.max_attempts", 5, 1, 100, "Attempts of a scan/hash job before it fails for good.")
+	JobsRetentionHours           = defineInt("jobs.retention_hours", 24, 1, 87600, "How long finished jobs are kept (failed ones 7 days at least).")
+	WALCheckpointIntervalMin     = defineInt("wal.checkpoint.interval_minutes", 10, 0, 10080, "Period of the passive WAL checkpoint; 0 = never.")
+	WALCheckpointTruncateMB      = defineInt("wal.checkpoint.truncate_threshold_mb", 256, 1, 1048576, "WAL size that triggers a truncate checkpoint, in MiB.")
+	WALCheckpointMinIntervalSec  = defineInt("wal.checkpoint.min_interval_seconds", 30, 0, 86400, "Least time between two requested checkpoints (force overrides).")
+	WALCheckpointMaxRetries      = defineInt("wal.checkpoint.max_retries", 5, 0, 1000, "Busy retries of a checkpoint before it fails.")
+	ScanExtensions               = ListKey{define(Definition{Key: "scan.extensions", Default: DefaultExtensions, Kind: "list",
 		Description: "Comma-separated file extensions a scan indexes."})}
 	IOHashRateLimitMBs        = defineInt("io.hash_rate_limit_mb_s", 0, 0, 100000, "Global hashing read budget shared by all workers, MB/s; 0 = unlimited.")
 	IOThumbnailRateLimitMBs   = defineInt("io.thumbnail_rate_limit_mb_s", 0, 0, 100000, "Global cover source read budget, MB/s; 0 = unlimited.")
 	CleanupMissingAfterHours  = defineInt("cleanup.missing_after_hours", 168, 1, 87600, "Covers of files missing this long are cleaned up.")
+	WatchSettleMS             = defineInt("watch.settle_ms", 2000, 100, 600000, "The watcher requests a scan of a changed folder once its files' sizes and mtimes held still this long, in ms.")
+	WatchPollIntervalSeconds  = defineInt("watch.poll_interval_seconds", 30, 1, 86400, "How often a polled library's folder mtimes are read, in seconds.")
 	ScanMissingPurgeAfterDays = defineInt("scan.missing.purge_after_days", 30, 0, 3650, "A scan deletes the rows of files missing this many days, once their covers are cleaned up; 0 keeps them.")
 	TrashRetentionDays        = defineInt("trash.retention_days", 30, 0, 3650, "Days a delete job's trash is kept before it is purged for good; 0 keeps it.")
 	VideoTimeoutSeconds       = defineInt("video.timeout_seconds", 30, 1, 3600, "Wall-clock limit of one ffprobe or ffmpeg run on a video file, in seconds; past it the file is video_timeout.")
 	VideoMemoryLimitMB        = defineInt("video.memory_limit_mb", 2048, 0, 1048576, "Address-space limit of one ffprobe or ffmpeg run, in MiB; 0 = none.")
+	ReaderWideRatioPercent    = defineInt("ui.reader.wide_ratio_threshold", 100, 50, 1000, "A page is wide (a spread) when its width is more than its height × this / 100.")
+	ReaderPageCacheMB         = defineInt("reader.page_cache_mb", 512, 0, 1048576, "Byte budget of the cache of pages shrunk to a reader's ?width=, in MiB; 0 = no cache.")
 	DeletePlanTTLHours        = defineInt("delete.plan_ttl_hours", 24, 1, 8760, "How long a duplicate-resolution plan can be executed after it was made.")
 )
 

@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -48,7 +48,7 @@ const hashCandidate = `EXISTS (SELECT 1 FROM library_files o
 // duplicate groups are global. The walk is on the rowid, so a job pages
 // through the table once, and the size index answers both tests; when few
 // files are due (fewDue), it is a walk of their sizes' files instead.
-func (s *Store) PartialTargets(ctx context.Context, libraryID sql.NullInt64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
+func (s *Store) PartialTargets(ctx context.Context, libraryID *int64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
 	few, err := s.fewDue(ctx, alg)
 	if err != nil {
 		return nil, fmt.Errorf("partial targets: %w", err)
@@ -106,11 +106,11 @@ type PartialResult struct {
 // while the row still describes the version that was read; it returns how
 // many were stored. A partial digest is bookkeeping, not a change of the
 // file: updated_at is left alone.
-func (s *Store) RecordPartialHashes(ctx context.Context, results []PartialResult) (stored int64, err error) {
+func (s *Store) RecordPartialHashes(ctx context.Context, f model.Fence, results []PartialResult) (stored int64, err error) {
 	if len(results) == 0 {
 		return 0, nil
 	}
-	err = s.write(ctx, func(tx *sqlx.Tx) error {
+	err = s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		stored = 0
 		for _, r := range results {
 			if len(r.Sum) != 32 {

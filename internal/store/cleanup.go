@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -62,11 +63,11 @@ func ParseCleanupKey(key string) (CleanupKey, error) {
 
 // EnqueueCleanup schedules a cleanup of groupKey at executeAfter. A pending
 // row of the same key is returned instead of a duplicate.
-func (s *Store) EnqueueCleanup(ctx context.Context, groupKey string, executeAfter time.Time) (CleanupJob, error) {
+func (s *Store) EnqueueCleanup(ctx context.Context, groupKey string, executeAfter time.Time) (model.CleanupJob, error) {
 	if _, err := ParseCleanupKey(groupKey); err != nil {
-		return CleanupJob{}, &protocol.Error{Code: protocol.ErrInvalidPayload, Message: err.Error(), Err: err}
+		return model.CleanupJob{}, &protocol.Error{Code: protocol.ErrInvalidPayload, Message: err.Error(), Err: err}
 	}
-	var c CleanupJob
+	var c model.CleanupJob
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &c, `SELECT * FROM thumbnail_cleanup_jobs WHERE group_key = ? AND status = 'pending'
 			ORDER BY id LIMIT 1`, groupKey)
@@ -78,7 +79,7 @@ func (s *Store) EnqueueCleanup(ctx context.Context, groupKey string, executeAfte
 			VALUES (?, 'pending', ?, ?, ?) RETURNING *`, groupKey, protocol.FormatTime(executeAfter), now, now)
 	})
 	if err != nil {
-		return CleanupJob{}, fmt.Errorf("enqueue cleanup %s: %w", groupKey, err)
+		return model.CleanupJob{}, fmt.Errorf("enqueue cleanup %s: %w", groupKey, err)
 	}
 	return c, nil
 }
@@ -153,7 +154,7 @@ const layoutMismatch = `t.output_relpath <> '` + CoversDir + `/' || printf(?, t.
 
 // CleanupCandidates lists up to limit ready/failed thumbnails of the group
 // with id > afterID, in id order (the executor's batches).
-func (s *Store) CleanupCandidates(ctx context.Context, groupKey string, afterID int64, limit int) ([]Thumbnail, error) {
+func (s *Store) CleanupCandidates(ctx context.Context, groupKey string, afterID int64, limit int) ([]model.Thumbnail, error) {
 	k, err := ParseCleanupKey(groupKey)
 	if err != nil {
 		return nil, err
@@ -176,7 +177,7 @@ func (s *Store) CleanupCandidates(ctx context.Context, groupKey string, afterID 
 		args = append(args, shardPattern(k.N), k.N, shardPattern(k.N), k.N)
 	}
 	q += ` ORDER BY t.id LIMIT ?`
-	var out []Thumbnail
+	var out []model.Thumbnail
 	if err := s.r.SelectContext(ctx, &out, q, append(args, limit)...); err != nil {
 		return nil, fmt.Errorf("cleanup candidates of %s: %w", groupKey, err)
 	}
@@ -207,8 +208,10 @@ func (s *Store) CoverPathsInUse(ctx context.Context, paths []string, ids []int64
 }
 
 // DeleteCleanedThumbnails deletes the given rows that are still ready or
-// failed (a row requeued meanwhile is kept) and returns how many went.
-func (s *Store) DeleteCleanedThumbnails(ctx context.Context, ids []int64) (int64, error) {
+// failed (a row requeued meanwhile is kept) and returns how many went. The
+// delete is fenced by the cleanup's claim c: a cleaner that lost its lease
+// deletes nothing (ErrLeaseLost).
+func (s *Store) DeleteCleanedThumbnails(ctx context.Context, c model.Fence, ids []int64) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -217,7 +220,7 @@ func (s *Store) DeleteCleanedThumbnails(ctx context.Context, ids []int64) (int64
 		return 0, err
 	}
 	var n int64
-	err = s.write(ctx, func(tx *sqlx.Tx) error {
+	err = s.fenced(ctx, c, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err

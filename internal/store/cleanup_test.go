@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -54,7 +57,7 @@ func TestEnqueueCleanup(t *testing.T) {
 // addThumb inserts a thumbnail row in the given state and layout.
 func (db *coverDB) addThumb(t *testing.T, file, lib int64, status string, shards int64) int64 {
 	t.Helper()
-	id, err := db.ctrl.InsertID(context.Background(), `INSERT INTO thumbnails (file_id, library_id, group_key, status,
+	id, err := storetest.InsertID(context.Background(), db.ctrl, `INSERT INTO thumbnails (file_id, library_id, group_key, status,
 		output_relpath, created_at, updated_at) VALUES (?, ?, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`,
 		file, lib, store.ThumbnailGroupKey(lib), status, store.CoverRelPath(file, shards, protocol.ImageWebP))
 	if err != nil {
@@ -175,20 +178,31 @@ func TestCleanupCandidates(t *testing.T) {
 		if !used[rel] {
 			t.Fatal("b's cover is still used by its pending row")
 		}
-		// The worker deletes rows on the cleanup path; a pending row in the
-		// list is kept.
-		n, err := db.work.DeleteCleanedThumbnails(ctx, []int64{aReady, aFailed, bPending})
+		// The worker deletes rows on the cleanup path, fenced by its claim
+		// of a cleanup row; a pending row in the list is kept.
+		db.exec(t, `INSERT INTO thumbnail_cleanup_jobs (id, group_key, status, worker_id, worker_heartbeat_at, lease_expires_at,
+			lease_epoch, execute_after, created_at, updated_at) VALUES (77, 'library:1', 'running', 'w', ?, ?, 3, ?, ?, ?)`,
+			protocol.FormatTime(time.Now()), protocol.FormatTime(time.Now().Add(time.Hour)),
+			protocol.FormatTime(time.Now()), protocol.FormatTime(time.Now()), protocol.FormatTime(time.Now()))
+		lease := model.Fence{Table: model.LeaseCleanup, ID: 77, WorkerID: "w", Epoch: 3}
+		for _, lost := range []model.Fence{{Table: model.LeaseCleanup, ID: 77, WorkerID: "w", Epoch: 2},
+			{Table: model.LeaseCleanup, ID: 77, WorkerID: "v", Epoch: 3}} {
+			if n, err := db.work.DeleteCleanedThumbnails(ctx, lost, []int64{aReady}); !errors.Is(err, store.ErrLeaseLost) || n != 0 {
+				t.Fatalf("delete under %s: %d, %v; want ErrLeaseLost", lost, n, err)
+			}
+		}
+		n, err := db.work.DeleteCleanedThumbnails(ctx, lease, []int64{aReady, aFailed, bPending})
 		if err != nil || n != 2 {
 			t.Fatalf("deleted %d, %v; want 2", n, err)
 		}
 		if db.count(t, `SELECT count(*) FROM thumbnails WHERE id = ?`, bPending) != 1 {
 			t.Fatal("pending row deleted")
 		}
-		if n, err := db.work.DeleteCleanedThumbnails(ctx, []int64{aReady}); err != nil || n != 0 {
+		if n, err := db.work.DeleteCleanedThumbnails(ctx, lease, []int64{aReady}); err != nil || n != 0 {
 			t.Fatalf("second delete: %d, %v", n, err)
 		}
 	})
-	if _, err := db.work.DeleteCleanedThumbnails(ctx, nil); err != nil {
+	if _, err := db.work.DeleteCleanedThumbnails(ctx, model.Fence{}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

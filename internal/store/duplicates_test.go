@@ -16,6 +16,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -34,7 +35,7 @@ func dropSummary(tb testing.TB, st *store.Store) {
 		`DROP TRIGGER IF EXISTS tr_library_files_dup_delete` + on,
 		`DROP TABLE IF EXISTS duplicate_groups`,
 	} {
-		if _, err := st.Exec(context.Background(), q); err != nil {
+		if _, err := storetest.Exec(context.Background(), st, q); err != nil {
 			tb.Fatalf("drop summary: %v", err)
 		}
 	}
@@ -54,11 +55,8 @@ func setupDup(t testing.TB, summary bool) *dupEnv {
 	if !summary {
 		dropSummary(t, control)
 	}
-	for _, id := range []int{1, 2} {
-		if _, err := control.Exec(e.ctx, `INSERT INTO libraries (id, name, path, created_at, updated_at)
-			VALUES (?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, id, fmt.Sprint("lib", id), fmt.Sprint("/libraries/", id)); err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range []int64{1, 2} {
+		testfactory.Library(t, control, &testfactory.LibraryOpts{ID: id})
 	}
 	return e
 }
@@ -77,7 +75,7 @@ func (e *dupEnv) insert(t testing.TB, rows []fileRow) {
 		if r.alg != "" {
 			alg = r.alg
 		}
-		if _, err := e.control.Exec(e.ctx, `INSERT INTO library_files (id, library_id, relative_path, size_bytes,
+		if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO library_files (id, library_id, relative_path, size_bytes,
 			mtime_ns, hash_algorithm, content_hash, is_missing, needs_hash, created_at, updated_at)
 			VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, r.id, r.lib, fmt.Sprint("f/", r.id), r.size,
 			alg, r.sum, r.missing, r.needHash); err != nil {
@@ -248,7 +246,7 @@ func TestDuplicateSummaryTracksChanges(t *testing.T) {
 	e.insert(t, rows)
 	check := func(t *testing.T, step string) {
 		t.Helper()
-		n, err := e.control.QueryInt(e.ctx, `SELECT COUNT(*) FROM (
+		n, err := storetest.QueryInt(e.ctx, e.control, `SELECT COUNT(*) FROM (
 			SELECT hash_algorithm, content_hash, file_count, total_size_bytes FROM duplicate_groups
 			EXCEPT SELECT hash_algorithm, content_hash, COUNT(*), SUM(size_bytes) FROM library_files
 			 WHERE is_missing = 0 AND needs_hash = 0 AND hash_algorithm IS NOT NULL AND content_hash IS NOT NULL
@@ -256,7 +254,7 @@ func TestDuplicateSummaryTracksChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := e.control.QueryInt(e.ctx, `SELECT COUNT(*) FROM (
+		m, err := storetest.QueryInt(e.ctx, e.control, `SELECT COUNT(*) FROM (
 			SELECT hash_algorithm, content_hash, COUNT(*), SUM(size_bytes) FROM library_files
 			 WHERE is_missing = 0 AND needs_hash = 0 AND hash_algorithm IS NOT NULL AND content_hash IS NOT NULL
 			 GROUP BY 1, 2
@@ -281,12 +279,12 @@ func TestDuplicateSummaryTracksChanges(t *testing.T) {
 		{"delete library", `DELETE FROM libraries WHERE id = 2`},
 	}
 	for _, s := range steps {
-		if _, err := e.control.Exec(e.ctx, s.sql); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.control, s.sql); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		check(t, s.name)
 	}
-	if n, _ := e.control.QueryInt(e.ctx, `SELECT COUNT(*) FROM library_files WHERE library_id = 2`); n != 0 {
+	if n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT COUNT(*) FROM library_files WHERE library_id = 2`); n != 0 {
 		t.Fatalf("library delete left %d files (foreign keys off?)", n)
 	}
 }
@@ -337,7 +335,7 @@ func TestDuplicateSummaryWorkerWrites(t *testing.T) {
 	}
 	e := setupDup(t, true)
 	e.insert(t, genRows(3, 20))
-	if _, err := e.worker.Exec(e.ctx, `UPDATE library_files SET is_missing = 1 WHERE id = 1`); err != nil {
+	if _, err := storetest.Exec(e.ctx, e.worker, `UPDATE library_files SET is_missing = 1 WHERE id = 1`); err != nil {
 		t.Fatalf("worker update with summary triggers: %v", err)
 	}
 }
@@ -367,7 +365,7 @@ func BenchmarkDuplicateGroups(b *testing.B) {
 				SELECT i, 1, 'd/' || i, CASE WHEN i <= %[2]d THEN ((i - 1) / 3 %% 5000) * 1000 ELSE i END, i, 0,
 					'blake3', CAST(printf('%%032d', CASE WHEN i <= %[2]d THEN (i - 1) / 3 ELSE i END) AS BLOB), '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000'
 				FROM n`, rows, 3*groups)
-			if _, err := e.control.Exec(e.ctx, gen); err != nil {
+			if _, err := storetest.Exec(e.ctx, e.control, gen); err != nil {
 				b.Fatal(err)
 			}
 			first, err := e.worker.DuplicateGroups(e.ctx, nil, 50)

@@ -5,8 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -29,6 +33,9 @@ type ChangeWatcher struct {
 	last int64
 	pg   *pgx.Conn // PostgreSQL: the LISTENing connection
 	url  string    // PostgreSQL: how to connect it again
+	// alive is when the LISTENing connection last proved it reaches the
+	// server (connected, a notification, a health check answered).
+	alive time.Time
 }
 
 // WatchChanges takes a dedicated connection for a watcher. Close gives it
@@ -65,7 +72,12 @@ func (s *Store) listenChanges(ctx context.Context) (*ChangeWatcher, error) {
 func (w *ChangeWatcher) listen(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, listenTimeout)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, w.url)
+	cfg, err := pgx.ParseConfig(w.url)
+	if err != nil {
+		return fmt.Errorf("watch changes: %w", err)
+	}
+	cfg.DialFunc = listenDialer().DialContext
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("watch changes: %w", err)
 	}
@@ -73,8 +85,49 @@ func (w *ChangeWatcher) listen(ctx context.Context) error {
 		conn.Close(ctx)
 		return fmt.Errorf("watch changes: %w", err)
 	}
-	w.pg = conn
+	w.pg, w.alive = conn, time.Now()
 	return nil
+}
+
+// A LISTENing connection only reads, so a network that goes silent (a
+// cable pulled, a host cut off, a firewall that drops the flow) leaves it
+// waiting for notifications that never come: nothing is sent, so nothing
+// fails, until TCP keepalive gives up (15 s idle and 9 probes 15 s apart
+// under Go's and Linux's defaults: about 150 s), and the feed misses every
+// change meanwhile. Two guards bound that to listenHealthEvery +
+// listenHealthTimeout (10 s):
+//
+//   - a health check: a connection that proved nothing for
+//     listenHealthEvery is pinged (an empty query) with a deadline of
+//     listenHealthTimeout; no answer closes it, and the next call connects
+//     again and reports a change (notifications were missed);
+//   - the socket itself gives up sooner: keepalive probes after
+//     listenKeepAlive idle, listenKeepAliveProbes of them listenKeepAlive
+//     apart, and (Linux) TCP_USER_TIMEOUT, so that data left unacknowledged,
+//     such as that ping, fails the connection too instead of being sent
+//     again for minutes.
+const (
+	listenHealthEvery     = 5 * time.Second
+	listenHealthTimeout   = 5 * time.Second
+	listenKeepAlive       = 2 * time.Second
+	listenKeepAliveProbes = 3
+	listenUserTimeout     = 10 * time.Second
+)
+
+// listenDialer dials the LISTENing connection with the keepalive and user
+// timeout above.
+func listenDialer() *net.Dialer {
+	return &net.Dialer{
+		Timeout: listenTimeout,
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: listenKeepAlive,
+			Interval: listenKeepAlive, Count: listenKeepAliveProbes},
+		Control: func(network, _ string, c syscall.RawConn) error {
+			if !strings.HasPrefix(network, "tcp") {
+				return nil
+			}
+			return setUserTimeout(c, listenUserTimeout)
+		},
+	}
 }
 
 func (w *ChangeWatcher) version(ctx context.Context) (int64, error) {
@@ -126,16 +179,40 @@ func (w *ChangeWatcher) notified(ctx context.Context) (bool, error) {
 		cancel()
 		switch {
 		case err == nil:
-			changed = true
+			changed, w.alive = true, time.Now()
 		case ctx.Err() != nil:
 			return changed, ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err):
-			return changed, nil
+			return changed, w.checkHealth(ctx)
 		default:
-			w.pg.Close(ctx) // the next call connects again
+			w.drop() // the next call connects again
 			return changed, fmt.Errorf("watch changes: %w", err)
 		}
 	}
+}
+
+// checkHealth pings the LISTENing connection when it proved nothing for
+// listenHealthEvery, and drops it when the ping gets no answer in time.
+func (w *ChangeWatcher) checkHealth(ctx context.Context) error {
+	if time.Since(w.alive) < listenHealthEvery {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, listenHealthTimeout)
+	defer cancel()
+	if err := w.pg.Ping(pctx); err != nil {
+		w.drop()
+		return fmt.Errorf("watch changes: health check: %w", err)
+	}
+	w.alive = time.Now()
+	return nil
+}
+
+// drop closes the LISTENing connection without waiting on a network that
+// may be gone.
+func (w *ChangeWatcher) drop() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	w.pg.Close(ctx)
 }
 
 // Close gives the connection back.
@@ -148,8 +225,8 @@ func (w *ChangeWatcher) Close() error {
 
 // JobsUpdatedSince returns up to limit jobs whose updated_at >= since,
 // oldest change first.
-func (s *Store) JobsUpdatedSince(ctx context.Context, since string, limit int) ([]Job, error) {
-	var out []Job
+func (s *Store) JobsUpdatedSince(ctx context.Context, since string, limit int) ([]model.Job, error) {
+	var out []model.Job
 	err := s.r.SelectContext(ctx, &out, `SELECT `+jobCols+` FROM jobs
 		WHERE updated_at >= ? ORDER BY updated_at, id LIMIT ?`, since, limit)
 	if err != nil {
@@ -160,8 +237,8 @@ func (s *Store) JobsUpdatedSince(ctx context.Context, since string, limit int) (
 
 // ThumbnailsSettledSince returns up to limit thumbnail rows that became
 // ready or failed with updated_at >= since, oldest change first.
-func (s *Store) ThumbnailsSettledSince(ctx context.Context, since string, limit int) ([]Thumbnail, error) {
-	var out []Thumbnail
+func (s *Store) ThumbnailsSettledSince(ctx context.Context, since string, limit int) ([]model.Thumbnail, error) {
+	var out []model.Thumbnail
 	err := s.r.SelectContext(ctx, &out, `SELECT `+thumbnailCols+` FROM thumbnails
 		WHERE updated_at >= ? AND status IN ('ready','failed') ORDER BY updated_at, id LIMIT ?`, since, limit)
 	if err != nil {

@@ -20,7 +20,7 @@ func TestChangeWatcher(t *testing.T) {
 	if changed, err := w.Changed(ctx); err != nil || changed {
 		t.Fatalf("before any write: changed=%v err=%v", changed, err)
 	}
-	if _, err := control.Exec(ctx, `INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', ?, ?)`,
+	if _, err := storetest.Exec(ctx, control, `INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', ?, ?)`,
 		"2026-01-01 00:00:00.000", "2026-01-01 00:00:00.000"); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestChangeWatcherReconnects(t *testing.T) {
 	}
 	ctx := context.Background()
 	control, w := watchChanges(t)
-	if _, err := control.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	if _, err := storetest.Exec(ctx, control, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE datname = current_database() AND query LIKE 'LISTEN%'`); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestChangeWatcherReconnects(t *testing.T) {
 		changed, err := w.Changed(ctx)
 		return err == nil && changed, fmt.Sprintf("changed=%v err=%v", changed, err)
 	})
-	if _, err := control.Exec(ctx, `INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', ?, ?)`,
+	if _, err := storetest.Exec(ctx, control, `INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', ?, ?)`,
 		"2026-01-01 00:00:00.000", "2026-01-01 00:00:00.000"); err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -65,11 +67,24 @@ type FileSig struct {
 // index. Discovery merges these pages with its sorted walk, so neither side
 // is ever held in memory whole.
 func (s *Store) FileSigsAfter(ctx context.Context, libraryID int64, after string, limit int) ([]FileSig, error) {
+	return s.FileSigsUnder(ctx, libraryID, "", after, limit)
+}
+
+// FileSigsUnder is FileSigsAfter limited to the rows under folder (a
+// '/'-ending relative path; "" is the whole library): a folder-scoped
+// scan's side of the merge. Rows under a folder are one range of the
+// index, [folder, folder with its final '/' raised to '0').
+func (s *Store) FileSigsUnder(ctx context.Context, libraryID int64, folder, after string, limit int) ([]FileSig, error) {
+	below := ""
+	if folder != "" {
+		below = strings.TrimSuffix(folder, "/") + "0"
+	}
 	out := make([]FileSig, 0, limit)
 	rows, err := s.r.QueryContext(ctx, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing, role,
 			CASE WHEN analysis_error_code = ? THEN 1 ELSE 0 END
-		FROM library_files WHERE library_id = ? AND relative_path > ? ORDER BY relative_path LIMIT ?`,
-		protocol.ErrIOError, libraryID, after, limit)
+		FROM library_files WHERE library_id = ? AND relative_path > ? AND relative_path >= ?
+			AND (? = '' OR relative_path < ?) ORDER BY relative_path LIMIT ?`,
+		protocol.ErrIOError, libraryID, after, folder, below, below, limit)
 	if err != nil {
 		return nil, fmt.Errorf("file signatures: %w", err)
 	}
@@ -130,9 +145,9 @@ func (b *DiscoveryBatch) Len() int {
 // ApplyDiscovery writes one batch in one transaction. Every statement is
 // idempotent (inserts skip existing paths, missing marks skip rows already
 // missing), so a batch replayed after a kill changes nothing twice.
-func (s *Store) ApplyDiscovery(ctx context.Context, b *DiscoveryBatch) error {
+func (s *Store) ApplyDiscovery(ctx context.Context, f model.Fence, b *DiscoveryBatch) error {
 	now := s.nowText()
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		if err := insertFiles(ctx, tx, b, now); err != nil {
 			return err
 		}
@@ -270,10 +285,10 @@ func (s *Store) CountPresentFiles(ctx context.Context, libraryID int64) (int64, 
 // of a library that have pages but no cover yet (cover_updated_at IS NULL)
 // and returns how many it marked; callers loop until it returns less than
 // limit.
-func (s *Store) MarkCoversMissing(ctx context.Context, libraryID int64, limit int) (int64, error) {
+func (s *Store) MarkCoversMissing(ctx context.Context, f model.Fence, libraryID int64, limit int) (int64, error) {
 	now := s.nowText()
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE library_files SET needs_cover = 1, updated_at = ?
 			WHERE id IN (SELECT id FROM library_files WHERE library_id = ? AND is_missing = 0 AND needs_cover = 0
 				AND needs_analysis = 0 AND cover_updated_at IS NULL AND total_pages > 0 AND role <> 'page' LIMIT ?)`, now, libraryID, limit)
@@ -315,12 +330,12 @@ func (s *Store) CoveredFiles(ctx context.Context, libraryID, afterID int64, limi
 }
 
 // MarkNeedsCover sets needs_cover on the given files.
-func (s *Store) MarkNeedsCover(ctx context.Context, ids []int64) error {
+func (s *Store) MarkNeedsCover(ctx context.Context, f model.Fence, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	now := s.nowText()
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET needs_cover = 1, updated_at = ? WHERE id = ?`)
 		if err != nil {
 			return err
@@ -398,9 +413,9 @@ type FileHash struct {
 
 // RecordHash stores a hash computed by the scanner, only while the row's
 // signature is still the one that was hashed.
-func (s *Store) RecordHash(ctx context.Context, id int64, h FileHash) error {
+func (s *Store) RecordHash(ctx context.Context, f model.Fence, id int64, h FileHash) error {
 	now := s.nowText()
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE library_files SET hash_algorithm = ?, content_hash = ?,
 				hashed_size_bytes = ?, hashed_mtime_ns = ?, hashed_at = ?, needs_hash = 0, updated_at = ?
 			WHERE id = ? AND size_bytes = ? AND mtime_ns = ?`,
@@ -430,10 +445,10 @@ type Move struct {
 // ApplyMove performs a move in one transaction, after checking that both
 // rows are still what the scanner saw (the new row never analysed, the old
 // one missing). It reports false, changing nothing, when they are not.
-func (s *Store) ApplyMove(ctx context.Context, m Move) (bool, error) {
+func (s *Store) ApplyMove(ctx context.Context, f model.Fence, m Move) (bool, error) {
 	now := s.nowText()
 	applied := false
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		applied = false
 		res, err := tx.ExecContext(ctx, `DELETE FROM library_files WHERE id = ? AND analyzed_at IS NULL
 			AND is_missing = 0 AND relative_path = ?`, m.NewID, m.Stat.RelativePath)
@@ -492,9 +507,9 @@ var errMoveRace = errors.New("move: old row is no longer missing")
 // that still has thumbnail rows waits: its covers are deleted by a cleanup
 // job first (cleanup.missing_after_hours), so that no cover file outlives
 // the row that names it.
-func (s *Store) PurgeMissing(ctx context.Context, libraryID int64, cutoff time.Time, limit int) (int64, error) {
+func (s *Store) PurgeMissing(ctx context.Context, f model.Fence, libraryID int64, cutoff time.Time, limit int) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM library_files WHERE id IN (SELECT f.id FROM library_files f
 			WHERE f.library_id = ? AND f.is_missing = 1 AND f.missing_since < ?
 			AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id) ORDER BY f.id LIMIT ?)`,
@@ -509,4 +524,34 @@ func (s *Store) PurgeMissing(ctx context.Context, libraryID int64, cutoff time.T
 		return 0, fmt.Errorf("purge missing: %w", err)
 	}
 	return n, nil
+}
+
+// PresentWithSize lists the present, non-folder rows of a library with
+// that size other than exceptID: where a file found at a new path may have
+// come from (a scoped scan checks whether their files are gone).
+func (s *Store) PresentWithSize(ctx context.Context, libraryID, size, exceptID int64) ([]FileSig, error) {
+	var out []FileSig
+	err := s.r.SelectContext(ctx, &out, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing, role, 0 AS retry_analysis
+		FROM library_files
+		WHERE library_id = ? AND size_bytes = ? AND id <> ? AND is_missing = 0 AND role <> 'folder' ORDER BY id LIMIT 16`,
+		libraryID, size, exceptID)
+	if err != nil {
+		return nil, fmt.Errorf("present with size: %w", err)
+	}
+	return out, nil
+}
+
+// NewRows lists up to limit rows of a library, id > afterID, that
+// discovery inserted and nothing analysed yet (present, never analysed,
+// not folders).
+func (s *Store) NewRows(ctx context.Context, libraryID, afterID int64, limit int) ([]MoveCandidate, error) {
+	var out []MoveCandidate
+	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id, COALESCE(f.volumes, 0) AS volumes
+		FROM library_files f
+		WHERE f.library_id = ? AND f.needs_analysis = 1 AND f.id > ? AND f.is_missing = 0 AND f.analyzed_at IS NULL
+		  AND f.role <> 'folder' ORDER BY f.id LIMIT ?`, libraryID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("new rows: %w", err)
+	}
+	return out, nil
 }

@@ -70,10 +70,12 @@ func coverVersion(updatedAt sql.NullInt64, thumbID int64) string {
 
 // FileFilter narrows ListFiles; zero fields do not filter.
 type FileFilter struct {
-	LibraryID sql.NullInt64
-	SeriesID  sql.NullInt64
-	Missing   sql.NullBool
+	LibraryID *int64
+	SeriesID  *int64
+	Missing   *bool
 	Format    protocol.FileFormat
+	// Roles keeps rows of these roles only; empty keeps every role.
+	Roles []protocol.FileRole
 }
 
 // CoverRef locates the served cover of a file: the newest ready thumbnail.
@@ -160,34 +162,40 @@ func filesInOrderQuery(f FileFilter, after *protocol.SortCursor, limit int) (str
 // one parameter per set field, bound by fileFilterArgs in the same order.
 func fileFilterSQL(f FileFilter) string {
 	where := []string{"1 = 1"}
-	if f.LibraryID.Valid {
+	if f.LibraryID != nil {
 		where = append(where, "f.library_id = ?")
 	}
-	if f.SeriesID.Valid {
+	if f.SeriesID != nil {
 		where = append(where, "f.series_id = ?")
 	}
-	if f.Missing.Valid {
+	if f.Missing != nil {
 		where = append(where, "f.is_missing = ?")
 	}
 	if f.Format != "" {
 		where = append(where, "f.format = ?")
+	}
+	if len(f.Roles) > 0 {
+		where = append(where, "f.role IN ("+strings.Repeat("?, ", len(f.Roles)-1)+"?)")
 	}
 	return strings.Join(where, " AND ")
 }
 
 func fileFilterArgs(f FileFilter) []any {
 	var args []any
-	if f.LibraryID.Valid {
-		args = append(args, f.LibraryID.Int64)
+	if f.LibraryID != nil {
+		args = append(args, *f.LibraryID)
 	}
-	if f.SeriesID.Valid {
-		args = append(args, f.SeriesID.Int64)
+	if f.SeriesID != nil {
+		args = append(args, *f.SeriesID)
 	}
-	if f.Missing.Valid {
-		args = append(args, f.Missing.Bool)
+	if f.Missing != nil {
+		args = append(args, *f.Missing)
 	}
 	if f.Format != "" {
 		args = append(args, string(f.Format))
+	}
+	for _, r := range f.Roles {
+		args = append(args, string(r))
 	}
 	return args
 }
@@ -213,7 +221,7 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 		return CoverRef{}, fmt.Errorf("cover of file: %w", err)
 	}
 	if !row.ThumbID.Valid {
-		return CoverRef{}, &protocol.Error{Code: CodeCoverNotReady, Message: fmt.Sprintf("file %d has no cover yet", fileID), Err: ErrNotFound}
+		return CoverRef{}, &protocol.Error{Code: protocol.CodeCoverNotReady, Message: fmt.Sprintf("file %d has no cover yet", fileID), Err: ErrNotFound}
 	}
 	ref := CoverRef{FileID: fileID, ThumbnailID: row.ThumbID.Int64, OutputRelPath: row.RelPath.String,
 		Format: protocol.ImageFormat(row.Format.String), Version: coverVersion(row.UpdatedAt, row.ThumbID.Int64)}

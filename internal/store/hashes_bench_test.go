@@ -28,8 +28,13 @@ func BenchmarkRecordHashes(b *testing.B) {
 		mustExecRaw(b, db, `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < ?)
 			INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at)
 			SELECT 1, 'f' || i, 1000, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000' FROM c`, n)
+		mustExecRaw(b, db, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('hash', 'pending', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
 		db.Close()
 		w := storetest.MustOpen(b, path, store.RoleWorker, nil)
+		job, err := w.ClaimJob(ctx, "bench", time.Hour)
+		if err != nil || job == nil {
+			b.Fatalf("claim: %v, %v", job, err)
+		}
 		results := make([]store.HashResult, n)
 		for i := range results {
 			sum := make([]byte, 32)
@@ -39,7 +44,7 @@ func BenchmarkRecordHashes(b *testing.B) {
 		b.StartTimer()
 		t0 := time.Now()
 		for i := 0; i < n; i += batch {
-			if _, err := w.RecordHashes(ctx, results[i:min(i+batch, n)], nil); err != nil {
+			if _, err := w.RecordHashes(ctx, job.Fence(), results[i:min(i+batch, n)], nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -21,7 +21,7 @@ import (
 // backoffs and libraries.
 func TestHashQueriesFewDue(t *testing.T) {
 	st := setup(t)
-	mustExec(t, st, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (2, 'M', '/libraries/m', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
+	testfactory.Library(t, st, &testfactory.LibraryOpts{ID: 2, Name: "M", Path: "/libraries/m"})
 	digest := func(b byte) []byte { return []byte(fmt.Sprintf("%032d", b)) }
 	rapid.Check(t, func(rt *rapid.T) {
 		mustExec(t, st, `DELETE FROM library_files`)
@@ -49,7 +49,7 @@ func TestHashQueriesFewDue(t *testing.T) {
 				algArg, content, partial, retry)
 		}
 		limit := rapid.IntRange(1, 5).Draw(rt, "limit")
-		for _, library := range []sql.NullInt64{{}, lib(1)} {
+		for _, library := range []*int64{nil, new(int64(1))} {
 			walk, few := hashPages(t, st, 0, library, limit), hashPages(t, st, store.FewDueMax, library, limit)
 			if !slices.Equal(walk, few) {
 				rt.Fatalf("library %v, pages of %d: walking the table %v, from the due files %v", library, limit, walk, few)
@@ -61,7 +61,7 @@ func TestHashQueriesFewDue(t *testing.T) {
 // hashPages pages through PartialTargets and both passes of HashCandidates
 // with fewDueMax set to max, and lists the ids returned, a pass after the
 // other.
-func hashPages(t *testing.T, st *store.Store, max int, library sql.NullInt64, limit int) []string {
+func hashPages(t *testing.T, st *store.Store, max int, library *int64, limit int) []string {
 	t.Helper()
 	store.SetFewDueMax(st, max)
 	defer store.SetFewDueMax(st, store.FewDueMax)

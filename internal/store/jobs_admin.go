@@ -9,23 +9,24 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 const jobCols = `id, kind, status, library_id, priority, payload, progress, processed_items, total_items,
 	result, attempt, retry_after, cancel_requested, worker_id, worker_heartbeat_at, lease_expires_at,
-	error_code, error_message, created_at, updated_at, started_at, finished_at`
+	error_code, error_message, created_at, updated_at, started_at, finished_at, lease_epoch`
 
 // JobFilter narrows ListJobs; zero fields do not filter.
 type JobFilter struct {
 	Kind      protocol.JobKind
 	Status    protocol.JobStatus
-	LibraryID sql.NullInt64
+	LibraryID *int64
 }
 
 // GetJob returns one job or ErrNotFound.
-func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
-	return getRow[Job](ctx, s.r, jobRow, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
+func (s *Store) GetJob(ctx context.Context, id int64) (model.Job, error) {
+	return getRow[model.Job](ctx, s.r, jobRow, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
 }
 
 // ListJobs pages jobs newest first by the keyset of protocol §6.1:
@@ -34,9 +35,9 @@ func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
 // ix_jobs_created (or ix_jobs_library when filtering by library) from the
 // anchor with no sort step, so a page costs the same on page 1 and page
 // 2,000, and equal timestamps neither repeat nor skip rows.
-func (s *Store) ListJobs(ctx context.Context, f JobFilter, after *protocol.JobCursor, limit int) ([]Job, error) {
+func (s *Store) ListJobs(ctx context.Context, f JobFilter, after *protocol.JobCursor, limit int) ([]model.Job, error) {
 	q, args := listJobsQuery(f, after, limit)
-	var out []Job
+	var out []model.Job
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
@@ -48,9 +49,9 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter, after *protocol.JobCu
 func listJobsQuery(f JobFilter, after *protocol.JobCursor, limit int) (string, []any) {
 	var where []string
 	var args []any
-	if f.LibraryID.Valid {
+	if f.LibraryID != nil {
 		where = append(where, "library_id = ?")
-		args = append(args, f.LibraryID.Int64)
+		args = append(args, *f.LibraryID)
 	}
 	if f.Kind != "" {
 		where = append(where, "kind = ?")
@@ -98,26 +99,33 @@ func (s *Store) explain(ctx context.Context, q string, args []any) ([]string, er
 	return plan, rows.Err()
 }
 
+// unsettledDelete matches a delete job, not running, that a killed run
+// left with intents: files it may have moved that only a run can settle.
+const unsettledDelete = `(status IN ('pending','retryable') AND kind = 'delete'
+	AND EXISTS (SELECT 1 FROM delete_intents i WHERE i.job_id = jobs.id))`
+
 // CancelJob cancels a job: a pending or retryable job becomes cancelled at
 // once; a running one gets cancel_requested and its worker ends it within
-// the cancel-check interval. A terminal job is ErrConflict with code
+// the cancel-check interval. So does a delete job that a killed run left
+// with intents: a worker claims it, settles them from the disk, and ends it
+// cancelled (protocol §4.2.1). A terminal job is ErrConflict with code
 // job_terminal. The whole decision is one write transaction, so a job that
 // a worker claims concurrently is either cancelled before the claim or
 // flagged after it, never missed.
-func (s *Store) CancelJob(ctx context.Context, id int64) (Job, error) {
+func (s *Store) CancelJob(ctx context.Context, id int64) (model.Job, error) {
 	now := s.nowText()
-	var j Job
+	var j model.Job
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &j, `UPDATE jobs SET status = 'cancelled', error_code = ?, error_message = ?,
 				worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL,
 				finished_at = ?, updated_at = ?
-			WHERE id = ? AND status IN ('pending','retryable') RETURNING `+jobCols,
+			WHERE id = ? AND status IN ('pending','retryable') AND NOT `+unsettledDelete+` RETURNING `+jobCols,
 			protocol.ErrCancelled, "cancelled by request", now, now, id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		err = tx.GetContext(ctx, &j, `UPDATE jobs SET cancel_requested = 1, updated_at = ?
-			WHERE id = ? AND status = 'running' RETURNING `+jobCols, now, id)
+			WHERE id = ? AND (status = 'running' OR `+unsettledDelete+`) RETURNING `+jobCols, now, id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -128,10 +136,10 @@ func (s *Store) CancelJob(ctx context.Context, id int64) (Job, error) {
 		if err != nil {
 			return err
 		}
-		return &protocol.Error{Code: CodeJobTerminal, Message: fmt.Sprintf("job %d is already %s", id, j.Status), Err: ErrConflict}
+		return &protocol.Error{Code: protocol.CodeJobTerminal, Message: fmt.Sprintf("job %d is already %s", id, j.Status), Err: ErrConflict}
 	})
 	if err != nil {
-		return Job{}, fmt.Errorf("cancel job: %w", err)
+		return model.Job{}, fmt.Errorf("cancel job: %w", err)
 	}
 	return j, nil
 }

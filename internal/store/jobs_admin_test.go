@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -31,7 +31,7 @@ func setupAdmin(t *testing.T) *admEnv {
 // admJob inserts a job row the way a third party would, with plain SQL.
 func (e *admEnv) admJob(t *testing.T, kind, status string, createdAt string) int64 {
 	t.Helper()
-	id, err := e.st.InsertID(e.ctx, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id`,
+	id, err := storetest.InsertID(e.ctx, e.st, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id`,
 		kind, status, createdAt, createdAt)
 	if err != nil {
 		t.Fatalf("insert job: %v", err)
@@ -50,7 +50,7 @@ func TestListJobsKeyset(t *testing.T) {
 	t.Run("pages cover every row once in order", func(t *testing.T) {
 		seen := map[int64]bool{}
 		var cur *protocol.JobCursor
-		var prev *store.Job
+		var prev *model.Job
 		for pages := 0; ; pages++ {
 			if pages > 30 {
 				t.Fatal("paging does not end")
@@ -87,7 +87,7 @@ func TestListJobsKeyset(t *testing.T) {
 			defer wg.Done()
 			for i := range 20 {
 				ts := protocol.FormatTime(e.clock.Now().Add(time.Duration(i%3) * time.Second))
-				if _, err := e.st.Exec(e.ctx, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete','completed',?,?)`, ts, ts); err != nil {
+				if _, err := storetest.Exec(e.ctx, e.st, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('delete','completed',?,?)`, ts, ts); err != nil {
 					t.Error(err)
 				}
 			}
@@ -120,7 +120,7 @@ func TestListJobsKeyset(t *testing.T) {
 		if err != nil || len(jobs) != 0 {
 			t.Fatalf("pending jobs = %d, %v", len(jobs), err)
 		}
-		jobs, err = e.st.ListJobs(e.ctx, store.JobFilter{LibraryID: sql.NullInt64{Int64: 1, Valid: true}}, nil, 50)
+		jobs, err = e.st.ListJobs(e.ctx, store.JobFilter{LibraryID: new(int64(1))}, nil, 50)
 		if err != nil || len(jobs) != 0 {
 			t.Fatalf("library jobs = %d, %v", len(jobs), err)
 		}
@@ -142,7 +142,7 @@ func TestListJobsPlan(t *testing.T) {
 		{"kind", store.JobFilter{Kind: protocol.JobKindScan}, "ix_jobs_created"},
 		{"kind and status", store.JobFilter{Kind: protocol.JobKindScan, Status: protocol.JobCompleted}, "ix_jobs_status_created"},
 		{"status", store.JobFilter{Status: protocol.JobPending}, "ix_jobs_status_created"},
-		{"library", store.JobFilter{LibraryID: sql.NullInt64{Int64: 3, Valid: true}}, "ix_jobs_library"},
+		{"library", store.JobFilter{LibraryID: new(int64(3))}, "ix_jobs_library"},
 	}
 	for _, c := range cases {
 		for _, after := range []*protocol.JobCursor{nil, cur} {
@@ -168,7 +168,7 @@ func TestCancelJob(t *testing.T) {
 	done := e.admJob(t, "delete", "completed", now)
 	t.Run("pending becomes cancelled", func(t *testing.T) {
 		j, err := e.st.CancelJob(e.ctx, pending)
-		if err != nil || j.Status != "cancelled" || !j.FinishedAt.Valid || j.ErrorCode.String != protocol.ErrCancelled {
+		if err != nil || j.Status != "cancelled" || (j.FinishedAt == nil) || model.Deref(j.ErrorCode) != protocol.ErrCancelled {
 			t.Fatalf("cancel pending: %+v, %v", j, err)
 		}
 	})
@@ -181,7 +181,7 @@ func TestCancelJob(t *testing.T) {
 	t.Run("terminal is job_terminal", func(t *testing.T) {
 		before, _ := e.st.GetJob(e.ctx, done)
 		_, err := e.st.CancelJob(e.ctx, done)
-		if !errors.Is(err, store.ErrConflict) || protocol.CodeOf(err, "") != store.CodeJobTerminal {
+		if !errors.Is(err, store.ErrConflict) || protocol.CodeOf(err, "") != protocol.CodeJobTerminal {
 			t.Fatalf("cancel completed: %v", err)
 		}
 		after, _ := e.st.GetJob(e.ctx, done)

@@ -69,9 +69,9 @@ func BenchmarkClaimFinishThumbnail(b *testing.B) {
 				if err != nil || t == nil {
 					return false, err
 				}
-				return true, st.FinishThumbnail(ctx, t.ID, id, store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1})
+				return true, st.FinishThumbnail(ctx, t.Fence(), store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1})
 			})
-			if n, _ := stores[0].QueryInt(ctx, `SELECT count(*) FROM thumbnails WHERE status = 'ready'`); n != int64(b.N) {
+			if n, _ := storetest.QueryInt(ctx, stores[0], `SELECT count(*) FROM thumbnails WHERE status = 'ready'`); n != int64(b.N) {
 				b.Fatalf("ready = %d, want %d", n, b.N)
 			}
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cycles/s")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -24,7 +25,7 @@ const cleanupProbe = `SELECT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs c WHER
 	, EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs WHERE ` + staleWhere + `)`
 
 const cleanupClaim = `UPDATE thumbnail_cleanup_jobs SET status = 'running', worker_id = ?, worker_heartbeat_at = ?,
-	lease_expires_at = ?, finished_at = NULL, updated_at = ?
+	lease_expires_at = ?, finished_at = NULL, updated_at = ?, lease_epoch = lease_epoch + 1
 	WHERE id = (SELECT c.id FROM thumbnail_cleanup_jobs c WHERE ` + cleanupEligible + `
 		ORDER BY c.execute_after, c.id LIMIT 1)
 	AND status = 'pending' RETURNING *`
@@ -32,14 +33,14 @@ const cleanupClaim = `UPDATE thumbnail_cleanup_jobs SET status = 'running', work
 // ClaimCleanup recovers stale cleanup rows (running → pending) and claims
 // the earliest due cleanup whose group has no pending/running thumbnail.
 // It returns nil, nil when nothing is eligible.
-func (s *Store) ClaimCleanup(ctx context.Context, workerID string, lease time.Duration) (*CleanupJob, error) {
-	var c *CleanupJob
+func (s *Store) ClaimCleanup(ctx context.Context, workerID string, lease time.Duration) (*model.CleanupJob, error) {
+	var c *model.CleanupJob
 	err := s.claim(ctx, claimPath{gate: &s.gates.cleanup, probe: cleanupProbe,
 		probeArgs: func(now string) []any { return []any{now, now} },
 		recover:   recoverStaleCleanup,
 		claim: func(q sqlx.QueryerContext, now, expires string) error {
 			c = nil
-			var row CleanupJob
+			var row model.CleanupJob
 			err := sqlx.GetContext(ctx, q, &row, cleanupClaim, workerID, now, expires, now, now)
 			if err == nil {
 				c = &row
@@ -52,39 +53,20 @@ func (s *Store) ClaimCleanup(ctx context.Context, workerID string, lease time.Du
 	return c, nil
 }
 
-// HeartbeatCleanup extends the lease of a cleanup row this worker owns.
-func (s *Store) HeartbeatCleanup(ctx context.Context, id int64, workerID string, lease time.Duration) error {
-	return s.heartbeat(ctx, "thumbnail_cleanup_jobs", id, workerID, lease)
+// FinishCleanup ends the cleanup row of claim c as completed with its
+// counts (fenced: ErrLeaseLost when c is no longer its live lease).
+func (s *Store) FinishCleanup(ctx context.Context, c model.Fence, deletedFiles, deletedRows int64) error {
+	ts := s.nowText()
+	return s.endLease(ctx, "finish cleanup", c, `UPDATE thumbnail_cleanup_jobs SET status = 'completed', deleted_files = ?,
+		deleted_rows = ?, error_code = NULL, error_message = NULL, finished_at = ?, lease_expires_at = NULL,
+		updated_at = ? WHERE `+fenceWhere, deletedFiles, deletedRows, ts, ts)
 }
 
-// FinishCleanup ends a cleanup row this worker owns as completed with its
-// counts.
-func (s *Store) FinishCleanup(ctx context.Context, id int64, workerID string, deletedFiles, deletedRows int64) error {
-	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
-		ts := s.nowText()
-		return ownedExec(ctx, q, `UPDATE thumbnail_cleanup_jobs SET status = 'completed', deleted_files = ?,
-			deleted_rows = ?, error_code = NULL, error_message = NULL, finished_at = ?, lease_expires_at = NULL,
-			updated_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'`,
-			deletedFiles, deletedRows, ts, ts, id, workerID)
-	})
-	return ownerErr("finish cleanup", id, err)
-}
-
-// FailCleanup ends a cleanup row this worker owns as failed, keeping the
-// counts of what it did delete before the error.
-func (s *Store) FailCleanup(ctx context.Context, id int64, workerID string, deletedFiles, deletedRows int64, code, message string) error {
-	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
-		ts := s.nowText()
-		return ownedExec(ctx, q, `UPDATE thumbnail_cleanup_jobs SET status = 'failed', deleted_files = ?,
-			deleted_rows = ?, error_code = ?, error_message = ?, finished_at = ?, lease_expires_at = NULL,
-			updated_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'`,
-			deletedFiles, deletedRows, code, message, ts, ts, id, workerID)
-	})
-	return ownerErr("fail cleanup", id, err)
-}
-
-// ReleaseCleanup hands a cleanup row back on graceful shutdown: running →
-// pending.
-func (s *Store) ReleaseCleanup(ctx context.Context, id int64, workerID string) error {
-	return s.release(ctx, "thumbnail_cleanup_jobs", id, workerID)
+// FailCleanup ends the cleanup row of claim c as failed, keeping the
+// counts of what it did delete before the error (fenced).
+func (s *Store) FailCleanup(ctx context.Context, c model.Fence, deletedFiles, deletedRows int64, code, message string) error {
+	ts := s.nowText()
+	return s.endLease(ctx, "fail cleanup", c, `UPDATE thumbnail_cleanup_jobs SET status = 'failed', deleted_files = ?,
+		deleted_rows = ?, error_code = ?, error_message = ?, finished_at = ?, lease_expires_at = NULL,
+		updated_at = ? WHERE `+fenceWhere, deletedFiles, deletedRows, code, message, ts, ts)
 }

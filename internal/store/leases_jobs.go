@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -20,11 +21,12 @@ import (
 // ClaimJob claims the first eligible job, recovering the table's stale
 // rows first when the claim probes (claimGate): pending, high priority before
 // normal ('high' < 'normal', so ix_jobs_claim serves the order), then oldest
-// created_at, then id. Only rows of the given kinds are claimed (default:
+// created_at, then id. The claim raises lease_epoch, so the returned Job's
+// Fence names this claim and no earlier one. Only rows of the given kinds are claimed (default:
 // scan and hash, the kinds workerd runs): a legal row of another kind
 // (delete, thumbnail) stays untouched for a worker that can run it. It
 // returns nil, nil when nothing is eligible.
-func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Duration, kinds ...protocol.JobKind) (*Job, error) {
+func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Duration, kinds ...protocol.JobKind) (*model.Job, error) {
 	if len(kinds) == 0 {
 		kinds = []protocol.JobKind{protocol.JobKindScan, protocol.JobKindHash}
 	}
@@ -36,16 +38,16 @@ func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Durati
 	probe := `SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'pending'` + filter + `)
 		, EXISTS (SELECT 1 FROM jobs WHERE ` + staleWhere + `)`
 	claim := `UPDATE jobs SET status = 'running', worker_id = ?, worker_heartbeat_at = ?, lease_expires_at = ?,
-		started_at = ?, updated_at = ?
+		started_at = ?, updated_at = ?, lease_epoch = lease_epoch + 1
 		WHERE id = (SELECT id FROM jobs WHERE status = 'pending'` + filter + ` ORDER BY priority, created_at, id LIMIT 1` + s.skipLocked() + `)
 		AND status = 'pending' RETURNING *`
-	var job *Job
+	var job *model.Job
 	err := s.claim(ctx, claimPath{gate: &s.gates.jobs, probe: probe, rowLocked: true,
 		probeArgs: func(now string) []any { return append(append([]any{}, args...), now) },
 		recover:   recoverStaleJobs,
 		claim: func(q sqlx.QueryerContext, now, expires string) error {
 			job = nil
-			var j Job
+			var j model.Job
 			err := sqlx.GetContext(ctx, q, &j, claim, append([]any{workerID, now, expires, now, now}, args...)...)
 			if err == nil {
 				job = &j
@@ -82,7 +84,7 @@ const jobSignals = `cancel_requested,
 // lease is never extended (ErrNotOwner): the row is stale and belongs to
 // recovery, so a heartbeat that a stalled disk delayed past the lease
 // cannot bring it back to a worker that has already given it up.
-func (s *Store) HeartbeatJob(ctx context.Context, id int64, workerID string, lease time.Duration, p JobProgress) (sig JobSignals, err error) {
+func (s *Store) HeartbeatJob(ctx context.Context, f model.Fence, lease time.Duration, p JobProgress) (sig JobSignals, err error) {
 	err = s.writeOne(ctx, func(q sqlx.ExtContext) error {
 		now := s.Now()
 		ts, exp := protocol.FormatTime(now), protocol.FormatTime(now.Add(lease))
@@ -94,19 +96,19 @@ func (s *Store) HeartbeatJob(ctx context.Context, id int64, workerID string, lea
 			total_items = CASE WHEN ? > 0 THEN ? ELSE total_items END,
 			progress = CASE WHEN ? >= 0 THEN ? ELSE progress END,
 			worker_heartbeat_at = ?, lease_expires_at = ?, updated_at = ?
-			WHERE id = ? AND worker_id = ? AND status = 'running' AND lease_expires_at > ? RETURNING `+jobSignals,
-			p.Processed, p.Total, p.Total, frac, frac, ts, exp, ts, id, workerID, ts)
+			WHERE id = ? AND worker_id = ? AND status = 'running' AND lease_epoch = ? AND lease_expires_at > ?
+			RETURNING `+jobSignals, p.Processed, p.Total, p.Total, frac, frac, ts, exp, ts, f.ID, f.WorkerID, f.Epoch, ts)
 	})
-	return sig, ownerErr("heartbeat job", id, err)
+	return sig, fenceErr("heartbeat job", f, err)
 }
 
 // JobLeaseState reads, without writing, whether this worker still owns the
 // job, and its signals. The engine polls it every
 // scan.cancel_check.interval_ms, far more often than it heartbeats.
-func (s *Store) JobLeaseState(ctx context.Context, id int64, workerID string) (sig JobSignals, err error) {
+func (s *Store) JobLeaseState(ctx context.Context, f model.Fence) (sig JobSignals, err error) {
 	err = s.r.GetContext(ctx, &sig, `SELECT `+jobSignals+` FROM jobs
-		WHERE id = ? AND worker_id = ? AND status = 'running'`, id, workerID)
-	return sig, ownerErr("job lease state", id, err)
+		WHERE id = ? AND worker_id = ? AND status = 'running' AND lease_epoch = ?`, f.ID, f.WorkerID, f.Epoch)
+	return sig, fenceErr("job lease state", f, err)
 }
 
 // JobOutcome is how a job ends. Status must be terminal (completed, failed,
@@ -118,40 +120,29 @@ type JobOutcome struct {
 	ErrorMessage string
 }
 
-// FinishJob ends a job this worker owns (protocol §4.2): terminal status,
+// FinishJob ends the job of claim f (protocol §4.2): terminal status,
 // finished_at, error fields (cleared on completion), lease_expires_at
-// cleared. worker_id stays as the record of who ran it.
-func (s *Store) FinishJob(ctx context.Context, id int64, workerID string, o JobOutcome) error {
+// cleared. worker_id stays as the record of who ran it. It is fenced as
+// the job's data writes are: a claim whose lease ran out, even one not yet
+// recovered, writes no end (ErrLeaseLost), so the row goes to recovery
+// and nothing the job did after its lease counts as finished.
+func (s *Store) FinishJob(ctx context.Context, f model.Fence, o JobOutcome) error {
 	if !o.Status.Terminal() {
-		return fmt.Errorf("finish job %d: status %q is not terminal", id, o.Status)
+		return fmt.Errorf("finish job %d: status %q is not terminal", f.ID, o.Status)
 	}
-	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
-		ts := s.nowText()
-		return ownedExec(ctx, q, `UPDATE jobs SET status = ?,
-			progress = CASE WHEN ? = 'completed' THEN 1 ELSE progress END,
-			result = ?, error_code = ?, error_message = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ?
-			WHERE id = ? AND worker_id = ? AND status = 'running'`,
-			o.Status, o.Status, nullText(o.Result), nullText(o.ErrorCode), nullText(o.ErrorMessage), ts, ts, id, workerID)
-	})
-	return ownerErr("finish job", id, err)
-}
-
-// ReleaseJob hands a job back on graceful shutdown: running → retryable
-// with worker_shutdown and the lease fields cleared, so a restart resumes it
-// without waiting for the lease to expire.
-func (s *Store) ReleaseJob(ctx context.Context, id int64, workerID string) error {
-	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
-		return ownedExec(ctx, q, releaseJobSQL+` AND id = ?`, releaseJobArgs(s.nowText(), workerID, id)...)
-	})
-	return ownerErr("release job", id, err)
+	ts := s.nowText()
+	return s.endLease(ctx, "finish job", f, `UPDATE jobs SET status = ?,
+		progress = CASE WHEN ? = 'completed' THEN 1 ELSE progress END,
+		result = ?, error_code = ?, error_message = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ?
+		WHERE `+fenceWhere, o.Status, o.Status, nullText(o.Result), nullText(o.ErrorCode), nullText(o.ErrorMessage), ts, ts)
 }
 
 const releaseJobSQL = `UPDATE jobs SET status = 'retryable', worker_id = NULL, worker_heartbeat_at = NULL,
 	lease_expires_at = NULL, error_code = ?, error_message = ?, updated_at = ?
 	WHERE worker_id = ? AND status = 'running'`
 
-func releaseJobArgs(ts, workerID string, extra ...any) []any {
-	return append([]any{protocol.ErrWorkerShutdown, "worker shut down before the job finished", ts, workerID}, extra...)
+func releaseJobArgs(ts, workerID string) []any {
+	return []any{protocol.ErrWorkerShutdown, "worker shut down before the job finished", ts, workerID}
 }
 
 // nullText stores "" as NULL.

@@ -10,6 +10,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -26,6 +27,9 @@ type modelRow struct {
 	// recovered counts a thumbnail's stale-lease recoveries; the
 	// MaxRecoveries-th fails it (render_crashed).
 	recovered int
+	// epoch is the row's lease_epoch, raised by every claim: the
+	// token its owner finishes under.
+	epoch int64
 }
 
 // leaseModel drives random interleavings of claim, heartbeat, finish,
@@ -103,7 +107,7 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 		"insertJob": func(rt *rapid.T) {
 			kind := rapid.SampledFrom([]string{"scan", "hash"}).Draw(rt, "kind")
 			ts := protocol.FormatTime(m.now())
-			id, err := m.control.InsertID(m.ctx, `INSERT INTO jobs (kind, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, kind, ts, ts)
+			id, err := storetest.InsertID(m.ctx, m.control, `INSERT INTO jobs (kind, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, kind, ts, ts)
 			if m.activeScanHash() > 0 {
 				if !store.IsUnique(err) {
 					rt.Fatalf("second active scan/hash: err = %v", err)
@@ -117,7 +121,7 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 		},
 		"insertThumbnail": func(rt *rapid.T) {
 			ts := protocol.FormatTime(m.now())
-			id, err := m.control.InsertID(m.ctx, `INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
+			id, err := storetest.InsertID(m.ctx, m.control, `INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
 				VALUES ((SELECT coalesce(max(id), 0) + 1 FROM thumbnails), 1, 'g', 'x', ?, ?) RETURNING id`, ts, ts)
 			if err != nil {
 				rt.Fatal(err)
@@ -148,6 +152,9 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			}
 			r := m.rows[want]
 			r.status, r.owner, r.lease = "running", m.names[i], m.now().Add(lease)
+			if r.epoch++; j.LeaseEpoch != r.epoch {
+				rt.Fatalf("claimJob epoch %d, want %d", j.LeaseEpoch, r.epoch)
+			}
 		},
 		"claimThumbnail": func(rt *rapid.T) {
 			i, w := m.worker(rt)
@@ -189,6 +196,9 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			if th != nil {
 				r := m.rows[-want]
 				r.status, r.owner, r.lease = "running", m.names[i], m.now().Add(lease)
+				if r.epoch++; th.LeaseEpoch != r.epoch {
+					rt.Fatalf("claimThumbnail epoch %d, want %d", th.LeaseEpoch, r.epoch)
+				}
 			}
 		},
 		"heartbeat": func(rt *rapid.T) {
@@ -199,10 +209,10 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			var cancel bool
 			if r.table == "jobs" {
 				var sig store.JobSignals
-				sig, err = w.HeartbeatJob(m.ctx, key, m.names[i], lease, store.JobProgress{Processed: 1, Total: 2})
+				sig, err = w.HeartbeatJob(m.ctx, model.Fence{Table: model.LeaseJobs, ID: key, WorkerID: m.names[i], Epoch: r.epoch}, lease, store.JobProgress{Processed: 1, Total: 2})
 				cancel = sig.CancelRequested
 			} else {
-				err = w.HeartbeatThumbnail(m.ctx, -key, m.names[i], lease)
+				err = w.HeartbeatLease(m.ctx, thumbFence(-key, m.names[i], r.epoch), lease)
 			}
 			// An expired lease is stale: only recovery may touch the row.
 			live := *r
@@ -227,13 +237,19 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			switch {
 			case r.table == "jobs":
 				final = rapid.SampledFrom([]string{"completed", "failed", "cancelled"}).Draw(rt, "status")
-				err = w.FinishJob(m.ctx, key, m.names[i], store.JobOutcome{Status: protocol.JobStatus(final)})
+				f := model.Fence{Table: model.LeaseJobs, ID: key, WorkerID: m.names[i], Epoch: r.epoch}
+				err = w.FinishJob(m.ctx, f, store.JobOutcome{Status: protocol.JobStatus(final)})
 			case ok:
-				final, err = "ready", w.FinishThumbnail(m.ctx, -key, m.names[i], store.ThumbnailDone{})
+				final, err = "ready", w.FinishThumbnail(m.ctx, thumbFence(-key, m.names[i], r.epoch), store.ThumbnailDone{})
 			default:
-				final, err = "failed", w.FailThumbnail(m.ctx, -key, m.names[i], protocol.ErrDecodeError, "x")
+				final, err = "failed", w.FailThumbnail(m.ctx, thumbFence(-key, m.names[i], r.epoch), protocol.ErrDecodeError, "x")
 			}
-			m.expectOwned(rt, r, i, err)
+			// Every end is fenced: an expired lease is lost already.
+			live := *r
+			if !r.lease.After(m.now()) {
+				live.owner = ""
+			}
+			m.expectOwned(rt, &live, i, err)
 			if err == nil {
 				r.status = final
 			}
@@ -276,7 +292,7 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 		},
 		"requestCancel": func(rt *rapid.T) {
 			key := m.ids(rt, "jobs")
-			if _, err := m.control.Exec(m.ctx, `UPDATE jobs SET cancel_requested = 1 WHERE id = ?`, key); err != nil {
+			if _, err := storetest.Exec(m.ctx, m.control, `UPDATE jobs SET cancel_requested = 1 WHERE id = ?`, key); err != nil {
 				rt.Fatal(err)
 			}
 			m.rows[key].cancel = true
@@ -379,12 +395,12 @@ func (m *leaseModel) drain(t *rapid.T) {
 				break
 			}
 			if j != nil {
-				if err := w.FinishJob(m.ctx, j.ID, name, store.JobOutcome{Status: protocol.JobCompleted}); err != nil {
+				if err := w.FinishJob(m.ctx, j.Fence(), store.JobOutcome{Status: protocol.JobCompleted}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if th != nil {
-				if err := w.FinishThumbnail(m.ctx, th.ID, name, store.ThumbnailDone{}); err != nil {
+				if err := w.FinishThumbnail(m.ctx, th.Fence(), store.ThumbnailDone{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -410,7 +426,7 @@ func TestLeaseStateMachine(t *testing.T) {
 	raw := rawDB(t, path)
 	rapid.Check(t, func(rt *rapid.T) {
 		for _, q := range []string{`DELETE FROM jobs`, `UPDATE thumbnails SET status = 'failed'`, `DELETE FROM thumbnails`} {
-			if _, err := control.Exec(context.Background(), q); err != nil {
+			if _, err := storetest.Exec(context.Background(), control, q); err != nil {
 				rt.Fatal(err)
 			}
 		}
@@ -422,4 +438,9 @@ func TestLeaseStateMachine(t *testing.T) {
 		rt.Repeat(m.actions())
 		m.drain(rt)
 	})
+}
+
+// thumbFence is the token of a thumbnail claim by worker at epoch.
+func thumbFence(id int64, worker string, epoch int64) model.Fence {
+	return model.Fence{Table: model.LeaseThumbnails, ID: id, WorkerID: worker, Epoch: epoch}
 }

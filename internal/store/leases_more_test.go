@@ -27,16 +27,16 @@ func TestThumbnailLease(t *testing.T) {
 		if none, err := f.worker.ClaimThumbnail(f.ctx, "w3", lease); none != nil || err != nil {
 			t.Fatalf("third claim %+v, %v", none, err)
 		}
-		if err := f.worker.HeartbeatThumbnail(f.ctx, a, "w2", lease); !errors.Is(err, store.ErrNotOwner) {
+		if err := f.worker.HeartbeatLease(f.ctx, thumbFence(a, "w2", ta.LeaseEpoch), lease); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("foreign heartbeat %v", err)
 		}
-		if err := f.worker.FinishThumbnail(f.ctx, a, "w1", store.ThumbnailDone{Width: 320, Height: 480, BytesSize: 9000}); err != nil {
+		if err := f.worker.FinishThumbnail(f.ctx, ta.Fence(), store.ThumbnailDone{Width: 320, Height: 480, BytesSize: 9000}); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.str(t, `SELECT status || width || 'x' || height || ',' || bytes_size || coalesce(`+storetest.TimeText("lease_expires_at")+`, '-') FROM thumbnails WHERE id = ?`, a); got != "ready320x480,9000-" {
 			t.Fatalf("ready row %s", got)
 		}
-		if err := f.worker.FailThumbnail(f.ctx, b, "w2", protocol.ErrDecodeError, "bad jpeg"); err != nil {
+		if err := f.worker.FailThumbnail(f.ctx, tb.Fence(), protocol.ErrDecodeError, "bad jpeg"); err != nil {
 			t.Fatal(err)
 		}
 		want := "failed,decode_error,1," + protocol.FormatTime(f.clock.Now().Add(store.ThumbnailBackoff(1)))
@@ -66,8 +66,11 @@ func TestThumbnailLease(t *testing.T) {
 		f := setupLease(t)
 		id := f.addThumb(t, 1, "g")
 		f.exec(t, `UPDATE thumbnails SET error_count = ? WHERE id = ?`, store.ThumbnailMaxErrors-1, id)
-		f.worker.ClaimThumbnail(f.ctx, "w", lease)
-		if err := f.worker.FailThumbnail(f.ctx, id, "w", protocol.ErrNoPages, "empty"); err != nil {
+		claimed, _ := f.worker.ClaimThumbnail(f.ctx, "w", lease)
+		if claimed == nil || claimed.ID != id {
+			t.Fatalf("claimed %+v", claimed)
+		}
+		if err := f.worker.FailThumbnail(f.ctx, claimed.Fence(), protocol.ErrNoPages, "empty"); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.str(t, `SELECT coalesce(`+storetest.TimeText("retry_after")+`, 'never') FROM thumbnails WHERE id = ?`, id); got != "never" {
@@ -77,8 +80,8 @@ func TestThumbnailLease(t *testing.T) {
 	t.Run("release", func(t *testing.T) {
 		f := setupLease(t)
 		id := f.addThumb(t, 1, "g")
-		f.worker.ClaimThumbnail(f.ctx, "w", lease)
-		if err := f.worker.ReleaseThumbnail(f.ctx, id, "w"); err != nil {
+		th, _ := f.worker.ClaimThumbnail(f.ctx, "w", lease)
+		if err := f.worker.ReleaseLease(f.ctx, th.Fence()); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.str(t, `SELECT status || coalesce(worker_id, '-') FROM thumbnails WHERE id = ?`, id); got != "pending-" {
@@ -98,12 +101,12 @@ func TestCleanupLease(t *testing.T) {
 		t.Fatalf("claim while group busy / not due = %+v, %v", c, err)
 	}
 	f.worker.ClaimThumbnail(f.ctx, "w", lease)
-	f.worker.FinishThumbnail(f.ctx, th, "w", store.ThumbnailDone{})
+	f.worker.FinishThumbnail(f.ctx, thumbFence(th, "w", 1), store.ThumbnailDone{})
 	c, err := f.worker.ClaimCleanup(f.ctx, "w", lease)
 	if err != nil || c == nil || c.ID != busy {
 		t.Fatalf("claim after group settled = %+v, %v", c, err)
 	}
-	if err := f.worker.FinishCleanup(f.ctx, busy, "w", 3, 4); err != nil {
+	if err := f.worker.FinishCleanup(f.ctx, c.Fence(), 3, 4); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(time.Minute)
@@ -111,7 +114,7 @@ func TestCleanupLease(t *testing.T) {
 	if c == nil || c.ID != later {
 		t.Fatalf("due claim %+v", c)
 	}
-	if err := f.worker.FailCleanup(f.ctx, later, "w", 1, 0, protocol.ErrIOError, "disk"); err != nil {
+	if err := f.worker.FailCleanup(f.ctx, c.Fence(), 1, 0, protocol.ErrIOError, "disk"); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.str(t, `SELECT `+storetest.Concat(`status || deleted_files || deleted_rows || coalesce(error_code, '')`, ",", "id")+` FROM thumbnail_cleanup_jobs`); got != "completed34,failed10io_error" {
@@ -133,7 +136,7 @@ func TestCleanupGroups(t *testing.T) {
 	}
 	for _, id := range []int64{other, own} {
 		f.worker.ClaimThumbnail(f.ctx, "w", lease)
-		f.worker.FinishThumbnail(f.ctx, id, "w", store.ThumbnailDone{})
+		f.worker.FinishThumbnail(f.ctx, thumbFence(id, "w", 1), store.ThumbnailDone{})
 		if id == other {
 			if c, _ := f.worker.ClaimCleanup(f.ctx, "w", lease); c != nil {
 				t.Fatalf("claimed %s while file 7 is still active", c.GroupKey)
@@ -156,34 +159,34 @@ func TestCheckpointLease(t *testing.T) {
 		t.Fatalf("claim %+v, %v", w, err)
 	}
 	fig := store.CheckpointFigures{Busy: 1, LogFrames: 10, CheckpointedFrames: 4}
-	if err := f.worker.RetryCheckpoint(f.ctx, id, "w", fig, protocol.ErrCheckpointBusy, "readers", 2); err != nil {
+	if err := f.worker.RetryCheckpoint(f.ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, "readers", 2); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := f.worker.ClaimCheckpoint(f.ctx, "w", lease); w != nil {
 		t.Fatal("claimed before retry_after")
 	}
 	f.clock.Advance(store.WALBackoff(1))
-	if w, _ := f.worker.ClaimCheckpoint(f.ctx, "w", lease); w == nil || w.RetryCount != 1 {
+	if w, _ = f.worker.ClaimCheckpoint(f.ctx, "w", lease); w == nil || w.RetryCount != 1 {
 		t.Fatalf("retry claim %+v", w)
 	}
-	f.worker.RetryCheckpoint(f.ctx, id, "w", fig, protocol.ErrCheckpointBusy, "readers", 2)
+	f.worker.RetryCheckpoint(f.ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, "readers", 2)
 	f.clock.Advance(store.WALBackoff(2))
-	f.worker.ClaimCheckpoint(f.ctx, "w", lease)
-	if err := f.worker.RetryCheckpoint(f.ctx, id, "w", fig, protocol.ErrCheckpointBusy, "readers", 2); err != nil {
+	w, _ = f.worker.ClaimCheckpoint(f.ctx, "w", lease)
+	if err := f.worker.RetryCheckpoint(f.ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, "readers", 2); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.str(t, `SELECT status || retry_count || checkpoint_log_frames || coalesce(`+storetest.TimeText("finished_at")+`, '-') FROM wal_maintenance_jobs WHERE id = ?`, id); got != "failed310"+f.now() {
 		t.Fatalf("exhausted row %s", got)
 	}
 	ok := f.insert(t, `INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (?, ?, ?) RETURNING id`, f.now(), f.now(), f.now())
-	f.worker.ClaimCheckpoint(f.ctx, "w", lease)
-	if err := f.worker.ReleaseCheckpoint(f.ctx, ok, "w"); err != nil {
+	w, _ = f.worker.ClaimCheckpoint(f.ctx, "w", lease)
+	if err := f.worker.ReleaseLease(f.ctx, w.Fence()); err != nil {
 		t.Fatal(err)
 	}
-	if w, _ := f.worker.ClaimCheckpoint(f.ctx, "w", lease); w == nil || w.ID != ok || w.RetryCount != 0 {
+	if w, _ = f.worker.ClaimCheckpoint(f.ctx, "w", lease); w == nil || w.ID != ok || w.RetryCount != 0 {
 		t.Fatalf("released row not claimable at once: %+v", w)
 	}
-	if err := f.worker.SucceedCheckpoint(f.ctx, ok, "w", store.CheckpointFigures{LogFrames: 7, CheckpointedFrames: 7}); err != nil {
+	if err := f.worker.SucceedCheckpoint(f.ctx, w.Fence(), store.CheckpointFigures{LogFrames: 7, CheckpointedFrames: 7}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.str(t, `SELECT status || checkpointed_frames || coalesce(error_code, '-') FROM wal_maintenance_jobs WHERE id = ?`, ok); got != "completed7-" {

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -37,7 +39,7 @@ func (f *fixture) now() string { return protocol.FormatTime(f.clock.Now()) }
 // exec writes as a third party would: plain SQL on the control connection.
 func (f *fixture) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
-	if _, err := f.control.Exec(f.ctx, q, args...); err != nil {
+	if _, err := storetest.Exec(f.ctx, f.control, q, args...); err != nil {
 		t.Fatalf("exec %q: %v", q, err)
 	}
 }
@@ -45,7 +47,7 @@ func (f *fixture) exec(t *testing.T, q string, args ...any) {
 // insert is exec for an `INSERT … RETURNING id`, returning the id.
 func (f *fixture) insert(t *testing.T, q string, args ...any) int64 {
 	t.Helper()
-	id, err := f.control.InsertID(f.ctx, q, args...)
+	id, err := storetest.InsertID(f.ctx, f.control, q, args...)
 	if err != nil {
 		t.Fatalf("insert %q: %v", q, err)
 	}
@@ -84,7 +86,7 @@ func (f *fixture) str(t *testing.T, q string, args ...any) string {
 
 func (f *fixture) num(t *testing.T, q string, args ...any) int64 {
 	t.Helper()
-	n, err := f.control.QueryInt(f.ctx, q, args...)
+	n, err := storetest.QueryInt(f.ctx, f.control, q, args...)
 	if err != nil {
 		t.Fatalf("query %q: %v", q, err)
 	}
@@ -109,7 +111,7 @@ func TestJobLease(t *testing.T) {
 			if err != nil || j == nil {
 				t.Fatalf("claim: %v, %v", j, err)
 			}
-			if j.Status != "running" || j.WorkerID.String != "w1" || !j.StartedAt.Valid {
+			if j.Status != "running" || j.Holder() != "w1" || (j.StartedAt == nil) {
 				t.Fatalf("claimed row %+v", j)
 			}
 			got = append(got, j.ID)
@@ -145,23 +147,23 @@ func TestJobLease(t *testing.T) {
 	})
 	t.Run("a hash job is told when a scan waits", func(t *testing.T) {
 		f := setupLease(t)
-		id := f.addJob(t, "hash", "normal", 0)
-		f.worker.ClaimJob(f.ctx, "w1", lease)
-		if sig, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || sig.ScanWaiting {
+		f.addJob(t, "hash", "normal", 0)
+		j, _ := f.worker.ClaimJob(f.ctx, "w1", lease)
+		if sig, err := f.worker.JobLeaseState(f.ctx, j.Fence()); err != nil || sig.ScanWaiting {
 			t.Fatalf("signals before = %+v, %v", sig, err)
 		}
 		f.exec(t, `INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
 			VALUES ('hash', NULL, 'normal', 'x', ?, ?)`, protocol.FormatTime(f.clock.Now()), protocol.FormatTime(f.clock.Now()))
-		if sig, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || sig.ScanWaiting {
+		if sig, err := f.worker.JobLeaseState(f.ctx, j.Fence()); err != nil || sig.ScanWaiting {
 			t.Fatalf("signals with a hash queued = %+v, %v; only a scan makes a hash yield", sig, err)
 		}
-		lib := f.insert(t, `INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('l', '/l', ?, ?) RETURNING id`, f.now(), f.now())
+		lib := testfactory.Library(t, f.control, nil)
 		f.exec(t, `INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
 			VALUES ('scan', ?, 'normal', 'x', ?, ?)`, lib, protocol.FormatTime(f.clock.Now()), protocol.FormatTime(f.clock.Now()))
-		if sig, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || !sig.ScanWaiting || sig.CancelRequested {
+		if sig, err := f.worker.JobLeaseState(f.ctx, j.Fence()); err != nil || !sig.ScanWaiting || sig.CancelRequested {
 			t.Fatalf("lease state = %+v, %v", sig, err)
 		}
-		if sig, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{}); err != nil || !sig.ScanWaiting {
+		if sig, err := f.worker.HeartbeatJob(f.ctx, j.Fence(), lease, store.JobProgress{}); err != nil || !sig.ScanWaiting {
 			t.Fatalf("heartbeat = %+v, %v", sig, err)
 		}
 	})
@@ -170,7 +172,7 @@ func TestJobLease(t *testing.T) {
 		id := f.addJob(t, "scan", "high", 0)
 		j, _ := f.worker.ClaimJob(f.ctx, "w1", lease)
 		f.clock.Advance(10 * time.Second)
-		sig, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{Processed: 5, Total: 20})
+		sig, err := f.worker.HeartbeatJob(f.ctx, j.Fence(), lease, store.JobProgress{Processed: 5, Total: 20})
 		if err != nil || sig.CancelRequested || sig.ScanWaiting {
 			t.Fatalf("heartbeat = %+v, %v", sig, err)
 		}
@@ -180,30 +182,30 @@ func TestJobLease(t *testing.T) {
 		if p := f.str(t, `SELECT progress || '/' || processed_items || '/' || total_items FROM jobs WHERE id = ?`, id); p != "0.25/5/20" {
 			t.Fatalf("progress %s", p)
 		}
-		if _, err := f.worker.HeartbeatJob(f.ctx, id, "w2", lease, store.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
+		if _, err := f.worker.HeartbeatJob(f.ctx, model.Fence{Table: model.LeaseJobs, ID: id, WorkerID: "w2", Epoch: j.LeaseEpoch}, lease, store.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("foreign heartbeat err = %v", err)
 		}
 		f.exec(t, `UPDATE jobs SET cancel_requested = 1 WHERE id = ?`, id)
-		if c, err := f.worker.JobLeaseState(f.ctx, id, "w1"); err != nil || !c.CancelRequested {
+		if c, err := f.worker.JobLeaseState(f.ctx, j.Fence()); err != nil || !c.CancelRequested {
 			t.Fatalf("lease state = %v, %v", c, err)
 		}
-		if c, err := f.worker.HeartbeatJob(f.ctx, id, "w1", lease, store.JobProgress{Processed: 6}); err != nil || !c.CancelRequested {
+		if c, err := f.worker.HeartbeatJob(f.ctx, j.Fence(), lease, store.JobProgress{Processed: 6}); err != nil || !c.CancelRequested {
 			t.Fatalf("heartbeat after cancel = %v, %v", c, err)
 		}
-		if err := f.worker.FinishJob(f.ctx, id, "w2", store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
+		if err := f.worker.FinishJob(f.ctx, model.Fence{Table: model.LeaseJobs, ID: id, WorkerID: "w2", Epoch: j.LeaseEpoch}, store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("foreign finish err = %v", err)
 		}
-		err = f.worker.FinishJob(f.ctx, j.ID, "w1", store.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled, ErrorMessage: "cancel requested"})
+		err = f.worker.FinishJob(f.ctx, j.Fence(), store.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled, ErrorMessage: "cancel requested"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := f.str(t, `SELECT status || ',' || error_code || ',' || coalesce(`+storetest.TimeText("lease_expires_at")+`, 'null') || ',' || worker_id FROM jobs WHERE id = ?`, id); got != "cancelled,cancelled,null,w1" {
 			t.Fatalf("finished row %s", got)
 		}
-		if err := f.worker.FinishJob(f.ctx, id, "w1", store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
+		if err := f.worker.FinishJob(f.ctx, j.Fence(), store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("second finish err = %v", err)
 		}
-		if err := f.worker.FinishJob(f.ctx, id, "w1", store.JobOutcome{Status: protocol.JobRunning}); err == nil {
+		if err := f.worker.FinishJob(f.ctx, j.Fence(), store.JobOutcome{Status: protocol.JobRunning}); err == nil {
 			t.Fatal("non-terminal finish accepted")
 		}
 	})
@@ -228,7 +230,7 @@ func TestJobLease(t *testing.T) {
 		if got := f.str(t, `SELECT status || worker_id FROM jobs WHERE id = ?`, live); got != "runningw2" {
 			t.Fatalf("live row %s", got)
 		}
-		if _, err := f.worker.HeartbeatJob(f.ctx, stale, "w1", lease, store.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
+		if _, err := f.worker.HeartbeatJob(f.ctx, model.Fence{Table: model.LeaseJobs, ID: stale, WorkerID: "w1", Epoch: 1}, lease, store.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("zombie heartbeat err = %v", err)
 		}
 		c, err := f.control.RecoverStale(f.ctx)
@@ -239,14 +241,14 @@ func TestJobLease(t *testing.T) {
 	t.Run("release on shutdown", func(t *testing.T) {
 		f := setupLease(t)
 		id := f.addJob(t, "hash", "normal", 0)
-		f.worker.ClaimJob(f.ctx, "w1", lease)
-		if err := f.worker.ReleaseJob(f.ctx, id, "w1"); err != nil {
+		j, _ := f.worker.ClaimJob(f.ctx, "w1", lease)
+		if err := f.worker.ReleaseLease(f.ctx, j.Fence()); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.str(t, `SELECT status || ',' || error_code || ',' || coalesce(`+storetest.TimeText("lease_expires_at")+`, 'null') FROM jobs WHERE id = ?`, id); got != "retryable,worker_shutdown,null" {
 			t.Fatalf("released %s", got)
 		}
-		if err := f.worker.ReleaseJob(f.ctx, id, "w1"); !errors.Is(err, store.ErrNotOwner) {
+		if err := f.worker.ReleaseLease(f.ctx, j.Fence()); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("second release err = %v", err)
 		}
 	})

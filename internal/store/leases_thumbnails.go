@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -24,7 +25,7 @@ const thumbProbe = `SELECT EXISTS (SELECT 1 FROM thumbnails WHERE status = 'pend
 // writer does, while other processes' claims skip the locked rows.
 func (s *Store) thumbClaim() string {
 	return `UPDATE thumbnails SET status = 'running', worker_id = ?1, worker_heartbeat_at = ?2,
-	lease_expires_at = ?3, started_at = ?2, updated_at = ?2
+	lease_expires_at = ?3, started_at = ?2, updated_at = ?2, lease_epoch = lease_epoch + 1
 	WHERE id = coalesce(
 		(SELECT id FROM thumbnails WHERE status = 'pending' AND recovered_count = 0 ORDER BY created_at, id LIMIT 1` + s.skipLocked() + `),
 		(SELECT id FROM thumbnails WHERE status = 'pending' AND recovered_count > 0
@@ -38,8 +39,8 @@ func (s *Store) thumbClaim() string {
 // thumbnail rows first (running → pending, or failed at MaxRecoveries)
 // when the claim probes (claimGate). It returns nil, nil when nothing is
 // eligible.
-func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.Duration) (*Thumbnail, error) {
-	var t *Thumbnail
+func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.Duration) (*model.Thumbnail, error) {
+	var t *model.Thumbnail
 	if s.engine == enginePostgres {
 		s.thumbClaims.Lock()
 		defer s.thumbClaims.Unlock()
@@ -49,7 +50,7 @@ func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.
 		recover:   recoverStaleThumbnails,
 		claim: func(q sqlx.QueryerContext, now, expires string) error {
 			t = nil
-			var row Thumbnail
+			var row model.Thumbnail
 			err := sqlx.GetContext(ctx, q, &row, s.thumbClaim(), workerID, now, expires)
 			if err == nil {
 				t = &row
@@ -62,40 +63,33 @@ func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.
 	return t, nil
 }
 
-// HeartbeatThumbnail extends the lease of a thumbnail this worker owns.
-func (s *Store) HeartbeatThumbnail(ctx context.Context, id int64, workerID string, lease time.Duration) error {
-	return s.heartbeat(ctx, "thumbnails", id, workerID, lease)
-}
-
 // ThumbnailDone is a successful render.
 type ThumbnailDone struct {
 	Width, Height, BytesSize int64
 }
 
-// FinishThumbnail ends a thumbnail this worker owns as ready, clearing the
-// error fields and the retry time (protocol §7.2 success path).
-func (s *Store) FinishThumbnail(ctx context.Context, id int64, workerID string, d ThumbnailDone) error {
-	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
-		ts := s.nowText()
-		return ownedExec(ctx, q, `UPDATE thumbnails SET status = 'ready', width = ?, height = ?, bytes_size = ?,
-			error_code = NULL, error_message = NULL, retry_after = NULL, finished_at = ?, lease_expires_at = NULL,
-			updated_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'`,
-			d.Width, d.Height, d.BytesSize, ts, ts, id, workerID)
-	})
-	return ownerErr("finish thumbnail", id, err)
+// FinishThumbnail ends the thumbnail of claim f as ready, clearing the
+// error fields and the retry time (protocol §7.2 success path). The UPDATE
+// matches the claim's token (fenceWhere): a row recovered, claimed
+// again, or whose lease ran out is not written (ErrLeaseLost).
+func (s *Store) FinishThumbnail(ctx context.Context, f model.Fence, d ThumbnailDone) error {
+	ts := s.nowText()
+	return s.endLease(ctx, "finish thumbnail", f, `UPDATE thumbnails SET status = 'ready', width = ?, height = ?,
+		bytes_size = ?, error_code = NULL, error_message = NULL, retry_after = NULL, finished_at = ?,
+		lease_expires_at = NULL, updated_at = ? WHERE `+fenceWhere, d.Width, d.Height, d.BytesSize, ts, ts)
 }
 
-// FailThumbnail ends a thumbnail this worker owns as failed with code and
+// FailThumbnail ends the thumbnail of claim f as failed with code and
 // message, counting the error. retry_after is now + ThumbnailBackoff(count),
 // or NULL once the row failed ThumbnailMaxErrors times: controld requeues
-// only rows whose retry_after passed (RequeueFailedThumbnails).
-func (s *Store) FailThumbnail(ctx context.Context, id int64, workerID, code, message string) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+// only rows whose retry_after passed (RequeueFailedThumbnails). Fenced as
+// FinishThumbnail.
+func (s *Store) FailThumbnail(ctx context.Context, f model.Fence, code, message string) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		ts := protocol.FormatTime(now)
 		var count int64
-		if err := tx.GetContext(ctx, &count, `SELECT error_count + 1 FROM thumbnails
-			WHERE id = ? AND worker_id = ? AND status = 'running'`, id, workerID); err != nil {
+		if err := tx.GetContext(ctx, &count, `SELECT error_count + 1 FROM thumbnails WHERE id = ?`, f.ID); err != nil {
 			return err
 		}
 		var retry any
@@ -104,38 +98,7 @@ func (s *Store) FailThumbnail(ctx context.Context, id int64, workerID, code, mes
 		}
 		return ownedExec(ctx, tx, `UPDATE thumbnails SET status = 'failed', error_code = ?, error_message = ?,
 			error_count = ?, retry_after = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ?
-			WHERE id = ? AND worker_id = ? AND status = 'running'`,
-			code, message, count, retry, ts, ts, id, workerID)
+			WHERE id = ?`, code, message, count, retry, ts, ts, f.ID)
 	})
-	return ownerErr("fail thumbnail", id, err)
-}
-
-// ReleaseThumbnail hands a thumbnail back on graceful shutdown: running →
-// pending with the lease fields cleared.
-func (s *Store) ReleaseThumbnail(ctx context.Context, id int64, workerID string) error {
-	return s.release(ctx, "thumbnails", id, workerID)
-}
-
-// heartbeat is the owner-checked heartbeat of the tables whose heartbeat
-// path is worker_heartbeat_at + lease_expires_at + updated_at. table is
-// one of this file's constants, never caller input. As HeartbeatJob, it
-// never extends an expired lease.
-func (s *Store) heartbeat(ctx context.Context, table string, id int64, workerID string, lease time.Duration) error {
-	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
-		now := s.Now()
-		ts := protocol.FormatTime(now)
-		return ownedExec(ctx, q, `UPDATE `+table+` SET worker_heartbeat_at = ?1, lease_expires_at = ?2, updated_at = ?1
-			WHERE id = ?3 AND worker_id = ?4 AND status = 'running' AND lease_expires_at > ?1`, ts, protocol.FormatTime(now.Add(lease)), id, workerID)
-	})
-	return ownerErr("heartbeat "+table, id, err)
-}
-
-// release hands a thumbnail or cleanup row back: running → pending.
-func (s *Store) release(ctx context.Context, table string, id int64, workerID string) error {
-	err := s.writeOne(ctx, func(q sqlx.ExtContext) error {
-		return ownedExec(ctx, q, `UPDATE `+table+` SET status = 'pending', worker_id = NULL,
-			worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = ?
-			WHERE id = ? AND worker_id = ? AND status = 'running'`, s.nowText(), id, workerID)
-	})
-	return ownerErr("release "+table, id, err)
+	return fenceErr("fail thumbnail", f, err)
 }

@@ -23,9 +23,11 @@ type Library struct {
 	AllowDelete bool `db:"allow_delete"`
 	AllowUnlink bool `db:"allow_unlink"`
 	// Media says whether video files are indexed; default comics+video.
-	Media     protocol.LibraryMedia `db:"media"`
-	CreatedAt protocol.Time         `db:"created_at"`
-	UpdatedAt protocol.Time         `db:"updated_at"`
+	Media protocol.LibraryMedia `db:"media"`
+	// Watch is how controld's watcher follows the library.
+	Watch     protocol.WatchMode `db:"watch"`
+	CreatedAt protocol.Time      `db:"created_at"`
+	UpdatedAt protocol.Time      `db:"updated_at"`
 }
 
 // LibraryStats are the counts shown with one library.
@@ -46,6 +48,8 @@ type NewLibrary struct {
 	ScanIntervalMinutes int64
 	// Media defaults to comics+video.
 	Media protocol.LibraryMedia
+	// Watch defaults to auto.
+	Watch protocol.WatchMode
 }
 
 // LibraryPatch changes the named fields; nil fields stay.
@@ -55,9 +59,10 @@ type LibraryPatch struct {
 	AllowDelete         *bool
 	AllowUnlink         *bool
 	Media               *protocol.LibraryMedia
+	Watch               *protocol.WatchMode
 }
 
-const libraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_at, allow_delete, allow_unlink, media, created_at, updated_at`
+const libraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_at, allow_delete, allow_unlink, media, watch, created_at, updated_at`
 
 // CreateLibrary inserts a library. The same path twice is ErrConflict with
 // code library_exists.
@@ -66,13 +71,16 @@ func (s *Store) CreateLibrary(ctx context.Context, in NewLibrary) (Library, erro
 	if in.Media == "" {
 		in.Media = protocol.LibraryComicsVideo
 	}
+	if in.Watch == "" {
+		in.Watch = protocol.WatchAuto
+	}
 	var lib Library
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		return tx.GetContext(ctx, &lib, `INSERT INTO libraries (name, path, scan_interval_minutes, media, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?) RETURNING `+libraryCols, in.Name, in.Path, in.ScanIntervalMinutes, in.Media, now, now)
+		return tx.GetContext(ctx, &lib, `INSERT INTO libraries (name, path, scan_interval_minutes, media, watch, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING `+libraryCols, in.Name, in.Path, in.ScanIntervalMinutes, in.Media, in.Watch, now, now)
 	})
 	if IsUnique(err) {
-		return Library{}, &protocol.Error{Code: CodeLibraryExists, Message: "a library with this path exists", Err: ErrConflict}
+		return Library{}, &protocol.Error{Code: protocol.CodeLibraryExists, Message: "a library with this path exists", Err: ErrConflict}
 	}
 	if err != nil {
 		return Library{}, fmt.Errorf("create library: %w", err)
@@ -122,8 +130,9 @@ func (s *Store) UpdateLibrary(ctx context.Context, id int64, p LibraryPatch) (Li
 				allow_delete = coalesce(?, allow_delete),
 				allow_unlink = coalesce(?, allow_unlink),
 				media = coalesce(?, media),
+				watch = coalesce(?, watch),
 				updated_at = ?
-			WHERE id = ? RETURNING `+libraryCols, p.Name, p.ScanIntervalMinutes, p.AllowDelete, p.AllowUnlink, p.Media, now, id)
+			WHERE id = ? RETURNING `+libraryCols, p.Name, p.ScanIntervalMinutes, p.AllowDelete, p.AllowUnlink, p.Media, p.Watch, now, id)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return lib, missingRow(libraryRow, id)
@@ -157,7 +166,7 @@ func (s *Store) DeleteLibrary(ctx context.Context, id int64) error {
 			if exists == 0 {
 				return missingRow(libraryRow, id)
 			}
-			return &protocol.Error{Code: CodeLibraryBusy, Message: "a scan or hash job on this library is active", Err: ErrConflict}
+			return &protocol.Error{Code: protocol.CodeLibraryBusy, Message: "a scan or hash job on this library is active", Err: ErrConflict}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'cancelled', error_code = ?, error_message = ?,
 				finished_at = ?, updated_at = ? WHERE library_id = ? AND status = 'retryable'`,

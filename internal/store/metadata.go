@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -57,6 +58,9 @@ type Analysis struct {
 	SortKey string
 	// Video is what ffprobe said of a video file; nil for any other.
 	Video *VideoProbe
+	// PageSignature and PagesKey are the book's page signature and its
+	// key (internal/pagesig; migration 25); nil when there is none.
+	PageSignature, PagesKey []byte
 }
 
 // AnalysisBatch is one transaction of analysis results.
@@ -71,14 +75,14 @@ type AnalysisBatch struct {
 // cleared, so that linking puts the file in the series its new name
 // says), their metadata and the session's errors and counts. Rows no longer
 // needing analysis are left alone, so a replayed batch is a no-op.
-func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
+func (s *Store) ApplyAnalysis(ctx context.Context, f model.Fence, b *AnalysisBatch) error {
 	at := protocol.NewTime(s.Now())
 	now := at.String()
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		file, err := tx.PrepareContext(ctx, `UPDATE library_files SET format = nullif(?, ''), total_pages = ?,
 				series_name_raw = nullif(?, ''), series_id = NULL, sort_key = ?, analysis_error_code = nullif(?, ''),
 				analysis_error_message = nullif(?, ''), analyzed_at = ?, needs_analysis = 0,
-				needs_cover = CASE WHEN ? = 1 THEN 1 ELSE needs_cover END, updated_at = ?
+				needs_cover = CASE WHEN ? = 1 THEN 1 ELSE needs_cover END, page_signature = ?, pages_key = ?, updated_at = ?
 			WHERE id = ? AND needs_analysis = 1`)
 		if err != nil {
 			return err
@@ -105,7 +109,7 @@ func (s *Store) ApplyAnalysis(ctx context.Context, b *AnalysisBatch) error {
 		defer probes.Close()
 		for _, r := range b.Results {
 			res, err := file.ExecContext(ctx, r.Format, r.TotalPages, r.SeriesNameRaw, r.SortKey, r.ErrorCode, r.ErrorMessage,
-				now, r.NeedsCover, now, r.ID)
+				now, r.NeedsCover, r.PageSignature, r.PagesKey, now, r.ID)
 			if err != nil {
 				return fmt.Errorf("file %d: %w", r.ID, err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -47,17 +48,7 @@ type PlanSelection struct {
 	MinSizeBytes int64
 }
 
-// Codes of plan errors.
-const (
-	CodeGroupNotFound   = "group_not_found"
-	CodePlanNotFound    = "plan_not_found"
-	CodePlanTooLarge    = "plan_too_large"
-	CodePlanExpired     = "plan_expired"
-	CodeLibraryReadOnly = "library_read_only"
-	CodeUnlinkForbidden = "unlink_not_allowed"
-)
-
-var planRow = rowKind{CodePlanNotFound, "plan"}
+var planRow = rowKind{protocol.CodePlanNotFound, "plan"}
 
 const planMembersQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role, COALESCE(volumes, 0) AS volumes
 	FROM library_files WHERE hash_algorithm = ? AND content_hash = ? AND ` + groupQualifies + ` ORDER BY id LIMIT ?`
@@ -74,7 +65,7 @@ func (s *Store) PlanGroups(ctx context.Context, sel PlanSelection) ([]PlanGroup,
 				return nil, err
 			}
 			if len(g.Members) < 2 {
-				return nil, &protocol.Error{Code: CodeGroupNotFound, Message: "no duplicate group " + k.String(), Err: ErrNotFound}
+				return nil, &protocol.Error{Code: protocol.CodeGroupNotFound, Message: "no duplicate group " + k.String(), Err: ErrNotFound}
 			}
 			out = append(out, g)
 		}
@@ -103,7 +94,7 @@ func (s *Store) PlanGroups(ctx context.Context, sel PlanSelection) ([]PlanGroup,
 				continue
 			}
 			if len(out) == MaxPlanGroups {
-				return nil, &protocol.Error{Code: CodePlanTooLarge, Err: ErrConflict,
+				return nil, &protocol.Error{Code: protocol.CodePlanTooLarge, Err: ErrConflict,
 					Message: "the selection has more than " + strconv.Itoa(MaxPlanGroups) + " groups: narrow it by library or minimum size"}
 			}
 			out = append(out, g)
@@ -181,6 +172,9 @@ type PlanFile struct {
 	MtimeNS       int64                  `db:"mtime_ns"`
 	HashAlgorithm protocol.HashAlgorithm `db:"hash_algorithm"`
 	ContentHash   []byte                 `db:"content_hash"`
+	// LibraryPath is the library's folder when the plan was made (NULL in
+	// plans older than migration 20).
+	LibraryPath sql.NullString `db:"library_path"`
 }
 
 // Decisions of delete_plan_files.decision.
@@ -221,8 +215,7 @@ func (s *Store) CreatePlan(ctx context.Context, p NewPlan) (Plan, error) {
 }
 
 func insertPlanFiles(ctx context.Context, tx *sqlx.Tx, planID int64, groups []PlannedGroup) error {
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id,
-		relative_path, decision, size_bytes, mtime_ns, hash_algorithm, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	stmt, err := tx.PrepareContext(ctx, insertPlanFile)
 	if err != nil {
 		return err
 	}
@@ -231,7 +224,7 @@ func insertPlanFiles(ctx context.Context, tx *sqlx.Tx, planID int64, groups []Pl
 	for gi, g := range groups {
 		add := func(m PlanMember, decision string) error {
 			_, err := stmt.ExecContext(ctx, planID, seq, gi, m.FileID, m.LibraryID, m.RelativePath, decision,
-				m.SizeBytes, m.MtimeNS, string(g.Key.Algorithm), g.Key.Hash)
+				m.SizeBytes, m.MtimeNS, string(g.Key.Algorithm), g.Key.Hash, nil)
 			seq++
 			return err
 		}
@@ -246,6 +239,12 @@ func insertPlanFiles(ctx context.Context, tx *sqlx.Tx, planID int64, groups []Pl
 	}
 	return nil
 }
+
+// insertPlanFile stores one plan member with its library's folder: the
+// library's path now, unless ?12 gives the one an earlier plan recorded.
+const insertPlanFile = `INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id,
+		relative_path, decision, size_bytes, mtime_ns, hash_algorithm, content_hash, library_path)
+	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, COALESCE(?12, (SELECT path FROM libraries WHERE id = ?5)))`
 
 // GetPlan returns one plan or plan_not_found.
 func (s *Store) GetPlan(ctx context.Context, id int64) (Plan, error) {
@@ -267,7 +266,7 @@ func (s *Store) ListPlans(ctx context.Context, afterID int64, limit int) ([]Plan
 func (s *Store) PlanFiles(ctx context.Context, planID int64) ([]PlanFile, error) {
 	var out []PlanFile
 	err := s.r.SelectContext(ctx, &out, `SELECT seq, group_seq, file_id, library_id, relative_path, decision,
-		size_bytes, mtime_ns, hash_algorithm, content_hash FROM delete_plan_files WHERE plan_id = ? ORDER BY seq`, planID)
+		size_bytes, mtime_ns, hash_algorithm, content_hash, library_path FROM delete_plan_files WHERE plan_id = ? ORDER BY seq`, planID)
 	if err != nil {
 		return nil, fmt.Errorf("plan files: %w", err)
 	}
@@ -279,7 +278,7 @@ func (s *Store) PlanFiles(ctx context.Context, planID int64) ([]PlanFile, error)
 // expired plan (plan_expired), a copy in a library without allow_delete
 // (library_read_only) and unlink where a library lacks allow_unlink
 // (unlink_not_allowed).
-func (s *Store) AuthorizePlan(ctx context.Context, id int64) (job Job, created bool, err error) {
+func (s *Store) AuthorizePlan(ctx context.Context, id int64) (job model.Job, created bool, err error) {
 	now := s.Now()
 	err = s.write(ctx, func(tx *sqlx.Tx) error {
 		plan, err := getRow[Plan](ctx, tx, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
@@ -287,33 +286,39 @@ func (s *Store) AuthorizePlan(ctx context.Context, id int64) (job Job, created b
 			return err
 		}
 		if plan.JobID.Valid {
-			job, err = getRow[Job](ctx, tx, jobRow, `SELECT * FROM jobs WHERE id = ?`, plan.JobID.Int64)
+			job, err = getRow[model.Job](ctx, tx, jobRow, `SELECT * FROM jobs WHERE id = ?`, plan.JobID.Int64)
 			return err
 		}
 		if !plan.ExpiresAt.After(now) {
-			return &protocol.Error{Code: CodePlanExpired, Message: "plan " + strconv.FormatInt(id, 10) + " expired at " + plan.ExpiresAt.String(), Err: ErrConflict}
+			return &protocol.Error{Code: protocol.CodePlanExpired, Message: "plan " + strconv.FormatInt(id, 10) + " expired at " + plan.ExpiresAt.String(), Err: ErrConflict}
+		}
+		if err := checkPlanBinding(ctx, tx, id); err != nil {
+			return err
 		}
 		if err := checkPlanLibraries(ctx, tx, plan); err != nil {
 			return err
 		}
 		job, err = insertPlanJob(ctx, tx, id, protocol.FormatTime(now))
-		created = err == nil
-		return err
+		if err != nil {
+			return err
+		}
+		created = true
+		return claimPlanFiles(ctx, tx, id, job.ID)
 	})
 	if err != nil {
-		return Job{}, false, fmt.Errorf("authorize plan: %w", err)
+		return model.Job{}, false, fmt.Errorf("authorize plan: %w", err)
 	}
 	return job, created, nil
 }
 
 // insertPlanJob creates the delete job that carries out plan id and binds
 // the plan to it: the binding is the authorization workerd checks.
-func insertPlanJob(ctx context.Context, tx *sqlx.Tx, id int64, now string) (Job, error) {
-	var job Job
+func insertPlanJob(ctx context.Context, tx *sqlx.Tx, id int64, now string) (model.Job, error) {
+	var job model.Job
 	payload := `{"plan_id":` + strconv.FormatInt(id, 10) + `}`
 	if err := tx.GetContext(ctx, &job, `INSERT INTO jobs (kind, status, priority, payload, created_at, updated_at)
 		VALUES ('delete', 'pending', 'normal', ?, ?, ?) RETURNING *`, payload, now, now); err != nil {
-		return Job{}, err
+		return model.Job{}, err
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE delete_plans SET job_id = ?, executed_at = ? WHERE id = ?`, job.ID, now, id)
 	return job, err
@@ -331,10 +336,10 @@ func checkPlanLibraries(ctx context.Context, tx *sqlx.Tx, plan Plan) error {
 	for _, l := range libs {
 		switch {
 		case !l.AllowDelete:
-			return &protocol.Error{Code: CodeLibraryReadOnly, Err: ErrConflict,
+			return &protocol.Error{Code: protocol.CodeLibraryReadOnly, Err: ErrConflict,
 				Message: "library " + strconv.FormatInt(l.ID, 10) + " does not allow deletion (PATCH /libraries/{id} allow_delete)"}
 		case plan.Action == protocol.ActionUnlink && !l.AllowUnlink:
-			return &protocol.Error{Code: CodeUnlinkForbidden, Err: ErrConflict,
+			return &protocol.Error{Code: protocol.CodeUnlinkForbidden, Err: ErrConflict,
 				Message: "library " + strconv.FormatInt(l.ID, 10) + " does not allow unlink without the trash (allow_unlink)"}
 		}
 	}

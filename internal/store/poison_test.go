@@ -91,10 +91,11 @@ func TestPoisonPills(t *testing.T) {
 		f := setupLease(t)
 		id := f.addThumb(t, 1, "g")
 		for range store.MaxRecoveries + 1 {
-			if th, err := f.worker.ClaimThumbnail(f.ctx, "w", lease); err != nil || th == nil {
+			th, err := f.worker.ClaimThumbnail(f.ctx, "w", lease)
+			if err != nil || th == nil || th.ID != id {
 				t.Fatalf("claim %+v %v", th, err)
 			}
-			if err := f.worker.ReleaseThumbnail(f.ctx, id, "w"); err != nil {
+			if err := f.worker.ReleaseLease(f.ctx, th.Fence()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -137,7 +138,7 @@ func TestThumbnailDeleteGuard(t *testing.T) {
 	f.exec(t, `UPDATE thumbnails SET status = 'failed' WHERE id = ?`, failed)
 	for _, st := range []*store.Store{f.control, f.worker} {
 		for _, id := range []int64{pending, running} {
-			_, err := st.Exec(f.ctx, `DELETE FROM thumbnails WHERE id = ?`, id)
+			_, err := storetest.Exec(f.ctx, st, `DELETE FROM thumbnails WHERE id = ?`, id)
 			if err == nil || !strings.Contains(err.Error(), "only ready or failed rows may be deleted") {
 				t.Fatalf("delete of row %d: %v", id, err)
 			}
@@ -146,7 +147,7 @@ func TestThumbnailDeleteGuard(t *testing.T) {
 	if _, err := rawDB(t, f.path).Exec(`DELETE FROM thumbnails WHERE status IN ('pending', 'running')`); err == nil {
 		t.Fatal("a third party deleted unsettled rows")
 	}
-	if _, err := f.worker.Exec(f.ctx, `DELETE FROM thumbnails WHERE id IN (?, ?)`, ready, failed); err != nil {
+	if _, err := storetest.Exec(f.ctx, f.worker, `DELETE FROM thumbnails WHERE id IN (?, ?)`, ready, failed); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.num(t, `SELECT count(*) FROM thumbnails`); n != 2 {

@@ -118,7 +118,7 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		db.SetMaxOpenConns(conns)
 		db.SetMaxIdleConns(conns)
-		return db, nil
+		return useColumns(db), nil
 	}
 	w, err := open(false, cfg.MaxWriters)
 	if err != nil {
@@ -290,64 +290,17 @@ func pgCode(err error) string {
 	return ""
 }
 
-// ErrNotPostgres: an operation that exists only on PostgreSQL (worker
-// roles, the copy from SQLite) was asked of something else.
-var ErrNotPostgres = errors.New("not a PostgreSQL database (a postgres:// URL)")
+// IsPostgres reports whether path names a PostgreSQL database (a
+// postgres:// URL) rather than an SQLite file.
+func IsPostgres(path string) bool { return engineOf(path) == enginePostgres }
 
-// GrantWorker makes role, as the URL's role (controld's, which owns the
-// schema), a login role holding exactly the writes protocol §7 allows
-// workerd (migrations.WorkerGrants). It may be run again: the grants are
-// set anew. A non-empty password becomes the role's (again on every run,
-// so a changed password takes effect); an empty one leaves the role's
-// password as it is, the DBA's to set.
-func GrantWorker(ctx context.Context, raw, role, password string) error {
-	if engineOf(raw) != enginePostgres {
-		return fmt.Errorf("worker role: %w: on SQLite workerd's writes are checked by its own connections", ErrNotPostgres)
-	}
-	grants, err := migrations.WorkerGrants(role)
-	if err != nil {
-		return err
-	}
-	u, err := pgURL(raw, false)
-	if err != nil {
-		return err
-	}
-	db, err := sql.Open("pgx", u)
-	if err != nil {
-		return fmt.Errorf("grant worker: %w", err)
-	}
-	defer db.Close()
-	var exists bool
-	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role).Scan(&exists); err != nil {
-		return fmt.Errorf("grant worker: %w", err)
-	}
-	stmts := grants
-	if !exists {
-		stmts = append([]string{"CREATE ROLE " + role + " LOGIN"}, grants...)
-	}
-	for _, q := range stmts {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("grant worker %s: %s: %w", role, q, err)
-		}
-	}
-	if password == "" {
-		return nil
-	}
-	// The server quotes the secret (format's %L): it is never spliced into
-	// SQL here, and never appears in an error.
-	secret := password
-	if v, ok := scramVerifier(password); ok {
-		secret = v
-	}
-	var alter string
-	if err := db.QueryRowContext(ctx, `SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)`, role, secret).Scan(&alter); err != nil {
-		return fmt.Errorf("grant worker %s: password: %w", role, err)
-	}
-	if _, err := db.ExecContext(ctx, alter); err != nil {
-		return fmt.Errorf("grant worker %s: set its password: %w", role, err)
-	}
-	return nil
-}
+// PostgresURL is the URL pgx connects to for raw, with Bindery's session
+// settings (connect timeout, idle transaction timeout; read-only
+// transactions when readOnly).
+func PostgresURL(raw string, readOnly bool) (string, error) { return pgURL(raw, readOnly) }
+
+// Redact is the URL without its password, for messages.
+func Redact(raw string) string { return redact(raw) }
 
 // IsUnavailable reports whether err says that the database server could
 // not be reached or dropped the connection (a restart, a network cut), as

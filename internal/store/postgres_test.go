@@ -7,9 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"path/filepath"
-	"reflect"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +15,6 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
-	"github.com/bindery-nas/bindery/protocol"
 )
 
 func onlyPostgres(t *testing.T) {
@@ -41,14 +37,14 @@ func TestDatabaseClock(t *testing.T) {
 	const slack = 100 * time.Millisecond
 	var server time.Time
 	before := s.Now()
-	if err := s.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&server); err != nil {
+	if err := storetest.QueryRow(ctx, s, `SELECT clock_timestamp()`).Scan(&server); err != nil {
 		t.Fatal(err)
 	}
 	after := s.Now()
 	if server.Before(before.Add(-slack)) || server.After(after.Add(slack)) {
 		t.Fatalf("server clock %v, store clock %v to %v around that read", server, before, after)
 	}
-	id, err := s.InsertID(ctx, `INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', ?, ?) RETURNING id`, s.Now(), s.Now())
+	id, err := storetest.InsertID(ctx, s, `INSERT INTO jobs (kind, created_at, updated_at) VALUES ('scan', ?, ?) RETURNING id`, s.Now(), s.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +54,7 @@ func TestDatabaseClock(t *testing.T) {
 		t.Fatalf("claim = %+v, %v", j, err)
 	}
 	var lease time.Duration
-	if err := s.QueryRow(ctx, `SELECT (extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::bigint FROM jobs WHERE id = ?`, id).Scan(&lease); err != nil {
+	if err := storetest.QueryRow(ctx, s, `SELECT (extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000)::bigint FROM jobs WHERE id = ?`, id).Scan(&lease); err != nil {
 		t.Fatal(err)
 	}
 	if lease *= time.Millisecond; lease < 59*time.Second || lease > time.Minute+slack {
@@ -75,79 +71,6 @@ func TestWorkerRoleRefused(t *testing.T) {
 	if !errors.Is(err, store.ErrWorkerRole) {
 		t.Fatalf("open as worker with the owner's role: %v", err)
 	}
-}
-
-// TestCopyToPostgres moves an SQLite database of 100,000 files (50,000
-// duplicate pairs, covers, jobs, changed settings) into PostgreSQL: every
-// row arrives with its id, the duplicate groups are the same, new rows get
-// fresh ids, and a second copy into the now used database is refused.
-func TestCopyToPostgres(t *testing.T) {
-	onlyPostgres(t)
-	ctx := context.Background()
-	from := filepath.Join(t.TempDir(), "bindery.db")
-	if err := store.Migrate(ctx, from); err != nil {
-		t.Fatal(err)
-	}
-	src := storetest.MustOpen(t, from, store.RoleControl, nil)
-	now := protocol.FormatTime(src.Now())
-	lib, err := src.CreateLibrary(ctx, store.NewLibrary{Name: "comics", Path: "/libraries/comics"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
-		INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, hash_algorithm, content_hash,
-			needs_hash, created_at, updated_at)
-		SELECT ?1, printf('series %d/book %d.cbz', i % 997, i), 1000 + i % 50000, i, 'blake3',
-			CAST(printf('%032d', i % 50000) AS BLOB), 0, ?2, ?2 FROM n`,
-		`INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at)
-		SELECT id, library_id, 'library:' || library_id, 'ready', 'covers/' || id || '.webp', ?2, ?2
-		FROM library_files WHERE id % 10 = 0 AND ?1 = ?1`,
-		`INSERT INTO jobs (kind, status, library_id, worker_id, lease_expires_at, created_at, updated_at)
-		VALUES ('scan', 'running', ?1, 'gone', ?2, ?2, ?2)`,
-		`INSERT INTO settings (key, value, updated_at) VALUES ('scan.cover.width', '512', ?2) ON CONFLICT (key) DO UPDATE SET value = '512' WHERE ?1 = ?1`,
-	} {
-		if _, err := src.Exec(ctx, q, lib.ID, now); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	to := storetest.MustMigrate(t)
-	var copied []string
-	if err := store.CopyToPostgres(ctx, from, to, func(table string, n int64) {
-		copied = append(copied, fmt.Sprintf("%s=%d", table, n))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	dst := storetest.MustOpen(t, to, store.RoleControl, nil)
-	for _, q := range []string{
-		`SELECT count(*) FROM library_files`, `SELECT sum(id) FROM library_files`, `SELECT count(*) FROM thumbnails`,
-		`SELECT count(*) FROM jobs WHERE status = 'running'`, `SELECT count(*) FROM duplicate_groups`,
-		`SELECT count(*) FROM settings WHERE key = 'scan.cover.width' AND value = '512'`,
-	} {
-		want, err := src.QueryInt(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, err := dst.QueryInt(ctx, q); err != nil || got != want {
-			t.Errorf("%s: %d on PostgreSQL (%v), %d on SQLite", q, got, err, want)
-		}
-	}
-	srcGroups, err := src.DuplicateGroups(ctx, nil, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dstGroups, err := dst.DuplicateGroups(ctx, nil, 20)
-	if err != nil || !reflect.DeepEqual(srcGroups, dstGroups) || len(dstGroups) != 20 {
-		t.Fatalf("duplicate groups: %v\nPostgreSQL %+v\nSQLite %+v", err, dstGroups, srcGroups)
-	}
-	next, err := dst.CreateLibrary(ctx, store.NewLibrary{Name: "manga", Path: "/libraries/manga"})
-	if err != nil || next.ID <= lib.ID {
-		t.Fatalf("a library after the copy: %+v, %v", next, err)
-	}
-	if err := store.CopyToPostgres(ctx, from, to, nil); !errors.Is(err, store.ErrTargetNotEmpty) {
-		t.Fatalf("a second copy: %v", err)
-	}
-	t.Logf("copied %s", strings.Join(copied, " "))
 }
 
 // TestIsUnavailable: errors of a server that went away (shutdown, restart,
@@ -186,7 +109,7 @@ func TestIdleTransactionsEnd(t *testing.T) {
 	}
 	control, _, _ := storetest.MustOpenDB(t)
 	var v string
-	if err := control.QueryRow(context.Background(), `SHOW idle_in_transaction_session_timeout`).Scan(&v); err != nil {
+	if err := storetest.QueryRow(context.Background(), control, `SHOW idle_in_transaction_session_timeout`).Scan(&v); err != nil {
 		t.Fatal(err)
 	}
 	if v != "10s" {

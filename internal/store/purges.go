@@ -14,7 +14,8 @@ import (
 // before ?1, that trashed something, and not purged yet.
 const purgeDue = `SELECT p.job_id AS job_id, p.id AS plan_id FROM delete_plans p JOIN jobs j ON j.id = p.job_id
 	WHERE p.action = 'trash' AND j.status IN ('completed', 'failed', 'cancelled') AND j.finished_at < ?1
-	  AND EXISTS (SELECT 1 FROM delete_outcomes o WHERE o.job_id = p.job_id AND o.outcome = 'trashed')
+	  AND (EXISTS (SELECT 1 FROM delete_outcomes o WHERE o.job_id = p.job_id AND o.outcome = 'trashed')
+		OR EXISTS (SELECT 1 FROM delete_intents i WHERE i.job_id = p.job_id))
 	  AND NOT EXISTS (SELECT 1 FROM delete_plans q WHERE q.trash_job_id = p.job_id AND q.action = 'purge')
 	ORDER BY p.job_id LIMIT ?2`
 
@@ -37,6 +38,14 @@ func (s *Store) SchedulePurges(ctx context.Context, before time.Time, limit int)
 			var files []PlanFile
 			if err := tx.SelectContext(ctx, &files, inTrashQuery, d.JobID, d.PlanID); err != nil {
 				return err
+			}
+			// A restore of this trash still running holds its files: the
+			// purge waits for a later tick.
+			if busy, err := filesBusy(ctx, tx, files); err != nil || busy {
+				if err != nil {
+					return err
+				}
+				continue
 			}
 			if _, err := insertTrashPlan(ctx, tx, protocol.ActionPurge, d.JobID, files, now); err != nil {
 				return err

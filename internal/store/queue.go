@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -27,10 +28,13 @@ type JobRequest struct {
 	Kind protocol.JobKind
 	// LibraryID is required for scan; a hash without library hashes every
 	// library.
-	LibraryID sql.NullInt64
+	LibraryID *int64
 	Priority  protocol.Priority
 	// Reason is free text for operators ("api", "schedule", "after scan 12").
 	Reason string
+	// Paths scopes a scan to folders of the library, in
+	// protocol.NormalizeScanPaths form; nil is the whole library.
+	Paths []string
 }
 
 // ScanRequest is a row of scan_requests: a request waiting for the slot.
@@ -40,22 +44,25 @@ type ScanRequest struct {
 	LibraryID *int64            `db:"library_id"`
 	Priority  protocol.Priority `db:"priority"`
 	Reason    string            `db:"reason"`
-	CreatedAt protocol.Time     `db:"created_at"`
-	UpdatedAt protocol.Time     `db:"updated_at"`
+	// Paths: the folders the scan is scoped to (JSON array), NULL for the
+	// whole library.
+	Paths     sql.NullString `db:"paths"`
+	CreatedAt protocol.Time  `db:"created_at"`
+	UpdatedAt protocol.Time  `db:"updated_at"`
 }
 
 // RequestOutcome tells what RequestJob did. Exactly one of Job and Queued is
 // set. Created is true only when a new jobs row was inserted. Position is
 // the 1-based place of Queued in run order (0 when Job is set).
 type RequestOutcome struct {
-	Job      *Job
+	Job      *model.Job
 	Queued   *ScanRequest
 	Position int
 	// Created: the job, or the queue entry, was inserted by this request.
 	Created bool
 }
 
-const scanRequestCols = `id, kind, library_id, priority, reason, created_at, updated_at`
+const scanRequestCols = `id, kind, library_id, priority, reason, paths, created_at, updated_at`
 
 // queueOrder is the run order: scans before hashes, whatever their
 // priority (a hash never keeps a scan waiting, protocol §5: a hash job
@@ -68,8 +75,8 @@ const queueOrder = `ORDER BY kind = 'hash', priority, created_at, id`
 //  2. else an existing queue entry is returned (a high request upgrades a
 //     normal entry);
 //  3. else, when the single-active slot is free and nobody is queued, a
-//     pending job is inserted (a unique-index failure means a third party
-//     took the slot: fall through);
+//     pending job is inserted (when a third party took the slot meanwhile,
+//     the INSERT does nothing: fall through);
 //  4. else a queue entry is inserted.
 func (s *Store) RequestJob(ctx context.Context, r JobRequest) (RequestOutcome, error) {
 	if err := validateJobRequest(r); err != nil {
@@ -93,19 +100,22 @@ func (s *Store) RequestJob(ctx context.Context, r JobRequest) (RequestOutcome, e
 // anyone asked for.
 func requestJobTx(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (RequestOutcome, error) {
 	var out RequestOutcome
-	if r.LibraryID.Valid {
-		if err := libraryExists(ctx, tx, r.LibraryID.Int64); err != nil {
+	if r.LibraryID != nil {
+		if err := libraryExists(ctx, tx, *r.LibraryID); err != nil {
 			return out, err
 		}
 	}
 	if r.Kind == protocol.JobKindScan {
 		if _, err := tx.ExecContext(ctx, `UPDATE libraries SET last_scan_requested_at = ? WHERE id = ?`,
-			now, r.LibraryID.Int64); err != nil {
+			now, r.LibraryID); err != nil {
 			return out, err
 		}
 	}
 	job, err := activeJobFor(ctx, tx, r.Kind, r.LibraryID)
-	if err != nil || job != nil {
+	if err != nil {
+		return out, err
+	}
+	if job, err = absorbIntoActive(ctx, tx, job, r, now); err != nil || job != nil {
 		out.Job = job
 		return out, err
 	}
@@ -133,10 +143,13 @@ func requestJobTx(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (R
 func validateJobRequest(r JobRequest) error {
 	switch r.Kind {
 	case protocol.JobKindScan:
-		if !r.LibraryID.Valid {
+		if r.LibraryID == nil {
 			return fmt.Errorf("%w: a scan needs a library", ErrInvalidRequest)
 		}
 	case protocol.JobKindHash:
+		if r.Paths != nil {
+			return fmt.Errorf("%w: only a scan names folders", ErrInvalidRequest)
+		}
 	default:
 		return fmt.Errorf("%w: kind %q is not queued (want scan or hash)", ErrInvalidRequest, r.Kind)
 	}
@@ -155,8 +168,8 @@ func libraryExists(ctx context.Context, tx *sqlx.Tx, id int64) error {
 	return err
 }
 
-func activeJobFor(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib sql.NullInt64) (*Job, error) {
-	var j Job
+func activeJobFor(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib *int64) (*model.Job, error) {
+	var j model.Job
 	err := tx.GetContext(ctx, &j, `SELECT * FROM jobs
 		WHERE kind = ? AND library_id IS NOT DISTINCT FROM ? AND status IN ('pending','running')
 		ORDER BY id LIMIT 1`, string(kind), lib)
@@ -170,23 +183,35 @@ func activeJobFor(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib s
 }
 
 // upgradeEntry returns the existing entry of the request's target, raising
-// it to high when the request is high. It keeps created_at: an upgraded
-// entry runs among the high entries in the order it was first asked for.
+// it to high when the request is high and widening its folders to the
+// union of both scopes (a library-wide request absorbs folder requests). It
+// keeps created_at: a merged entry runs in the order it was first asked for.
 func upgradeEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*ScanRequest, error) {
 	var q ScanRequest
 	err := tx.GetContext(ctx, &q, `SELECT `+scanRequestCols+` FROM scan_requests
-		WHERE kind = ? AND coalesce(library_id, 0) = ?`, string(r.Kind), r.LibraryID.Int64)
+		WHERE kind = ? AND coalesce(library_id, 0) = ?`, string(r.Kind), deref(r.LibraryID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if r.Priority == protocol.PriorityHigh && q.Priority != protocol.PriorityHigh {
-		if err := tx.GetContext(ctx, &q, `UPDATE scan_requests SET priority = 'high', reason = ?, updated_at = ?
-			WHERE id = ? RETURNING `+scanRequestCols, r.Reason, now, q.ID); err != nil {
-			return nil, err
-		}
+	had, err := decodeScanPaths(q.Paths)
+	if err != nil {
+		return nil, err
+	}
+	paths := protocol.MergeScanPaths(had, r.Paths)
+	raise := r.Priority == protocol.PriorityHigh && q.Priority != protocol.PriorityHigh
+	if !raise && protocol.ScanPathsCover(had, paths) {
+		return &q, nil
+	}
+	prio, reason := q.Priority, q.Reason
+	if raise {
+		prio, reason = protocol.PriorityHigh, r.Reason
+	}
+	if err := tx.GetContext(ctx, &q, `UPDATE scan_requests SET priority = ?, reason = ?, paths = ?, updated_at = ?
+		WHERE id = ? RETURNING `+scanRequestCols, string(prio), reason, encodeScanPaths(paths), now, q.ID); err != nil {
+		return nil, err
 	}
 	return &q, nil
 }
@@ -194,7 +219,7 @@ func upgradeEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*
 // insertJobIfFree inserts a pending job when no scan/hash job holds the
 // slot and nobody waits in the queue (a waiting entry would otherwise be
 // overtaken). It returns nil, nil when the slot is taken.
-func insertJobIfFree(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*Job, error) {
+func insertJobIfFree(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*model.Job, error) {
 	var busy bool
 	err := tx.QueryRowContext(ctx, `SELECT
 		EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending','running') AND kind IN ('scan','hash'))
@@ -202,17 +227,31 @@ func insertJobIfFree(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string)
 	if err != nil || busy {
 		return nil, err
 	}
-	return insertPendingJob(ctx, tx, r.Kind, r.LibraryID, r.Priority, now)
+	return insertPendingJob(ctx, tx, r.Kind, r.LibraryID, r.Priority, scanPayload(r.Paths), now)
 }
 
-// insertPendingJob inserts a pending scan/hash job. Losing to the
-// single-active index is not an error: it returns nil, nil and the SQLite
-// statement rollback leaves the transaction usable.
-func insertPendingJob(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib sql.NullInt64, prio protocol.Priority, now string) (*Job, error) {
-	var j Job
+// insertPendingJob inserts a pending scan/hash job, or returns nil, nil
+// when the single-active slot is taken (a third party, §9.1, may take it
+// between the caller's check and this INSERT). Losing the slot must leave
+// the transaction usable: on PostgreSQL a failed statement aborts the whole
+// transaction (25P02 on every statement after it), so the INSERT does not
+// fail at all. ON CONFLICT DO NOTHING without a target covers the partial
+// index ix_jobs_single_active_scan_hash on both engines, whose predicates
+// differ in text (SQLite's lower()), and jobs has no other unique key an
+// insert could hit (id is generated). On PostgreSQL a conflict with a row
+// the transaction's snapshot cannot see is a serialization failure
+// (40001): write runs the transaction again, and its check then sees the
+// slot taken.
+func insertPendingJob(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib *int64, prio protocol.Priority, payload, now string) (*model.Job, error) {
+	if slotRaceHook != nil {
+		if err := slotRaceHook(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
+	var j model.Job
 	err := tx.GetContext(ctx, &j, `INSERT INTO jobs (kind, status, library_id, priority, payload, created_at, updated_at)
-		VALUES (?, 'pending', ?, ?, '{}', ?, ?) RETURNING *`, string(kind), lib, string(prio), now, now)
-	if IsUnique(err) {
+		VALUES (?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING *`, string(kind), lib, string(prio), payload, now, now)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
@@ -221,11 +260,16 @@ func insertPendingJob(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, l
 	return &j, nil
 }
 
+// slotRaceHook, when set (tests only, export_test.go), runs just before
+// insertPendingJob's INSERT, inside its transaction: a test takes the slot
+// there as a third party would, between the check and the INSERT.
+var slotRaceHook func(ctx context.Context, tx *sqlx.Tx) error
+
 func insertEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*ScanRequest, error) {
 	var q ScanRequest
-	err := tx.GetContext(ctx, &q, `INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING `+scanRequestCols,
-		string(r.Kind), r.LibraryID, string(r.Priority), r.Reason, now, now)
+	err := tx.GetContext(ctx, &q, `INSERT INTO scan_requests (kind, library_id, priority, reason, paths, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING `+scanRequestCols,
+		string(r.Kind), r.LibraryID, string(r.Priority), r.Reason, encodeScanPaths(r.Paths), now, now)
 	if err != nil {
 		return nil, err
 	}
@@ -293,9 +337,9 @@ func (s *Store) CancelQueueEntry(ctx context.Context, id int64) error {
 // PromoteQueueHead turns the head of the queue into a pending job when the
 // single-active slot is free, deleting the entry in the same transaction.
 // It returns nil, nil when the queue is empty or the slot is taken (also
-// when the INSERT loses to the unique index: the dispatcher retries later).
-func (s *Store) PromoteQueueHead(ctx context.Context) (*Job, error) {
-	var job *Job
+// when a third party took the slot first: the dispatcher retries later).
+func (s *Store) PromoteQueueHead(ctx context.Context) (*model.Job, error) {
+	var job *model.Job
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		job = nil
 		var busy bool
@@ -311,11 +355,11 @@ func (s *Store) PromoteQueueHead(ctx context.Context) (*Job, error) {
 		if err != nil {
 			return err
 		}
-		lib := sql.NullInt64{}
-		if q.LibraryID != nil {
-			lib = sql.NullInt64{Int64: *q.LibraryID, Valid: true}
+		paths, err := decodeScanPaths(q.Paths)
+		if err != nil {
+			return err
 		}
-		j, err := insertPendingJob(ctx, tx, protocol.JobKind(q.Kind), lib, protocol.Priority(q.Priority), s.nowText())
+		j, err := insertPendingJob(ctx, tx, protocol.JobKind(q.Kind), q.LibraryID, protocol.Priority(q.Priority), scanPayload(paths), s.nowText())
 		if err != nil || j == nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -37,20 +37,14 @@ func setupQueue(t *testing.T, n int) *queueEnv {
 
 func mustLibrary(t *testing.T, st *store.Store, path string) int64 {
 	t.Helper()
-	now := protocol.FormatTime(st.Now())
-	id, err := st.InsertID(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id`,
-		path, path, now, now)
-	if err != nil {
-		t.Fatalf("insert library: %v", err)
-	}
-	return id
+	return testfactory.Library(t, st, &testfactory.LibraryOpts{Name: path, Path: path, CreatedAt: st.Now()})
 }
 
-func lib(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: true} }
+func lib(id int64) *int64 { return &id }
 
 func (e *queueEnv) request(t *testing.T, kind protocol.JobKind, libID int64, prio protocol.Priority) store.RequestOutcome {
 	t.Helper()
-	l := sql.NullInt64{}
+	var l *int64
 	if libID != 0 {
 		l = lib(libID)
 	}
@@ -65,7 +59,7 @@ func (e *queueEnv) request(t *testing.T, kind protocol.JobKind, libID int64, pri
 func (e *queueEnv) finish(t *testing.T, jobID int64, status protocol.JobStatus) {
 	t.Helper()
 	now := protocol.FormatTime(e.st.Now())
-	res, err := e.st.Exec(e.ctx, `UPDATE jobs SET status = ?, finished_at = ?, updated_at = ? WHERE id = ?`,
+	res, err := storetest.Exec(e.ctx, e.st, `UPDATE jobs SET status = ?, finished_at = ?, updated_at = ? WHERE id = ?`,
 		string(status), now, now, jobID)
 	if err != nil {
 		t.Fatalf("finish job %d: %v", jobID, err)
@@ -95,7 +89,7 @@ func TestRequestJob(t *testing.T) {
 		if !out.Created || out.Job == nil || out.Queued != nil {
 			t.Fatalf("outcome %+v", out)
 		}
-		if out.Job.Status != "pending" || out.Job.Kind != "scan" || out.Job.LibraryID.Int64 != e.libs[0] || out.Job.Priority != "high" {
+		if out.Job.Status != "pending" || out.Job.Kind != "scan" || out.Job.Library() != e.libs[0] || out.Job.Priority != "high" {
 			t.Fatalf("job %+v", out.Job)
 		}
 	})
@@ -180,7 +174,7 @@ func TestRequestJob(t *testing.T) {
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("unknown library: %v", err)
 		}
-		if n, _ := e.st.QueryInt(e.ctx, `SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM scan_requests)`); n != 0 {
+		if n, _ := storetest.QueryInt(e.ctx, e.st, `SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM scan_requests)`); n != 0 {
 			t.Fatalf("%d rows written by refused requests", n)
 		}
 	})
@@ -211,7 +205,7 @@ func TestQueueCancelAndPromote(t *testing.T) {
 		}
 		e.finish(t, first.Job.ID, protocol.JobCompleted)
 		j, err := e.st.PromoteQueueHead(e.ctx)
-		if err != nil || j == nil || j.Kind != "hash" || j.LibraryID.Int64 != e.libs[1] || j.Priority != "high" || j.Status != "pending" {
+		if err != nil || j == nil || j.Kind != "hash" || j.Library() != e.libs[1] || j.Priority != "high" || j.Status != "pending" {
 			t.Fatalf("promote: %+v %v", j, err)
 		}
 		if q := queueTargets(t, e.st); len(q) != 0 {
@@ -226,7 +220,7 @@ func TestQueueCancelAndPromote(t *testing.T) {
 		e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityNormal)
 		e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityNormal)
 		// the active job is retried by someone else (retryable → running)
-		if _, err := e.st.Exec(e.ctx, `UPDATE jobs SET status = 'running'`); err != nil {
+		if _, err := storetest.Exec(e.ctx, e.st, `UPDATE jobs SET status = 'running'`); err != nil {
 			t.Fatal(err)
 		}
 		if j, err := e.st.PromoteQueueHead(e.ctx); err != nil || j != nil {
@@ -265,8 +259,8 @@ func TestQueueCancelAndPromote(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		jobs, _ := e.st.QueryInt(e.ctx, `SELECT count(*) FROM jobs`)
-		queued, _ := e.st.QueryInt(e.ctx, `SELECT count(*) FROM scan_requests`)
+		jobs, _ := storetest.QueryInt(e.ctx, e.st, `SELECT count(*) FROM jobs`)
+		queued, _ := storetest.QueryInt(e.ctx, e.st, `SELECT count(*) FROM scan_requests`)
 		if jobs != 1 || queued != 7 {
 			t.Fatalf("jobs %d queued %d, want 1 and 7", jobs, queued)
 		}

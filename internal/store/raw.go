@@ -1,40 +1,20 @@
 package store
 
 import (
-	"context"
 	"database/sql"
 	"net/url"
+
+	"github.com/bindery-nas/bindery/internal/store/internal/pools"
+	"github.com/jmoiron/sqlx"
 )
 
-// Exec runs one statement on the writer pool. It exists for tests and for
-// tools that act as a third party writing rows by hand; product code uses
-// the named methods of this package.
-func (s *Store) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return s.w.ExecContext(ctx, query, args...)
-}
-
-// QueryInt runs a query returning one integer on the reader pool; for tests.
-func (s *Store) QueryInt(ctx context.Context, query string, args ...any) (int64, error) {
-	var n int64
-	err := s.r.QueryRowContext(ctx, query, args...).Scan(&n)
-	return n, err
-}
-
-// QueryText runs a query returning one text value on the reader pool; for
-// tests.
-func (s *Store) QueryText(ctx context.Context, query string, args ...any) (string, error) {
-	var v string
-	err := s.r.QueryRowContext(ctx, query, args...).Scan(&v)
-	return v, err
-}
-
-// InsertID runs one `INSERT … RETURNING id` on the writer pool and returns
-// the new row's id (database/sql's LastInsertId has no PostgreSQL form).
-// For tests and third-party writers, like Exec.
-func (s *Store) InsertID(ctx context.Context, query string, args ...any) (int64, error) {
-	var id int64
-	err := s.w.QueryRowContext(ctx, query, args...).Scan(&id)
-	return id, err
+// The raw-SQL helpers of tests (storetest.Exec, QueryInt, …) reach the
+// pools through package pools, so the product type has no such methods.
+func init() {
+	pools.Of = func(st any) (w, r *sqlx.DB) {
+		s := st.(*Store)
+		return s.w, s.r
+	}
 }
 
 // OpenRaw opens the database as a third party holds it: one plain
@@ -61,9 +41,4 @@ func openRaw(path string, readOnly bool) (*sql.DB, error) {
 		mode = "mode=ro&"
 	}
 	return sql.Open(driverControl, "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+mode+"_busy_timeout=10000")
-}
-
-// QueryRow runs a query returning one row on the reader pool; for tests.
-func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return s.r.QueryRowContext(ctx, query, args...)
 }

@@ -27,60 +27,74 @@ func (c RecoverCounts) Total() int64 { return c.Jobs + c.Thumbnails + c.Cleanup 
 // worker cannot loop forever.
 const walRecoverMaxRetries = 10
 
-// RecoverStale recovers the stale rows of all four lease tables (protocol
-// §4): running rows whose lease_expires_at is NULL or not in the future.
-// It is what controld runs on a timer and what the admin API exposes; the
-// claim paths run the same per-table statement in their own transaction.
-// A live lease is never touched, and a second pass finds nothing to do.
-func (s *Store) RecoverStale(ctx context.Context) (RecoverCounts, error) {
-	var c RecoverCounts
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		c = RecoverCounts{}
-		var err error
-		now := s.Now()
-		if c.Jobs, err = recoverStaleJobs(ctx, tx, now); err != nil {
-			return err
-		}
-		if c.Thumbnails, err = recoverStaleThumbnails(ctx, tx, now); err != nil {
-			return err
-		}
-		if c.Cleanup, err = recoverStaleCleanup(ctx, tx, now); err != nil {
-			return err
-		}
-		c.WAL, err = recoverStaleWAL(ctx, tx, now)
-		return err
-	})
-	if err != nil {
-		return RecoverCounts{}, fmt.Errorf("recover stale: %w", err)
-	}
-	return c, nil
-}
-
 // staleWhere is the protocol's definition of a stale lease.
 const staleWhere = `status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`
 
-// recoverStaleJobs: running → retryable with lease_expired; worker_id is
-// cleared so that no former owner can heartbeat or finish the row again.
-// retry_after is stamped later by controld (RequeueRetryableJobs), since
-// workerd's recover path may not write it (protocol §7.1).
+// recoverStaleJobs: running → retryable; worker_id is cleared so that no
+// former owner can heartbeat or finish the row again (and no fenced data
+// write of it passes). Each stale row's holder is judged first
+// (crashes.go): a crashed holder's row gets lease_expired and the attempt
+// counts; a live holder's (it lost the database, or stopped) gets
+// lease_lost, which the retry policy does not count; an undecided holder's
+// row waits for a later pass. retry_after is stamped later by controld
+// (RequeueRetryableJobs), since workerd's recover path may not write it
+// (protocol §7.1). The lost work's scan session, which its worker can no
+// longer close, is closed in the same transaction: failed with
+// lease_expired, so a library never shows a scan running that nobody runs.
 func recoverStaleJobs(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, error) {
 	ts := protocol.FormatTime(now)
-	res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'retryable', worker_id = NULL,
-		worker_heartbeat_at = NULL, lease_expires_at = NULL, error_code = ?, error_message = ?, updated_at = ?
-		WHERE `+staleWhere, protocol.ErrLeaseExpired, protocol.LeaseExpiredMessage, ts, ts)
+	stale, err := staleHolders(ctx, tx, "jobs", ts)
 	if err != nil {
-		return 0, fmt.Errorf("recover jobs: %w", err)
+		return 0, err
 	}
-	return res.RowsAffected()
+	var ids []int64
+	for _, h := range stale {
+		code, msg := protocol.ErrLeaseExpired, protocol.LeaseExpiredMessage
+		switch h.verdict(now) {
+		case holderUndecided:
+			continue
+		case holderLost:
+			code, msg = protocol.ErrLeaseLost, protocol.LeaseLostMessage
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'retryable', worker_id = NULL,
+			worker_heartbeat_at = NULL, lease_expires_at = NULL, error_code = ?, error_message = ?, updated_at = ?
+			WHERE id = ? AND `+staleWhere, code, msg, ts, h.ID, ts)
+		if err != nil {
+			return 0, fmt.Errorf("recover job %d: %w", h.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, err
+		} else if n > 0 {
+			ids = append(ids, h.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	q, args, err := sqlx.In(`UPDATE scan_sessions SET status = 'failed', error_code = ?, error_message = ?, finished_at = ?
+		WHERE status = 'running' AND job_id IN (?)`, protocol.ErrLeaseExpired, RecoveredScanMessage, ts, ids)
+	if err == nil {
+		_, err = tx.ExecContext(ctx, q, args...)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("recover jobs: scan sessions: %w", err)
+	}
+	return int64(len(ids)), nil
 }
 
+// RecoveredScanMessage is written on the running scan session of a job
+// whose stale lease was recovered.
+const RecoveredScanMessage = "scan session closed: its job's lease expired"
+
 // MaxRecoveries is how often a thumbnail or cleanup row may lose its worker
-// (a stale lease, not a graceful release) before it fails for good: a row
-// whose work kills workerd would otherwise be claimed after every restart.
+// to a crash (a stale lease whose holder died, see crashes.go; not a
+// graceful release, not an outage) before it fails for good: a row whose
+// work kills workerd would otherwise be claimed after every restart.
 const MaxRecoveries = 3
 
-// recoverStaleThumbnails: running → pending, lease fields cleared; the
-// third recovery fails the row with render_crashed instead. retry_after
+// recoverStaleThumbnails: running → pending, lease fields cleared, once
+// its holder is judged (crashes.go); the third recovery from a crashed
+// holder fails the row with render_crashed instead. retry_after
 // stays NULL, so the failed-cover retry does not bring it back; a
 // regenerate request does.
 func recoverStaleThumbnails(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, error) {
@@ -90,25 +104,6 @@ func recoverStaleThumbnails(ctx context.Context, tx *sqlx.Tx, now time.Time) (in
 // recoverStaleCleanup: as recoverStaleThumbnails, with cleanup_crashed.
 func recoverStaleCleanup(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, error) {
 	return recoverStaleCounted(ctx, tx, "thumbnail_cleanup_jobs", protocol.ErrCleanupCrashed, now)
-}
-
-// recoverStaleCounted puts the stale rows of a lease table without retry
-// bookkeeping back to pending, lease fields cleared and recovered_count
-// raised; a row at MaxRecoveries fails with code.
-func recoverStaleCounted(ctx context.Context, tx *sqlx.Tx, table, code string, now time.Time) (int64, error) {
-	ts := protocol.FormatTime(now)
-	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET recovered_count = recovered_count + 1,
-		status = CASE WHEN recovered_count + 1 >= ?1 THEN 'failed' ELSE 'pending' END,
-		error_code = CASE WHEN recovered_count + 1 >= ?1 THEN ?2 ELSE error_code END,
-		error_message = CASE WHEN recovered_count + 1 >= ?1 THEN ?3 ELSE error_message END,
-		finished_at = CASE WHEN recovered_count + 1 >= ?1 THEN ?4 ELSE finished_at END,
-		worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = ?4
-		WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= ?4)`,
-		MaxRecoveries, code, fmt.Sprintf("the worker died %d times while holding this row", MaxRecoveries), ts)
-	if err != nil {
-		return 0, fmt.Errorf("recover %s: %w", table, err)
-	}
-	return res.RowsAffected()
 }
 
 // recoverStaleWAL: running → retryable with retry_count+1 and a retry_after

@@ -10,19 +10,20 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// CodeNotInTrash: a restore names a file its delete job did not trash, or
-// the job trashed nothing.
-const CodeNotInTrash = "not_in_trash"
-
-// inTrashQuery selects the files delete job ?1 (of plan ?2) trashed that
-// no restore or purge has since taken out of its trash.
+// inTrashQuery selects the files delete job ?1 (of plan ?2) trashed, or
+// may have (an intent no run of the job reconciled), that no restore or
+// purge has since taken out of its trash. The restore or purge verifies
+// each in the trash before it acts.
 const inTrashQuery = `SELECT f.seq, f.group_seq, f.file_id, f.library_id, f.relative_path, f.decision,
-		f.size_bytes, f.mtime_ns, f.hash_algorithm, f.content_hash
-	FROM delete_plan_files f JOIN delete_outcomes o ON o.job_id = ?1 AND o.file_id = f.file_id AND o.outcome = 'trashed'
-	WHERE f.plan_id = ?2 AND f.file_id NOT IN (SELECT ro.file_id FROM delete_plans rp
+		f.size_bytes, f.mtime_ns, f.hash_algorithm, f.content_hash, f.library_path
+	FROM delete_plan_files f
+	WHERE f.plan_id = ?2 AND (EXISTS (SELECT 1 FROM delete_outcomes o WHERE o.job_id = ?1 AND o.file_id = f.file_id AND o.outcome = 'trashed')
+		OR EXISTS (SELECT 1 FROM delete_intents i WHERE i.job_id = ?1 AND i.file_id = f.file_id))
+	  AND f.file_id NOT IN (SELECT ro.file_id FROM delete_plans rp
 		JOIN delete_outcomes ro ON ro.job_id = rp.job_id
 		WHERE rp.trash_job_id = ?1 AND ro.outcome IN ('restored', 'purged'))
 	ORDER BY f.seq`
@@ -31,9 +32,9 @@ const inTrashQuery = `SELECT f.seq, f.group_seq, f.file_id, f.library_id, f.rela
 // trashed: all of it, or the listed files. It is a plan like any other
 // (action restore, one row per file with the identity the file had when
 // it was trashed) bound at once to a new delete job, which it returns.
-func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []int64) (Job, error) {
+func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []int64) (model.Job, error) {
 	now := protocol.FormatTime(s.Now())
-	var job Job
+	var job model.Job
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		var original Plan
 		err := tx.GetContext(ctx, &original, `SELECT `+planCols+` FROM delete_plans WHERE job_id = ? AND action = 'trash'`, deleteJobID)
@@ -55,7 +56,7 @@ func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []
 		return err
 	})
 	if err != nil {
-		return Job{}, fmt.Errorf("create restore: %w", err)
+		return model.Job{}, fmt.Errorf("create restore: %w", err)
 	}
 	return job, nil
 }
@@ -64,7 +65,7 @@ func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []
 // empty); an id that was not trashed is an error.
 func pickTrashed(trashed []PlanFile, ids []int64, jobID int64) ([]PlanFile, error) {
 	if len(trashed) == 0 {
-		return nil, &protocol.Error{Code: CodeNotInTrash,
+		return nil, &protocol.Error{Code: protocol.CodeNotInTrash,
 			Message: "job " + strconv.FormatInt(jobID, 10) + " has nothing in the trash"}
 	}
 	if len(ids) == 0 {
@@ -74,7 +75,7 @@ func pickTrashed(trashed []PlanFile, ids []int64, jobID int64) ([]PlanFile, erro
 	for _, id := range ids {
 		i := slices.IndexFunc(trashed, func(f PlanFile) bool { return f.FileID == id })
 		if i < 0 {
-			return nil, &protocol.Error{Code: CodeNotInTrash,
+			return nil, &protocol.Error{Code: protocol.CodeNotInTrash,
 				Message: "file " + strconv.FormatInt(id, 10) + " was not trashed by job " + strconv.FormatInt(jobID, 10)}
 		}
 		if !slices.ContainsFunc(out, func(f PlanFile) bool { return f.FileID == id }) {
@@ -87,19 +88,22 @@ func pickTrashed(trashed []PlanFile, ids []int64, jobID int64) ([]PlanFile, erro
 // insertTrashPlan stores a plan that acts on a delete job's trash (restore
 // or purge), one row per file with the decision named like the action, and
 // binds it at once to a new delete job.
-func insertTrashPlan(ctx context.Context, tx *sqlx.Tx, action protocol.DeleteAction, trashJobID int64, files []PlanFile, now string) (Job, error) {
+func insertTrashPlan(ctx context.Context, tx *sqlx.Tx, action protocol.DeleteAction, trashJobID int64, files []PlanFile, now string) (model.Job, error) {
 	var plan Plan
 	if err := tx.GetContext(ctx, &plan, `INSERT INTO delete_plans (policy, action, trash_job_id, group_count, remove_count,
 			bytes_freed, created_at, expires_at) VALUES ('explicit', ?, ?, 0, ?, 0, ?, ?) RETURNING `+planCols,
 		string(action), trashJobID, len(files), now, now); err != nil {
-		return Job{}, err
+		return model.Job{}, err
 	}
 	for i, f := range files {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id,
-			relative_path, decision, size_bytes, mtime_ns, hash_algorithm, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			plan.ID, i, i, f.FileID, f.LibraryID, f.RelativePath, string(action), f.SizeBytes, f.MtimeNS, string(f.HashAlgorithm), f.ContentHash); err != nil {
-			return Job{}, err
+		if _, err := tx.ExecContext(ctx, insertPlanFile, plan.ID, i, i, f.FileID, f.LibraryID, f.RelativePath, string(action),
+			f.SizeBytes, f.MtimeNS, string(f.HashAlgorithm), f.ContentHash, f.LibraryPath); err != nil {
+			return model.Job{}, err
 		}
 	}
-	return insertPlanJob(ctx, tx, plan.ID, now)
+	job, err := insertPlanJob(ctx, tx, plan.ID, now)
+	if err != nil {
+		return model.Job{}, err
+	}
+	return job, claimPlanFiles(ctx, tx, plan.ID, job.ID)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -18,7 +19,7 @@ func insertJobAt(t *testing.T, st *store.Store, kind, status string, finished ti
 	if status == "pending" || status == "running" || status == "retryable" {
 		fin = nil
 	}
-	id, err := st.InsertID(context.Background(), `INSERT INTO jobs (kind, status, created_at, updated_at, finished_at)
+	id, err := storetest.InsertID(context.Background(), st, `INSERT INTO jobs (kind, status, created_at, updated_at, finished_at)
 		VALUES (?, ?, ?, ?, ?) RETURNING id`, kind, status, ts, ts, fin)
 	if err != nil {
 		t.Fatalf("insert job: %v", err)
@@ -45,7 +46,7 @@ func TestRetention(t *testing.T) {
 		keep[insertJobAt(t, e.st, "scan", "running", old)] = true
 		// A delete job that carried out a plan holds the record of its trash.
 		bound := insertJobAt(t, e.st, "delete", "completed", old)
-		if _, err := e.st.Exec(ctx, `INSERT INTO delete_plans (policy, group_count, remove_count, bytes_freed, job_id, created_at, expires_at)
+		if _, err := storetest.Exec(ctx, e.st, `INSERT INTO delete_plans (policy, group_count, remove_count, bytes_freed, job_id, created_at, expires_at)
 			VALUES ('oldest', 0, 0, 0, ?, ?, ?)`, bound, protocol.FormatTime(old), protocol.FormatTime(old)); err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestRetention(t *testing.T) {
 				default:
 				}
 				ts := protocol.FormatTime(now)
-				if _, err := e.st.Exec(ctx, `INSERT INTO jobs (kind, status, created_at, updated_at, finished_at)
+				if _, err := storetest.Exec(ctx, e.st, `INSERT INTO jobs (kind, status, created_at, updated_at, finished_at)
 					VALUES ('thumbnail', 'completed', ?, ?, ?)`, ts, ts, ts); err != nil {
 					t.Error(err)
 					return
@@ -94,16 +95,16 @@ func TestRetention(t *testing.T) {
 			t.Fatalf("%d batches %v, want ≥ 5 for 120 rows", len(batches), batches)
 		}
 		for id := range gone {
-			if n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM jobs WHERE id = ?`, id); n != 0 {
+			if n, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM jobs WHERE id = ?`, id); n != 0 {
 				t.Fatalf("job %d survived", id)
 			}
 		}
 		for id := range keep {
-			if n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM jobs WHERE id = ?`, id); n != 1 {
+			if n, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM jobs WHERE id = ?`, id); n != 1 {
 				t.Fatalf("job %d deleted", id)
 			}
 		}
-		total, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM jobs`)
+		total, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM jobs`)
 		if total != int64(len(keep))+inserted.Load() {
 			t.Fatalf("%d jobs left, want %d kept + %d inserted", total, len(keep), inserted.Load())
 		}
@@ -118,13 +119,13 @@ func TestRetention(t *testing.T) {
 				if i == 7 {
 					status = "running"
 				}
-				id, err := e.st.InsertID(ctx, `INSERT INTO scan_sessions (library_id, status, started_at) VALUES (?, ?, ?) RETURNING id`, l, status, ts)
+				id, err := storetest.InsertID(ctx, e.st, `INSERT INTO scan_sessions (library_id, status, started_at) VALUES (?, ?, ?) RETURNING id`, l, status, ts)
 				if err != nil {
 					t.Fatal(err)
 				}
 				sessions[l] = append(sessions[l], id)
 				for range 30 {
-					if _, err := e.st.Exec(ctx, `INSERT INTO scan_errors (session_id, relative_path, error_code, created_at)
+					if _, err := storetest.Exec(ctx, e.st, `INSERT INTO scan_errors (session_id, relative_path, error_code, created_at)
 						VALUES (?, 'a.cbz', 'io_error', ?)`, id, ts); err != nil {
 						t.Fatal(err)
 					}
@@ -153,8 +154,8 @@ func TestRetention(t *testing.T) {
 		for _, l := range e.libs {
 			ids := sessions[l]
 			for i, id := range ids {
-				n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM scan_sessions WHERE id = ?`, id)
-				errs, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM scan_errors WHERE session_id = ?`, id)
+				n, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM scan_sessions WHERE id = ?`, id)
+				errs, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM scan_errors WHERE session_id = ?`, id)
 				want := int64(0)
 				if i >= 5 {
 					want = 1
@@ -177,14 +178,14 @@ func TestRetention(t *testing.T) {
 			if row.status == "retryable" || row.status == "pending" {
 				fin = nil
 			}
-			if _, err := e.st.Exec(ctx, `INSERT INTO wal_maintenance_jobs (status, execute_after, created_at, updated_at, finished_at)
+			if _, err := storetest.Exec(ctx, e.st, `INSERT INTO wal_maintenance_jobs (status, execute_after, created_at, updated_at, finished_at)
 				VALUES (?, ?, ?, ?, ?)`, row.status, old, old, old, fin); err != nil {
 				t.Fatal(err)
 			}
 			if row.status == "retryable" {
 				continue
 			}
-			if _, err := e.st.Exec(ctx, `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at, finished_at)
+			if _, err := storetest.Exec(ctx, e.st, `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at, finished_at)
 				VALUES ('g', ?, ?, ?, ?, ?)`, row.status, old, old, old, fin); err != nil {
 				t.Fatal(err)
 			}
@@ -194,8 +195,8 @@ func TestRetention(t *testing.T) {
 		if err != nil || n != 4 {
 			t.Fatalf("deleted %d, %v", n, err)
 		}
-		w, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM wal_maintenance_jobs WHERE status IN ('completed','retryable','pending')`)
-		c, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status IN ('completed','pending')`)
+		w, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM wal_maintenance_jobs WHERE status IN ('completed','retryable','pending')`)
+		c, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status IN ('completed','pending')`)
 		if w != 3 || c != 2 {
 			t.Fatalf("left wal %d cleanup %d", w, c)
 		}

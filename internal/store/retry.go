@@ -58,9 +58,12 @@ func expBackoff(base, ceiling time.Duration, factor, n int64) time.Duration {
 // 3 item 5), in one write transaction:
 //   - a retryable row without retry_after gets one: now for a row released
 //     by a shutting-down worker (worker_shutdown), else now + JobBackoff;
-//   - a retryable row with cancel_requested ends cancelled;
+//   - a retryable row with cancel_requested ends cancelled, unless it is a
+//     delete job with unsettled intents: that one runs again, and the
+//     worker that claims it settles them and ends it cancelled;
 //   - a retryable row at attempt ≥ maxAttempts ends failed with
-//     max_attempts_exceeded (shutdown releases do not count as attempts);
+//     max_attempts_exceeded (shutdown releases and lease_lost recoveries,
+//     a live worker's outage, do not count as attempts);
 //   - a retryable row whose retry_after passed goes back to pending with
 //     attempt+1, scan/hash only while the single-active slot is free.
 func (s *Store) RequeueRetryableJobs(ctx context.Context, maxAttempts int) (requeued, failed int64, err error) {
@@ -112,14 +115,14 @@ func endRetryable(ctx context.Context, tx *sqlx.Tx, now time.Time, maxAttempts i
 	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'cancelled', error_code = ?,
 		error_message = 'cancel requested while waiting for a retry', retry_after = NULL,
 		lease_expires_at = NULL, finished_at = ?, updated_at = ?
-		WHERE status = 'retryable' AND cancel_requested = 1`, protocol.ErrCancelled, ts, ts); err != nil {
+		WHERE status = 'retryable' AND cancel_requested = 1 AND NOT `+unsettledDelete, protocol.ErrCancelled, ts, ts); err != nil {
 		return fmt.Errorf("cancel retryable: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'failed', error_code = ?,
 		error_message = 'gave up after ' || attempt || ' attempts; last error: ' || coalesce(error_code, 'unknown'),
 		retry_after = NULL, lease_expires_at = NULL, finished_at = ?, updated_at = ?
-		WHERE status = 'retryable' AND attempt >= ? AND coalesce(error_code, '') <> ?`,
-		protocol.ErrMaxAttemptsExceeded, ts, ts, maxAttempts, protocol.ErrWorkerShutdown)
+		WHERE status = 'retryable' AND attempt >= ? AND coalesce(error_code, '') NOT IN (?, ?)`,
+		protocol.ErrMaxAttemptsExceeded, ts, ts, maxAttempts, protocol.ErrWorkerShutdown, protocol.ErrLeaseLost)
 	if err != nil {
 		return fmt.Errorf("fail exhausted: %w", err)
 	}
@@ -152,8 +155,8 @@ func requeueDue(ctx context.Context, tx *sqlx.Tx, now time.Time, requeued *int64
 			active++
 		}
 		bump := 1
-		if j.ErrorCode != nil && *j.ErrorCode == protocol.ErrWorkerShutdown {
-			bump = 0
+		if j.ErrorCode != nil && (*j.ErrorCode == protocol.ErrWorkerShutdown || *j.ErrorCode == protocol.ErrLeaseLost) {
+			bump = 0 // not the job's fault: a shutdown, or an outage of a live worker
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'pending', attempt = attempt + ?,
 			retry_after = NULL, updated_at = ? WHERE id = ? AND status = 'retryable'`, bump, ts, j.ID); err != nil {

@@ -57,8 +57,13 @@ func TestRequeueRetryableJobs(t *testing.T) {
 		f.exec(t, `UPDATE jobs SET status = 'retryable', attempt = 3, error_code = 'lease_expired' WHERE id = ?`, worn)
 		released := f.addJob(t, "hash", "normal", 0)
 		f.exec(t, `UPDATE jobs SET attempt = 3 WHERE id = ?`, released)
-		f.worker.ClaimJob(f.ctx, "w", lease)
-		f.worker.ReleaseJob(f.ctx, released, "w")
+		j, _ := f.worker.ClaimJob(f.ctx, "w", lease)
+		if j == nil || j.ID != released {
+			t.Fatalf("claimed %+v, want job %d", j, released)
+		}
+		if err := f.worker.ReleaseLease(f.ctx, j.Fence()); err != nil {
+			t.Fatal(err)
+		}
 		rq, failed, err := f.control.RequeueRetryableJobs(f.ctx, 3)
 		if err != nil || rq != 1 || failed != 1 {
 			t.Fatalf("requeue = %d %d %v", rq, failed, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -16,12 +17,12 @@ import (
 type rowKind struct{ code, name string }
 
 var (
-	fileRow      = rowKind{CodeFileNotFound, "file"}
-	jobRow       = rowKind{CodeJobNotFound, "job"}
-	libraryRow   = rowKind{CodeLibraryNotFound, "library"}
-	scanRow      = rowKind{CodeScanNotFound, "scan"}
-	seriesRow    = rowKind{CodeSeriesNotFound, "series"}
-	thumbnailRow = rowKind{CodeThumbnailNotFound, "thumbnail"}
+	fileRow      = rowKind{protocol.CodeFileNotFound, "file"}
+	jobRow       = rowKind{protocol.CodeJobNotFound, "job"}
+	libraryRow   = rowKind{protocol.CodeLibraryNotFound, "library"}
+	scanRow      = rowKind{protocol.CodeScanNotFound, "scan"}
+	seriesRow    = rowKind{protocol.CodeSeriesNotFound, "series"}
+	thumbnailRow = rowKind{protocol.CodeThumbnailNotFound, "thumbnail"}
 )
 
 // missingRow is ErrNotFound with the code of the missing kind of row.
@@ -42,3 +43,6 @@ func getRow[T any](ctx context.Context, db sqlx.QueryerContext, k rowKind, q str
 	}
 	return out, nil
 }
+
+// deref is *p, or the zero value when p is nil.
+func deref[T any](p *T) T { return model.Deref(p) }

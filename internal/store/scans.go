@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -70,17 +71,17 @@ const AbandonedScanMessage = "scan session abandoned: a newer scan of the librar
 // same library still marked running belong to a scan that was killed (scans
 // are single-active): they are closed as failed first, so that a library
 // never shows two running sessions.
-func (s *Store) StartScanSession(ctx context.Context, jobID sql.NullInt64, libraryID int64) (ScanRecord, error) {
+func (s *Store) StartScanSession(ctx context.Context, f model.Fence, libraryID int64) (ScanRecord, error) {
 	now := s.nowText()
 	var rec ScanRecord
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE scan_sessions SET status = 'failed', error_code = ?, error_message = ?,
 				finished_at = ? WHERE library_id = ? AND status = 'running'`,
 			protocol.ErrLeaseExpired, AbandonedScanMessage, now, libraryID); err != nil {
 			return err
 		}
 		return tx.GetContext(ctx, &rec, `INSERT INTO scan_sessions (job_id, library_id, status, started_at)
-			VALUES (?, ?, 'running', ?) RETURNING `+scanCols, jobID, libraryID, now)
+			VALUES (?, ?, 'running', ?) RETURNING `+scanCols, f.ID, libraryID, now)
 	})
 	if err != nil {
 		return rec, fmt.Errorf("start scan session: %w", err)
@@ -89,8 +90,8 @@ func (s *Store) StartScanSession(ctx context.Context, jobID sql.NullInt64, libra
 }
 
 // UpdateScanCounts writes a running session's figures.
-func (s *Store) UpdateScanCounts(ctx context.Context, id int64, c ScanCounts) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error { return writeScanCounts(ctx, tx, id, c) })
+func (s *Store) UpdateScanCounts(ctx context.Context, f model.Fence, id int64, c ScanCounts) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error { return writeScanCounts(ctx, tx, id, c) })
 	if err != nil {
 		return fmt.Errorf("update scan counts: %w", err)
 	}
@@ -110,9 +111,9 @@ func writeScanCounts(ctx context.Context, tx *sqlx.Tx, id int64, c ScanCounts) e
 // FinishScanSession closes a running session with succeeded or failed
 // (with an error code) and its final figures; ErrNotOwner when the session
 // was closed already.
-func (s *Store) FinishScanSession(ctx context.Context, id int64, status protocol.ScanSessionStatus, c ScanCounts, code, msg string) error {
+func (s *Store) FinishScanSession(ctx context.Context, f model.Fence, id int64, status protocol.ScanSessionStatus, c ScanCounts, code, msg string) error {
 	now := s.nowText()
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		// A session already closed (abandoned when a newer scan of the
 		// library started) keeps its ending: a leftover run cannot flip it.
 		if err := writeScanCounts(ctx, tx, id, c); err != nil {
@@ -130,12 +131,12 @@ func (s *Store) FinishScanSession(ctx context.Context, id int64, status protocol
 
 // AddScanErrors records errors of a session on their own (errors found
 // outside a batch of file writes, such as an unreadable folder).
-func (s *Store) AddScanErrors(ctx context.Context, sessionID int64, errs []ScanError) error {
+func (s *Store) AddScanErrors(ctx context.Context, f model.Fence, sessionID int64, errs []ScanError) error {
 	if len(errs) == 0 {
 		return nil
 	}
 	now := s.nowText()
-	err := s.write(ctx, func(tx *sqlx.Tx) error { return insertScanErrors(ctx, tx, sessionID, errs, now) })
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error { return insertScanErrors(ctx, tx, sessionID, errs, now) })
 	if err != nil {
 		return fmt.Errorf("add scan errors: %w", err)
 	}
@@ -168,7 +169,7 @@ func (s *Store) GetScan(ctx context.Context, id int64) (ScanRecord, error) {
 // ListScans returns up to limit sessions, newest first, of one library (or
 // of all when libraryID is not valid), starting below beforeID (0 = from the
 // newest).
-func (s *Store) ListScans(ctx context.Context, libraryID sql.NullInt64, beforeID int64, limit int) ([]ScanRecord, error) {
+func (s *Store) ListScans(ctx context.Context, libraryID *int64, beforeID int64, limit int) ([]ScanRecord, error) {
 	var out []ScanRecord
 	err := s.r.SelectContext(ctx, &out, `SELECT `+scanCols+` FROM scan_sessions
 		WHERE (library_id = ?1 OR ?1 IS NULL) AND (?2 = 0 OR id < ?2)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -38,7 +39,7 @@ func (s *Store) RequestScheduledScans(ctx context.Context) ([]RequestOutcome, er
 			if err != nil || !still {
 				return err
 			}
-			r, err := requestJobTx(ctx, tx, JobRequest{Kind: protocol.JobKindScan, LibraryID: sql.NullInt64{Int64: id, Valid: true},
+			r, err := requestJobTx(ctx, tx, JobRequest{Kind: protocol.JobKindScan, LibraryID: &id,
 				Priority: protocol.PriorityNormal, Reason: "schedule"}, now)
 			o = &r
 			return err
@@ -60,23 +61,32 @@ func (s *Store) dueCutoff() string {
 		`(?::timestamptz - scan_interval_minutes * interval '1 minute')`)
 }
 
-// needsFollowUp selects the finished jobs j controld must follow up,
+// needsFollowUp selects the finished jobs controld must follow up,
 // exactly once each: every finished scan (the hash job after it), and
 // every hash job that yielded the single-active slot to a scan (its
 // remaining work, requested again).
 func (s *Store) needsFollowUp() string {
-	return `((j.kind = 'scan' AND j.status IN ('completed','failed','cancelled'))
-	OR (j.kind = 'hash' AND j.status = 'completed' AND ` +
-		s.pick(`json_extract(j.result, '$.`+protocol.ResultYielded+`') = 1`,
-			`(j.result::jsonb ->> '`+protocol.ResultYielded+`') IN ('true', '1')`) + `))
-	AND NOT EXISTS (SELECT 1 FROM job_followups f WHERE f.job_id = j.id)`
+	return `((kind = 'scan' AND status IN ('completed','failed','cancelled'))
+	OR (kind = 'hash' AND status = 'completed' AND ` +
+		s.pick(`json_extract(result, '$.`+protocol.ResultYielded+`') = 1`,
+			`(result::jsonb ->> '`+protocol.ResultYielded+`') IN ('true', '1')`) + `))`
 }
 
-// JobsToFollowUp pages the finished jobs that have no job_followups row
-// yet, in id order after afterID.
-func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([]Job, error) {
-	out := []Job{}
-	err := s.r.SelectContext(ctx, &out, `SELECT j.* FROM jobs j WHERE j.id > ? AND `+s.needsFollowUp()+`
+// unfollowed selects the finished jobs j that controld has not looked at
+// yet (jobs.followed_up, migration 19), through the partial index
+// ix_jobs_follow_up. A mark, not an id floor: on PostgreSQL ids are taken
+// at INSERT and rows become visible at COMMIT, so a job may finish, or
+// even appear, below an id already passed; it is unmarked all the same.
+const unfollowed = `j.followed_up = 0 AND j.status IN ('completed','failed','cancelled')`
+
+// JobsToFollowUp pages the finished jobs controld has not looked at yet,
+// in id order after afterID: the ones to follow up and the ones with
+// nothing to follow up (FollowUpJob marks both). afterID only pages within
+// one pass; every pass starts again from 0, and the index holds only the
+// unmarked rows, so an idle pass reads nothing.
+func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([]model.Job, error) {
+	out := []model.Job{}
+	err := s.r.SelectContext(ctx, &out, `SELECT j.* FROM jobs j WHERE `+unfollowed+` AND j.id > ?
 		ORDER BY j.id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("jobs to follow up: %w", err)
@@ -84,42 +94,33 @@ func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([
 	return out, nil
 }
 
-// FollowUpFloor returns an id below which every job is finished: the
-// oldest pending, running or retryable job's (a retryable job runs again
-// and must still be followed up when it ends), or one past the newest job. A
-// follow-up pass that starts after reading it may skip, next time, the ids
-// below it, so that a long jobs table is not walked twice a second.
-func (s *Store) FollowUpFloor(ctx context.Context) (int64, error) {
-	var id int64
-	err := s.r.GetContext(ctx, &id, `SELECT coalesce((SELECT min(id) FROM jobs WHERE status IN ('pending','running','retryable')),
-		(SELECT coalesce(max(id), 0) + 1 FROM jobs))`)
-	if err != nil {
-		return 0, fmt.Errorf("follow-up floor: %w", err)
-	}
-	return id, nil
-}
-
-// FollowUpJob records that finished job jobID was followed up and, in the
-// same transaction, requests the hash job that follows it at normal
-// priority: after a completed scan of a library when hashAfterScan is set
+// FollowUpJob follows up finished job jobID and marks it followed_up, in
+// one transaction. A job to follow up gets its job_followups row and the
+// hash job that follows it, requested at normal priority: after a
+// completed scan of a library when hashAfterScan is set
 // (scan.hash.mode=full), and always after a hash job that yielded, for the
 // same target (its work is not lost to a scan). The queue runs scans
-// before hashes, so that request waits behind the scan. It is
-// exactly-once: a second call (another controld, a restart) finds the row
-// and does nothing, returning done=false.
+// before hashes, so that request waits behind the scan. A finished job
+// with nothing to follow up is only marked. It is exactly-once: done is
+// true only for the call that followed the job up; another call (another
+// controld, a restart) finds the mark and does nothing.
 func (s *Store) FollowUpJob(ctx context.Context, jobID int64, hashAfterScan bool) (done bool, hash *RequestOutcome, err error) {
 	err = s.write(ctx, func(tx *sqlx.Tx) error {
 		done, hash = false, nil
-		var j Job
-		err := tx.GetContext(ctx, &j, `SELECT * FROM jobs j WHERE j.id = ? AND `+s.needsFollowUp(), jobID)
+		var j struct {
+			model.Job
+			Needs bool `db:"needs"`
+		}
+		err := tx.GetContext(ctx, &j, `UPDATE jobs SET followed_up = 1 WHERE id = ? AND followed_up = 0
+			AND status IN ('completed','failed','cancelled') RETURNING *, CASE WHEN `+s.needsFollowUp()+` THEN 1 ELSE 0 END AS needs`, jobID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return followUpRefusal(ctx, tx, jobID)
 		}
-		if err != nil {
+		if err != nil || !j.Needs {
 			return err
 		}
 		now := s.nowText()
-		req, hashIt := followUpRequest(j, hashAfterScan)
+		req, hashIt := followUpRequest(j.Job, hashAfterScan)
 		res, err := tx.ExecContext(ctx, `INSERT INTO job_followups (job_id, library_id, job_status, hash_requested, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING`, j.ID, j.LibraryID, j.Status, hashIt, now)
 		if err != nil {
@@ -132,7 +133,7 @@ func (s *Store) FollowUpJob(ctx context.Context, jobID int64, hashAfterScan bool
 		if !hashIt {
 			return nil
 		}
-		if req.LibraryID.Valid {
+		if req.LibraryID != nil {
 			var libOK bool
 			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM libraries WHERE id = ?)`, req.LibraryID).Scan(&libOK); err != nil || !libOK {
 				return err
@@ -150,31 +151,27 @@ func (s *Store) FollowUpJob(ctx context.Context, jobID int64, hashAfterScan bool
 
 // followUpRequest is the hash request that follows the finished job j, and
 // whether there is one.
-func followUpRequest(j Job, hashAfterScan bool) (JobRequest, bool) {
+func followUpRequest(j model.Job, hashAfterScan bool) (JobRequest, bool) {
 	req := JobRequest{Kind: protocol.JobKindHash, LibraryID: j.LibraryID, Priority: protocol.PriorityNormal}
 	if j.Kind == protocol.JobKindHash {
 		req.Reason = fmt.Sprintf("resume hash %d after it yielded to a scan", j.ID)
 		return req, true
 	}
 	req.Reason = fmt.Sprintf("after scan %d", j.ID)
-	return req, hashAfterScan && j.Status == protocol.JobCompleted && j.LibraryID.Valid
+	return req, hashAfterScan && j.Status == protocol.JobCompleted && j.LibraryID != nil
 }
 
 // followUpRefusal explains why job id cannot be followed up: it does not
-// exist (ErrNotFound), or is not a finished scan nor a yielded hash
-// (ErrConflict), or was already followed up (nil: done=false).
+// exist (ErrNotFound), or has not finished (ErrConflict), or was already
+// marked (nil: done=false).
 func followUpRefusal(ctx context.Context, tx *sqlx.Tx, id int64) error {
-	var followed bool
-	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM job_followups WHERE job_id = ?)`, id).Scan(&followed)
-	if err != nil || followed {
-		return err
-	}
 	var kind, status string
-	err = tx.QueryRowContext(ctx, `SELECT kind, status FROM jobs WHERE id = ?`, id).Scan(&kind, &status)
+	var marked bool
+	err := tx.QueryRowContext(ctx, `SELECT kind, status, followed_up = 1 FROM jobs WHERE id = ?`, id).Scan(&kind, &status, &marked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("job %d: %w", id, ErrNotFound)
 	}
-	if err != nil {
+	if err != nil || marked {
 		return err
 	}
 	return fmt.Errorf("%s job %d is %s and not to be followed up: %w", kind, id, status, ErrConflict)

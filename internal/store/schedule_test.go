@@ -2,11 +2,10 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -15,13 +14,13 @@ func TestRequestScheduledScans(t *testing.T) {
 	e := setupQueue(t, 3)
 	// library 0: every 60 min; library 1: manual only; library 2: every 10 min
 	for i, minutes := range []int{60, 0, 10} {
-		if _, err := e.st.Exec(ctx, `UPDATE libraries SET scan_interval_minutes = ? WHERE id = ?`, minutes, e.libs[i]); err != nil {
+		if _, err := storetest.Exec(ctx, e.st, `UPDATE libraries SET scan_interval_minutes = ? WHERE id = ?`, minutes, e.libs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	count := func() (jobs, queued int64) {
-		jobs, _ = e.st.QueryInt(ctx, `SELECT count(*) FROM jobs WHERE kind = 'scan'`)
-		queued, _ = e.st.QueryInt(ctx, `SELECT count(*) FROM scan_requests WHERE kind = 'scan'`)
+		jobs, _ = storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM jobs WHERE kind = 'scan'`)
+		queued, _ = storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM scan_requests WHERE kind = 'scan'`)
 		return
 	}
 	out, err := e.st.RequestScheduledScans(ctx)
@@ -35,10 +34,10 @@ func TestRequestScheduledScans(t *testing.T) {
 		t.Fatalf("not due yet but requested %d", len(out))
 	}
 	// controld was down for 5 hours: one request each, not one per tick
-	if _, err := e.st.Exec(ctx, `UPDATE jobs SET status = 'completed'`); err != nil {
+	if _, err := storetest.Exec(ctx, e.st, `UPDATE jobs SET status = 'completed'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.Exec(ctx, `DELETE FROM scan_requests`); err != nil {
+	if _, err := storetest.Exec(ctx, e.st, `DELETE FROM scan_requests`); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(5 * time.Hour)
@@ -85,7 +84,7 @@ func TestFollowUpScan(t *testing.T) {
 	}
 	done, hash, err := e.st.FollowUpJob(ctx, scan.ID, true)
 	if err != nil || !done || hash == nil || !hash.Created || hash.Job.Kind != "hash" || hash.Job.Priority != "normal" ||
-		hash.Job.LibraryID.Int64 != e.libs[0] {
+		hash.Job.Library() != e.libs[0] {
 		t.Fatalf("follow up: %v %+v %v", done, hash, err)
 	}
 	hashID := hash.Job.ID
@@ -104,10 +103,10 @@ func TestFollowUpScan(t *testing.T) {
 	if err != nil || !done || hash != nil {
 		t.Fatalf("failed scan: %v %+v %v", done, hash, err)
 	}
-	if n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM jobs WHERE kind = 'hash'`); n != 1 {
+	if n, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM jobs WHERE kind = 'hash'`); n != 1 {
 		t.Fatalf("%d hash jobs", n)
 	}
-	if n, _ := e.st.QueryInt(ctx, `SELECT count(*) FROM job_followups`); n != 2 {
+	if n, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM job_followups`); n != 2 {
 		t.Fatalf("%d follow-up rows", n)
 	}
 }
@@ -122,7 +121,7 @@ func TestFollowUpYieldedHash(t *testing.T) {
 	}
 	// The worker ends the hash job completed, with yielded in its result.
 	e.finish(t, hash.ID, protocol.JobCompleted)
-	if _, err := e.st.Exec(ctx, `UPDATE jobs SET result = '{"hashed":3,"yielded":1}' WHERE id = ?`, hash.ID); err != nil {
+	if _, err := storetest.Exec(ctx, e.st, `UPDATE jobs SET result = '{"hashed":3,"yielded":1}' WHERE id = ?`, hash.ID); err != nil {
 		t.Fatal(err)
 	}
 	done, again, err := e.st.FollowUpJob(ctx, hash.ID, false)
@@ -146,11 +145,17 @@ func TestFollowUpYieldedHash(t *testing.T) {
 	}
 	e.finish(t, plain.ID, protocol.JobCompleted)
 	todo, err := e.st.JobsToFollowUp(ctx, 0, 10)
-	if err != nil || len(todo) != 1 || todo[0].ID != first.ID {
-		t.Fatalf("to follow up: %+v %v; want only the scan", todo, err)
+	if err != nil || len(todo) != 2 || todo[0].ID != first.ID || todo[1].ID != plain.ID {
+		t.Fatalf("to look at: %+v %v; want the scan and the plain hash", todo, err)
 	}
-	if _, _, err := e.st.FollowUpJob(ctx, plain.ID, true); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("follow up of a plain hash: %v", err)
+	if done, again, err := e.st.FollowUpJob(ctx, plain.ID, true); err != nil || done || again != nil {
+		t.Fatalf("follow up of a plain hash: %v %+v %v; want it only marked", done, again, err)
+	}
+	if todo, err := e.st.JobsToFollowUp(ctx, 0, 10); err != nil || len(todo) != 1 || todo[0].ID != first.ID {
+		t.Fatalf("to look at: %+v %v; want only the scan", todo, err)
+	}
+	if n, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM job_followups WHERE job_id = ?`, plain.ID); n != 0 {
+		t.Fatal("a plain hash got a follow-up row")
 	}
 }
 
@@ -180,41 +185,45 @@ func TestQueueRunsScansBeforeHashes(t *testing.T) {
 	}
 }
 
-// TestFollowUpFloor: every job below the floor is finished; with nothing
-// open the floor is past the newest job.
-func TestFollowUpFloor(t *testing.T) {
+// TestFollowUpMarks: a job is listed for its follow-up once it is
+// finished, whatever jobs with higher ids did before it (no id floor),
+// and no longer once it is marked followed_up.
+func TestFollowUpMarks(t *testing.T) {
 	ctx := context.Background()
 	e := setupQueue(t, 2)
-	floor := func() int64 {
+	listed := func() []int64 {
 		t.Helper()
-		f, err := e.st.FollowUpFloor(ctx)
+		todo, err := e.st.JobsToFollowUp(ctx, 0, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return f
-	}
-	if f := floor(); f != 1 {
-		t.Fatalf("empty jobs table: floor %d, want 1", f)
+		var ids []int64
+		for _, j := range todo {
+			ids = append(ids, j.ID)
+		}
+		return ids
 	}
 	first := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityNormal).Job
-	if f := floor(); f != first.ID {
-		t.Fatalf("one pending job: floor %d, want its id %d", f, first.ID)
-	}
-	e.finish(t, first.ID, protocol.JobCompleted)
-	second := e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityNormal).Job
-	if f := floor(); f != second.ID {
-		t.Fatalf("floor %d, want the open job %d", f, second.ID)
-	}
-	// A retryable job (its worker died) runs again: it keeps the floor, or
-	// the dispatcher would never follow it up once it ends.
-	if _, err := e.st.Exec(ctx, `UPDATE jobs SET status = 'retryable' WHERE id = ?`, second.ID); err != nil {
+	if _, err := storetest.Exec(ctx, e.st, `UPDATE jobs SET status = 'retryable' WHERE id = ?`, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if f := floor(); f != second.ID {
-		t.Fatalf("retryable job: floor %d, want its id %d", f, second.ID)
+	second := e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityNormal).Job
+	e.finish(t, second.ID, protocol.JobCompleted)
+	if ids := listed(); len(ids) != 1 || ids[0] != second.ID {
+		t.Fatalf("listed %v, want the finished %d only", ids, second.ID)
 	}
-	e.finish(t, second.ID, protocol.JobFailed)
-	if f := floor(); f != second.ID+1 {
-		t.Fatalf("all finished: floor %d, want %d", f, second.ID+1)
+	if done, _, err := e.st.FollowUpJob(ctx, second.ID, false); err != nil || !done {
+		t.Fatalf("follow up %d: %v %v", second.ID, done, err)
+	}
+	if ids := listed(); len(ids) != 0 {
+		t.Fatalf("listed %v after the follow-up", ids)
+	}
+	// The retryable job below it ends later: it is listed all the same.
+	e.finish(t, first.ID, protocol.JobFailed)
+	if ids := listed(); len(ids) != 1 || ids[0] != first.ID {
+		t.Fatalf("listed %v, want the late %d", ids, first.ID)
+	}
+	if n, _ := storetest.QueryInt(ctx, e.st, `SELECT count(*) FROM jobs WHERE followed_up = 1`); n != 1 {
+		t.Fatalf("%d jobs marked, want 1", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -100,9 +101,9 @@ type NewSeries struct {
 // exists: the unique index decides, so two scanners can never create the
 // same series twice. It returns the id of every entry and how many were
 // created.
-func (s *Store) EnsureSeries(ctx context.Context, libraryID int64, in []NewSeries) (ids []int64, created int64, err error) {
+func (s *Store) EnsureSeries(ctx context.Context, f model.Fence, libraryID int64, in []NewSeries) (ids []int64, created int64, err error) {
 	now := s.nowText()
-	err = s.write(ctx, func(tx *sqlx.Tx) error {
+	err = s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		ids, created = make([]int64, len(in)), 0
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO series (library_id, name, name_key, publisher, publisher_key,
 				year, sort_key, file_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
@@ -143,12 +144,12 @@ type FileLink struct {
 }
 
 // LinkFiles links a batch of files that are still unlinked.
-func (s *Store) LinkFiles(ctx context.Context, links []FileLink) error {
+func (s *Store) LinkFiles(ctx context.Context, f model.Fence, links []FileLink) error {
 	if len(links) == 0 {
 		return nil
 	}
 	now := s.nowText()
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET series_id = ?, updated_at = ?
 			WHERE id = ? AND series_id IS NULL`)
 		if err != nil {
@@ -171,9 +172,9 @@ func (s *Store) LinkFiles(ctx context.Context, links []FileLink) error {
 // RefreshSeriesCounts sets file_count (present files) on every series of a
 // library whose count is wrong, and only those, so a scan that changed
 // nothing writes nothing.
-func (s *Store) RefreshSeriesCounts(ctx context.Context, libraryID int64) error {
+func (s *Store) RefreshSeriesCounts(ctx context.Context, f model.Fence, libraryID int64) error {
 	now := s.nowText()
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `WITH c AS (
 				SELECT s.id, (SELECT count(*) FROM library_files f WHERE f.series_id = s.id AND f.is_missing = 0) AS n
 				FROM series s WHERE s.library_id = ?)
@@ -189,9 +190,9 @@ func (s *Store) RefreshSeriesCounts(ctx context.Context, libraryID int64) error 
 
 // RemoveEmptySeries deletes the series of a library that no file row (not
 // even a missing one, whose link must survive its return) points to.
-func (s *Store) RemoveEmptySeries(ctx context.Context, libraryID int64) (int64, error) {
+func (s *Store) RemoveEmptySeries(ctx context.Context, f model.Fence, libraryID int64) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM series WHERE library_id = ?
 			AND NOT EXISTS (SELECT 1 FROM library_files f WHERE f.series_id = series.id)`, libraryID)
 		if err != nil {
@@ -213,11 +214,11 @@ func (s *Store) GetSeries(ctx context.Context, id int64) (Series, error) {
 
 // ListSeries returns up to limit series with id > afterID, in id order: of
 // one library, or of all when libraryID is not valid.
-func (s *Store) ListSeries(ctx context.Context, libraryID sql.NullInt64, afterID int64, limit int) ([]Series, error) {
+func (s *Store) ListSeries(ctx context.Context, libraryID *int64, afterID int64, limit int) ([]Series, error) {
 	q, args := `SELECT `+seriesCols+` FROM series WHERE id > ? AND file_count > 0`, []any{afterID}
-	if libraryID.Valid {
+	if libraryID != nil {
 		q += ` AND library_id = ?`
-		args = append(args, libraryID.Int64)
+		args = append(args, *libraryID)
 	}
 	var out []Series
 	if err := s.r.SelectContext(ctx, &out, q+` ORDER BY id LIMIT ?`, append(args, limit)...); err != nil {
@@ -229,7 +230,7 @@ func (s *Store) ListSeries(ctx context.Context, libraryID sql.NullInt64, afterID
 // ListSeriesInOrder pages series in natural name order (natsort.SeriesKey:
 // case, accents and a leading article ignored) after the cursor, served by
 // ix_series_sort (one library) or ix_series_sort_all.
-func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID sql.NullInt64, after *protocol.SortCursor, limit int) ([]Series, error) {
+func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID *int64, after *protocol.SortCursor, limit int) ([]Series, error) {
 	q, args := seriesInOrderQuery(libraryID, after, limit)
 	out := []Series{}
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
@@ -239,16 +240,16 @@ func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID sql.NullInt64, 
 }
 
 // ExplainListSeriesInOrder is the query plan of ListSeriesInOrder (tests).
-func (s *Store) ExplainListSeriesInOrder(ctx context.Context, libraryID sql.NullInt64, after *protocol.SortCursor) ([]string, error) {
+func (s *Store) ExplainListSeriesInOrder(ctx context.Context, libraryID *int64, after *protocol.SortCursor) ([]string, error) {
 	q, args := seriesInOrderQuery(libraryID, after, 50)
 	return s.explain(ctx, q, args)
 }
 
-func seriesInOrderQuery(libraryID sql.NullInt64, after *protocol.SortCursor, limit int) (string, []any) {
+func seriesInOrderQuery(libraryID *int64, after *protocol.SortCursor, limit int) (string, []any) {
 	q, args := `SELECT `+seriesCols+` FROM series WHERE file_count > 0`, []any{}
-	if libraryID.Valid {
+	if libraryID != nil {
 		q += ` AND library_id = ?`
-		args = append(args, libraryID.Int64)
+		args = append(args, *libraryID)
 	}
 	if after != nil {
 		q += ` AND (sort_key, id) > (?, ?)`

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,29 +10,45 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 // dataPlane is a database with one library, opened by two workerd
-// processes (two stores: two writer connections competing for the lock).
+// processes (two stores: two writer connections competing for the lock),
+// and a scan job a has claimed: fence is its token, which both carry.
 type dataPlane struct {
-	a, b *store.Store
-	lib  int64
+	a, b  *store.Store
+	lib   int64
+	fence model.Fence
 }
 
 func setupDataPlane(t *testing.T) *dataPlane {
 	t.Helper()
 	control, a, path := storetest.MustOpenDB(t)
 	b := storetest.MustOpen(t, path, store.RoleWorker, nil)
+	lib := testfactory.Library(t, control, &testfactory.LibraryOpts{CreatedAt: control.Now()})
+	return &dataPlane{a: a, b: b, lib: lib, fence: mustClaim(t, control, a, lib).Fence()}
+}
+
+// mustClaim inserts a pending scan job of library lib and claims it as
+// worker with an hour's lease.
+func mustClaim(t *testing.T, control, worker *store.Store, lib int64) model.Job {
+	t.Helper()
+	ctx := context.Background()
 	now := protocol.FormatTime(control.Now())
-	lib, err := control.InsertID(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('l', '/libraries/l', ?, ?) RETURNING id`, now, now)
-	if err != nil {
+	if _, err := storetest.Exec(ctx, control, `INSERT INTO jobs (kind, status, library_id, created_at, updated_at)
+		VALUES ('scan', 'pending', ?, ?, ?)`, lib, now, now); err != nil {
 		t.Fatal(err)
 	}
-	return &dataPlane{a: a, b: b, lib: lib}
+	job, err := worker.ClaimJob(ctx, "worker-a", time.Hour)
+	if err != nil || job == nil {
+		t.Fatalf("claim: %v, %v", job, err)
+	}
+	return *job
 }
 
 // TestEnsureSeriesConcurrent has two scanners create the same series at the
@@ -64,7 +79,7 @@ func TestEnsureSeriesConcurrent(t *testing.T) {
 			}
 			for start := 0; start < len(list); start += 7 { // many small transactions interleave
 				chunk := list[start:min(start+7, len(list))]
-				got, n, err := st.EnsureSeries(ctx, d.lib, chunk)
+				got, n, err := st.EnsureSeries(ctx, d.fence, d.lib, chunk)
 				if err != nil {
 					errs[w] = err
 					return
@@ -90,11 +105,11 @@ func TestEnsureSeriesConcurrent(t *testing.T) {
 			t.Fatalf("%s: ids %d and %d", k, id, ids[1][k])
 		}
 	}
-	if n, _ := d.a.QueryInt(ctx, `SELECT count(*) FROM series`); n != 60 {
+	if n, _ := storetest.QueryInt(ctx, d.a, `SELECT count(*) FROM series`); n != 60 {
 		t.Fatalf("%d series", n)
 	}
 	// Again: nothing created, same ids.
-	got, n, err := d.a.EnsureSeries(ctx, d.lib, in[:3])
+	got, n, err := d.a.EnsureSeries(ctx, d.fence, d.lib, in[:3])
 	if err != nil || n != 0 || got[0] != ids[0][in[0].NameKey] {
 		t.Fatalf("second ensure: %v %d %v", got, n, err)
 	}
@@ -105,7 +120,7 @@ func TestEnsureSeriesConcurrent(t *testing.T) {
 func TestDiscoveryReplay(t *testing.T) {
 	d := setupDataPlane(t)
 	ctx := context.Background()
-	sess, err := d.a.StartScanSession(ctx, noJob, d.lib)
+	sess, err := d.a.StartScanSession(ctx, d.fence, d.lib)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +129,11 @@ func TestDiscoveryReplay(t *testing.T) {
 		Errors: []store.ScanError{{RelativePath: "x", Code: protocol.ErrIOError, Message: "m"}},
 		Counts: store.ScanCounts{FilesSeen: 2, Added: 2, ErrorCount: 1}}
 	for range 2 {
-		if err := d.a.ApplyDiscovery(ctx, b); err != nil {
+		if err := d.a.ApplyDiscovery(ctx, d.fence, b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, _ := d.a.QueryInt(ctx, `SELECT count(*) FROM library_files`); n != 2 {
+	if n, _ := storetest.QueryInt(ctx, d.a, `SELECT count(*) FROM library_files`); n != 2 {
 		t.Fatalf("%d rows", n)
 	}
 	sigs, err := d.a.FileSigsAfter(ctx, d.lib, "", 10)
@@ -128,12 +143,12 @@ func TestDiscoveryReplay(t *testing.T) {
 	miss := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: protocol.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		Missing: []int64{sigs[0].ID}, Counts: b.Counts}
 	for range 2 {
-		if err := d.b.ApplyDiscovery(ctx, miss); err != nil {
+		if err := d.b.ApplyDiscovery(ctx, d.fence, miss); err != nil {
 			t.Fatal(err)
 		}
 		miss.MissingSince = protocol.NewTime(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) // a replay must not move missing_since
 	}
-	if n, _ := d.a.QueryInt(ctx, `SELECT count(*) FROM library_files WHERE is_missing = 1
+	if n, _ := storetest.QueryInt(ctx, d.a, `SELECT count(*) FROM library_files WHERE is_missing = 1
 		AND missing_since = '2026-01-01 00:00:00.000'`); n != 1 {
 		t.Fatalf("missing rows %d", n)
 	}
@@ -148,25 +163,23 @@ func TestDiscoveryReplay(t *testing.T) {
 func TestApplyMoveRace(t *testing.T) {
 	d := setupDataPlane(t)
 	ctx := context.Background()
-	sess, _ := d.a.StartScanSession(ctx, noJob, d.lib)
+	sess, _ := d.a.StartScanSession(ctx, d.fence, d.lib)
 	b := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib,
 		Insert: []store.FileStat{{RelativePath: "old.cbz", SizeBytes: 5, MtimeNS: 1}, {RelativePath: "new.cbz", SizeBytes: 5, MtimeNS: 2}}}
-	if err := d.a.ApplyDiscovery(ctx, b); err != nil {
+	if err := d.a.ApplyDiscovery(ctx, d.fence, b); err != nil {
 		t.Fatal(err)
 	}
 	sigs, _ := d.a.FileSigsAfter(ctx, d.lib, "", 10) // new.cbz, old.cbz
 	h := store.FileHash{Algorithm: "blake3", Sum: make([]byte, 32), SizeBytes: 5, MtimeNS: 2}
-	ok, err := d.a.ApplyMove(ctx, store.Move{SessionID: sess.ID, NewID: sigs[0].ID, OldID: sigs[1].ID,
+	ok, err := d.a.ApplyMove(ctx, d.fence, store.Move{SessionID: sess.ID, NewID: sigs[0].ID, OldID: sigs[1].ID,
 		Stat: store.FileStat{RelativePath: "new.cbz", SizeBytes: 5, MtimeNS: 2}, Hash: h})
 	if err != nil || ok {
 		t.Fatalf("move onto a present row: ok=%v err=%v", ok, err)
 	}
-	if n, _ := d.a.QueryInt(ctx, `SELECT count(*) FROM library_files`); n != 2 {
+	if n, _ := storetest.QueryInt(ctx, d.a, `SELECT count(*) FROM library_files`); n != 2 {
 		t.Fatalf("rows %d: the rolled back move deleted one", n)
 	}
 }
-
-var noJob = sql.NullInt64{}
 
 // TestNaturalOrderPlans: the natural-order lists walk their indexes in
 // order (no temp b-tree), with and without a cursor.
@@ -175,21 +188,24 @@ func TestNaturalOrderPlans(t *testing.T) {
 	d := setupDataPlane(t)
 	ctx := context.Background()
 	for _, after := range []*protocol.SortCursor{nil, {Key: "batman", ID: 3}} {
-		for _, lib := range []sql.NullInt64{{}, {Int64: d.lib, Valid: true}} {
+		for _, lib := range []*int64{nil, &d.lib} {
 			plan, err := d.a.ExplainListSeriesInOrder(ctx, lib, after)
-			want := map[bool]string{false: "ix_series_sort_all", true: "ix_series_sort"}[lib.Valid]
+			want := map[bool]string{false: "ix_series_sort_all", true: "ix_series_sort"}[lib != nil]
 			if text := strings.NewReplacer("[", " ", "]", " ").Replace(fmt.Sprint(plan)); err != nil || !strings.Contains(text, "INDEX "+want+" ") || strings.Contains(text, "TEMP B-TREE") {
-				t.Errorf("series, library %v, cursor %v: %v %v; want %s in order", lib.Valid, after != nil, plan, err, want)
+				t.Errorf("series, library %v, cursor %v: %v %v; want %s in order", lib != nil, after != nil, plan, err, want)
 			}
 		}
 		plan, err := d.a.ExplainSeriesFilesInOrder(ctx, 7, after)
 		if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_series_sort") || strings.Contains(text, "TEMP B-TREE") {
 			t.Errorf("series files, cursor %v: %v %v", after != nil, plan, err)
 		}
-		for _, lib := range []sql.NullInt64{{}, {Int64: d.lib, Valid: true}} {
-			plan, err := d.a.ExplainFilesInOrder(ctx, store.FileFilter{LibraryID: lib}, after)
-			if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_path_order") || strings.Contains(text, "TEMP B-TREE") {
-				t.Errorf("files, library %v, cursor %v: %v %v", lib.Valid, after != nil, plan, err)
+		for _, lib := range []*int64{nil, &d.lib} {
+			// GET /files filters on the book roles by default.
+			for _, roles := range [][]protocol.FileRole{nil, {protocol.RoleBook, protocol.RoleFolder}} {
+				plan, err := d.a.ExplainFilesInOrder(ctx, store.FileFilter{LibraryID: lib, Roles: roles}, after)
+				if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_path_order") || strings.Contains(text, "TEMP B-TREE") {
+					t.Errorf("files, library %v, roles %v, cursor %v: %v %v", lib != nil, roles, after != nil, plan, err)
+				}
 			}
 		}
 	}
@@ -201,17 +217,17 @@ func TestNaturalOrderPlans(t *testing.T) {
 func TestAbandonedSessionKeepsItsEnd(t *testing.T) {
 	d := setupDataPlane(t)
 	ctx := context.Background()
-	old, err := d.a.StartScanSession(ctx, noJob, d.lib)
+	old, err := d.a.StartScanSession(ctx, d.fence, d.lib)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.b.StartScanSession(ctx, noJob, d.lib); err != nil {
+	if _, err := d.b.StartScanSession(ctx, d.fence, d.lib); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.a.UpdateScanCounts(ctx, old.ID, store.ScanCounts{FilesSeen: 9}); !errors.Is(err, store.ErrNotOwner) {
+	if err := d.a.UpdateScanCounts(ctx, d.fence, old.ID, store.ScanCounts{FilesSeen: 9}); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("update counts of a closed session: %v", err)
 	}
-	if err := d.a.FinishScanSession(ctx, old.ID, protocol.ScanSucceeded, store.ScanCounts{FilesSeen: 9}, "", ""); !errors.Is(err, store.ErrNotOwner) {
+	if err := d.a.FinishScanSession(ctx, d.fence, old.ID, protocol.ScanSucceeded, store.ScanCounts{FilesSeen: 9}, "", ""); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("finish of a closed session: %v", err)
 	}
 	got, err := d.a.GetScan(ctx, old.ID)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 )
 
 // enumCases is every enum column of protocol §3 and the product's own,
@@ -41,13 +42,13 @@ var enumCases = []struct {
 func setup(t *testing.T) *store.Store {
 	t.Helper()
 	control, _, _ := storetest.MustOpenDB(t)
-	mustExec(t, control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/libraries/l', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
+	testfactory.Library(t, control, &testfactory.LibraryOpts{ID: 1, Name: "L", Path: "/libraries/l"})
 	return control
 }
 
 func mustExec(t *testing.T, s *store.Store, q string, args ...any) {
 	t.Helper()
-	if _, err := s.Exec(context.Background(), q, args...); err != nil {
+	if _, err := storetest.Exec(context.Background(), s, q, args...); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
@@ -60,12 +61,12 @@ func TestEnumChecks(t *testing.T) {
 			if strings.HasPrefix(c.table, "scan_requests") {
 				mustExec(t, s, "DELETE FROM scan_requests")
 			}
-			if _, err := s.Exec(ctx, strings.Replace(c.insert, "%s", "'"+c.legal+"'", 1)); err != nil {
+			if _, err := storetest.Exec(ctx, s, strings.Replace(c.insert, "%s", "'"+c.legal+"'", 1)); err != nil {
 				t.Fatalf("legal value %q refused: %v", c.legal, err)
 			}
 			bad := []string{strings.ToUpper(c.legal), strings.ToUpper(c.legal[:1]) + c.legal[1:], "bogus", ""}
 			for _, v := range bad {
-				_, err := s.Exec(ctx, strings.Replace(c.insert, "%s", "'"+v+"'", 1))
+				_, err := storetest.Exec(ctx, s, strings.Replace(c.insert, "%s", "'"+v+"'", 1))
 				if !store.IsConstraint(err) {
 					t.Errorf("value %q: want constraint error, got %v", v, err)
 				}
@@ -86,13 +87,13 @@ func TestNotNullColumns(t *testing.T) {
 		`INSERT INTO wal_maintenance_jobs (execute_after, created_at, updated_at) VALUES (NULL, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
 		`INSERT INTO io_rate_limits (bucket_key, next_available_at_ms, updated_at) VALUES ('b', NULL, '2026-01-01 00:00:00.000')`,
 	} {
-		if _, err := s.Exec(context.Background(), q); !store.IsConstraint(err) {
+		if _, err := storetest.Exec(context.Background(), s, q); !store.IsConstraint(err) {
 			t.Errorf("%s: want constraint error, got %v", q, err)
 		}
 	}
 	short := `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, content_hash, created_at, updated_at)
 		VALUES (1, 'short', 1, 1, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`
-	if _, err := s.Exec(context.Background(), short, []byte{0}); !store.IsConstraint(err) {
+	if _, err := storetest.Exec(context.Background(), s, short, []byte{0}); !store.IsConstraint(err) {
 		t.Errorf("a one-byte digest: want constraint error, got %v", err)
 	}
 }
@@ -102,7 +103,7 @@ func TestNotNullColumns(t *testing.T) {
 func TestSingleActiveIndex(t *testing.T) {
 	control, _, path := storetest.MustOpenDB(t)
 	other := storetest.MustOpen(t, path, store.RoleControl, nil)
-	mustExec(t, control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/l', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
+	testfactory.Library(t, control, &testfactory.LibraryOpts{ID: 1})
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -115,7 +116,7 @@ func TestSingleActiveIndex(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Exec(context.Background(),
+			_, err := storetest.Exec(context.Background(), s,
 				`INSERT INTO jobs (kind, status, library_id, created_at, updated_at) VALUES (?, 'pending', 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, kind)
 			mu.Lock()
 			defer mu.Unlock()

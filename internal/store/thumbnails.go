@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -69,22 +70,22 @@ const admitOne = `INSERT INTO thumbnails (file_id, library_id, group_key, media_
 // pending/running/ready row of the same (file, format) is returned instead
 // of a duplicate (created=false). ErrNotFound: unknown or missing file.
 // ErrQueueFull: pending+running rows reached capacity.
-func (s *Store) AdmitThumbnail(ctx context.Context, fileID int64, format protocol.ImageFormat, capacity, shardCount int64) (Thumbnail, bool, error) {
+func (s *Store) AdmitThumbnail(ctx context.Context, fileID int64, format protocol.ImageFormat, capacity, shardCount int64) (model.Thumbnail, bool, error) {
 	return s.admitThumbnail(ctx, fileID, format, capacity, shardCount, false)
 }
 
 // RegenerateThumbnail queues a new render even when a ready cover exists
 // (POST /files/{id}/cover/regenerate); a pending/running row is returned
 // instead of a duplicate. Errors as AdmitThumbnail.
-func (s *Store) RegenerateThumbnail(ctx context.Context, fileID int64, format protocol.ImageFormat, capacity, shardCount int64) (Thumbnail, bool, error) {
+func (s *Store) RegenerateThumbnail(ctx context.Context, fileID int64, format protocol.ImageFormat, capacity, shardCount int64) (model.Thumbnail, bool, error) {
 	return s.admitThumbnail(ctx, fileID, format, capacity, shardCount, true)
 }
 
-func (s *Store) admitThumbnail(ctx context.Context, fileID int64, format protocol.ImageFormat, capacity, shardCount int64, force bool) (Thumbnail, bool, error) {
+func (s *Store) admitThumbnail(ctx context.Context, fileID int64, format protocol.ImageFormat, capacity, shardCount int64, force bool) (model.Thumbnail, bool, error) {
 	if _, err := protocol.ParseImageFormat(string(format)); err != nil {
-		return Thumbnail{}, false, fmt.Errorf("admit thumbnail: %w", err)
+		return model.Thumbnail{}, false, fmt.Errorf("admit thumbnail: %w", err)
 	}
-	var t Thumbnail
+	var t model.Thumbnail
 	var created bool
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		created = false
@@ -101,14 +102,14 @@ func (s *Store) admitThumbnail(ctx context.Context, fileID int64, format protoco
 		return explainRefusal(ctx, tx, &t, fileID, format, force)
 	})
 	if err != nil {
-		return Thumbnail{}, false, fmt.Errorf("admit thumbnail of file %d: %w", fileID, err)
+		return model.Thumbnail{}, false, fmt.Errorf("admit thumbnail of file %d: %w", fileID, err)
 	}
 	return t, created, nil
 }
 
 // explainRefusal tells why admitOne inserted nothing, in the same
 // transaction: an existing row to return, a missing file, or a full queue.
-func explainRefusal(ctx context.Context, tx *sqlx.Tx, t *Thumbnail, fileID int64, format protocol.ImageFormat, force bool) error {
+func explainRefusal(ctx context.Context, tx *sqlx.Tx, t *model.Thumbnail, fileID int64, format protocol.ImageFormat, force bool) error {
 	statuses := `'pending','running','ready'`
 	if force {
 		statuses = `'pending','running'`
@@ -136,12 +137,12 @@ func explainRefusal(ctx context.Context, tx *sqlx.Tx, t *Thumbnail, fileID int64
 // ready cover stays servable while the new one renders, and a file never
 // accumulates rows. The cache file is shared by all rows of the file in the
 // same layout, so no file is deleted here.
-func pruneSuperseded(ctx context.Context, tx *sqlx.Tx, t Thumbnail) error {
+func pruneSuperseded(ctx context.Context, tx *sqlx.Tx, t model.Thumbnail) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM thumbnails WHERE file_id = ? AND format = ? AND id <> ?
 		AND output_relpath = ?
 		AND (status = 'failed' OR (status = 'ready' AND id < (SELECT max(id) FROM thumbnails
 			WHERE file_id = ? AND format = ? AND status = 'ready')))`,
-		t.FileID, t.Format, t.ID, t.OutputRelPath, t.FileID, t.Format)
+		t.FileID, t.Format, t.ID, t.OutputRelpath, t.FileID, t.Format)
 	return err
 }
 
@@ -182,9 +183,9 @@ func (s *Store) AdmitPendingCovers(ctx context.Context, libraryID int64, limit i
 		if err != nil {
 			return err
 		}
-		var added []Thumbnail
+		var added []model.Thumbnail
 		for rows.Next() {
-			var t Thumbnail
+			var t model.Thumbnail
 			if err := rows.StructScan(&t); err != nil {
 				rows.Close()
 				return err
@@ -262,10 +263,11 @@ func (s *Store) CoverSource(ctx context.Context, fileID int64) (CoverSource, err
 // MarkCoverRendered gives the file a new cover version after a successful
 // render: cover_updated_at = max(now in Unix seconds, previous + 1), so a
 // re-render changes the ?v= of the cover URL even within the same second.
-// It returns the new version; ErrNotFound when the file row is gone.
-func (s *Store) MarkCoverRendered(ctx context.Context, fileID int64) (int64, error) {
+// It returns the new version; ErrNotFound when the file row is gone. The
+// write is fenced by the render's claim f (ErrLeaseLost: nothing written).
+func (s *Store) MarkCoverRendered(ctx context.Context, f model.Fence, fileID int64) (int64, error) {
 	var v int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		now := s.Now()
 		return tx.GetContext(ctx, &v, `UPDATE library_files
 			SET cover_updated_at = CASE WHEN ?1 > coalesce(cover_updated_at, 0) + 1 THEN ?1

@@ -5,11 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 const thumbnailCols = `id, file_id, library_id, group_key, media_type, format, status, output_relpath, width,
-	height, bytes_size, worker_id, worker_heartbeat_at, lease_expires_at, error_code, error_message,
+	height, bytes_size, worker_id, worker_heartbeat_at, lease_expires_at, lease_epoch, error_code, error_message,
 	error_count, retry_after, created_at, updated_at, started_at, finished_at`
 
 // ThumbnailMetrics are the figures of GET /thumbnails/metrics.
@@ -42,8 +43,8 @@ type CrashedCover struct {
 }
 
 // GetThumbnail returns one thumbnail row or ErrNotFound.
-func (s *Store) GetThumbnail(ctx context.Context, id int64) (Thumbnail, error) {
-	return getRow[Thumbnail](ctx, s.r, thumbnailRow, `SELECT `+thumbnailCols+` FROM thumbnails WHERE id = ?`, id)
+func (s *Store) GetThumbnail(ctx context.Context, id int64) (model.Thumbnail, error) {
+	return getRow[model.Thumbnail](ctx, s.r, thumbnailRow, `SELECT `+thumbnailCols+` FROM thumbnails WHERE id = ?`, id)
 }
 
 // ThumbnailMetrics counts thumbnail and cleanup rows by state. Each count

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -31,18 +33,13 @@ func setupCovers(t *testing.T) *coverDB {
 
 func (db *coverDB) addLibrary(t *testing.T, path string) int64 {
 	t.Helper()
-	id, err := db.ctrl.InsertID(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return testfactory.Library(t, db.ctrl, &testfactory.LibraryOpts{Path: path})
 }
 
 // addFile inserts a present file of lib flagged needs_cover.
 func (db *coverDB) addFile(t *testing.T, lib int64, rel string) int64 {
 	t.Helper()
-	id, err := db.ctrl.InsertID(context.Background(), `INSERT INTO library_files (library_id, relative_path, size_bytes,
+	id, err := storetest.InsertID(context.Background(), db.ctrl, `INSERT INTO library_files (library_id, relative_path, size_bytes,
 		mtime_ns, format, needs_cover, created_at, updated_at) VALUES (?, ?, 1, 1, 'zip', 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, lib, rel)
 	if err != nil {
 		t.Fatal(err)
@@ -52,14 +49,14 @@ func (db *coverDB) addFile(t *testing.T, lib int64, rel string) int64 {
 
 func (db *coverDB) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
-	if _, err := db.ctrl.Exec(context.Background(), q, args...); err != nil {
+	if _, err := storetest.Exec(context.Background(), db.ctrl, q, args...); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
 
 func (db *coverDB) count(t *testing.T, q string, args ...any) int64 {
 	t.Helper()
-	n, err := db.ctrl.QueryInt(context.Background(), q, args...)
+	n, err := storetest.QueryInt(context.Background(), db.ctrl, q, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
@@ -98,11 +95,11 @@ func TestAdmitThumbnail(t *testing.T) {
 		if err != nil || !created {
 			t.Fatalf("admit: %v created=%v", err, created)
 		}
-		want := store.Thumbnail{FileID: f1, LibraryID: db.lib, GroupKey: fmt.Sprintf("library:%d", db.lib),
-			Status: "pending", Format: "webp", MediaType: "image", OutputRelPath: store.CoverRelPath(f1, 256, protocol.ImageWebP)}
+		want := model.Thumbnail{FileID: f1, LibraryID: db.lib, GroupKey: fmt.Sprintf("library:%d", db.lib),
+			Status: "pending", Format: "webp", MediaType: "image", OutputRelpath: store.CoverRelPath(f1, 256, protocol.ImageWebP)}
 		if th.FileID != want.FileID || th.LibraryID != want.LibraryID || th.GroupKey != want.GroupKey ||
 			th.Status != want.Status || th.Format != want.Format || th.MediaType != want.MediaType ||
-			th.OutputRelPath != want.OutputRelPath || th.CreatedAt.String() != protocol.FormatTime(db.clock.Now()) {
+			th.OutputRelpath != want.OutputRelpath || th.CreatedAt.String() != protocol.FormatTime(db.clock.Now()) {
 			t.Fatalf("row %+v", th)
 		}
 		again, created, err := db.ctrl.AdmitThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
@@ -306,25 +303,35 @@ func TestCoverSourceAndVersion(t *testing.T) {
 	if _, err := db.work.CoverSource(ctx, 999); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown file: %v", err)
 	}
-	// The worker role may write cover_updated_at (data-plane table); two
-	// renders in the same second still give two versions.
-	v1, err := db.work.MarkCoverRendered(ctx, f)
+	// The worker role may write cover_updated_at (data-plane table), under
+	// the claim of a render; two renders in the same second still give two
+	// versions.
+	if _, err := storetest.InsertID(ctx, db.ctrl, `INSERT INTO thumbnails (file_id, library_id, group_key, output_relpath, created_at, updated_at)
+		VALUES (?1, ?2, 'g', 'x.webp', ?3, ?3) RETURNING id`, f, db.lib, protocol.FormatTime(db.clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	th, err := db.work.ClaimThumbnail(ctx, "w", 2*time.Hour)
+	if err != nil || th == nil {
+		t.Fatalf("claim %+v %v", th, err)
+	}
+	fence := th.Fence()
+	v1, err := db.work.MarkCoverRendered(ctx, fence, f)
 	if err != nil || v1 != db.clock.Now().Unix() {
 		t.Fatalf("first version %d, %v; want %d", v1, err, db.clock.Now().Unix())
 	}
-	v2, err := db.work.MarkCoverRendered(ctx, f)
+	v2, err := db.work.MarkCoverRendered(ctx, fence, f)
 	if err != nil || v2 != v1+1 {
 		t.Fatalf("second version %d, %v; want %d", v2, err, v1+1)
 	}
 	db.clock.Advance(time.Hour)
-	v3, err := db.work.MarkCoverRendered(ctx, f)
+	v3, err := db.work.MarkCoverRendered(ctx, fence, f)
 	if err != nil || v3 != db.clock.Now().Unix() {
 		t.Fatalf("later version %d, %v", v3, err)
 	}
 	if got, _ := db.work.CoverVersionOf(ctx, f); got != v3 {
 		t.Fatalf("CoverVersionOf = %d, want %d", got, v3)
 	}
-	if _, err := db.work.MarkCoverRendered(ctx, 999); !errors.Is(err, store.ErrNotFound) {
+	if _, err := db.work.MarkCoverRendered(ctx, fence, 999); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown file: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -44,16 +45,16 @@ func (s *Store) WALFile() (string, bool) {
 // row is raised to the stronger mode when asked (passive < restart <
 // truncate). Without force, a request closer than minInterval to the
 // previous one is refused with ErrQueueFull.
-func (s *Store) EnqueueCheckpoint(ctx context.Context, mode protocol.CheckpointMode, reason string, force bool, minInterval time.Duration) (WALJob, bool, error) {
+func (s *Store) EnqueueCheckpoint(ctx context.Context, mode protocol.CheckpointMode, reason string, force bool, minInterval time.Duration) (model.WALJob, bool, error) {
 	if _, err := protocol.ParseCheckpointMode(string(mode)); err != nil {
-		return WALJob{}, false, fmt.Errorf("enqueue checkpoint: %w: %v", ErrInvalidRequest, err)
+		return model.WALJob{}, false, fmt.Errorf("enqueue checkpoint: %w: %v", ErrInvalidRequest, err)
 	}
 	if _, ok := s.WALFile(); !ok {
-		return WALJob{}, false, &protocol.Error{Code: CodeNoWAL,
+		return model.WALJob{}, false, &protocol.Error{Code: protocol.CodeNoWAL,
 			Message: "checkpoints are SQLite's: PostgreSQL checkpoints its own write-ahead log", Err: ErrConflict}
 	}
 	var (
-		out     WALJob
+		out     model.WALJob
 		created bool
 	)
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
@@ -79,13 +80,13 @@ func (s *Store) EnqueueCheckpoint(ctx context.Context, mode protocol.CheckpointM
 			VALUES (?, ?, 'pending', ?, ?, ?) RETURNING `+walCols, string(mode), reason, ts, ts, ts)
 	})
 	if err != nil {
-		return WALJob{}, false, fmt.Errorf("enqueue checkpoint: %w", err)
+		return model.WALJob{}, false, fmt.Errorf("enqueue checkpoint: %w", err)
 	}
 	return out, created, nil
 }
 
-func activeCheckpoint(ctx context.Context, tx *sqlx.Tx) (*WALJob, error) {
-	var w WALJob
+func activeCheckpoint(ctx context.Context, tx *sqlx.Tx) (*model.WALJob, error) {
+	var w model.WALJob
 	err := tx.GetContext(ctx, &w, `SELECT `+walCols+` FROM wal_maintenance_jobs
 		WHERE status IN ('pending','running','retryable') ORDER BY id LIMIT 1`)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -99,7 +100,7 @@ func activeCheckpoint(ctx context.Context, tx *sqlx.Tx) (*WALJob, error) {
 
 var checkpointStrength = map[protocol.CheckpointMode]int{protocol.CheckpointPassive: 0, protocol.CheckpointRestart: 1, protocol.CheckpointTruncate: 2}
 
-func upgradeCheckpoint(ctx context.Context, tx *sqlx.Tx, w WALJob, mode protocol.CheckpointMode, now string) (WALJob, error) {
+func upgradeCheckpoint(ctx context.Context, tx *sqlx.Tx, w model.WALJob, mode protocol.CheckpointMode, now string) (model.WALJob, error) {
 	if w.Status != protocol.WALPending || checkpointStrength[mode] <= checkpointStrength[w.RequestedMode] {
 		return w, nil
 	}
@@ -131,8 +132,8 @@ func checkInterval(ctx context.Context, tx *sqlx.Tx, now time.Time, minInterval 
 }
 
 // LatestCheckpoint returns the most recent wal_maintenance_jobs row.
-func (s *Store) LatestCheckpoint(ctx context.Context) (*WALJob, error) {
-	var w WALJob
+func (s *Store) LatestCheckpoint(ctx context.Context) (*model.WALJob, error) {
+	var w model.WALJob
 	err := s.r.GetContext(ctx, &w, `SELECT `+walCols+` FROM wal_maintenance_jobs ORDER BY id DESC LIMIT 1`)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("latest checkpoint: %w", ErrNotFound)
@@ -144,8 +145,8 @@ func (s *Store) LatestCheckpoint(ctx context.Context) (*WALJob, error) {
 }
 
 // CheckpointByID returns one wal_maintenance_jobs row.
-func (s *Store) CheckpointByID(ctx context.Context, id int64) (WALJob, error) {
-	var w WALJob
+func (s *Store) CheckpointByID(ctx context.Context, id int64) (model.WALJob, error) {
+	var w model.WALJob
 	err := s.r.GetContext(ctx, &w, `SELECT `+walCols+` FROM wal_maintenance_jobs WHERE id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return w, fmt.Errorf("checkpoint %d: %w", id, ErrNotFound)
@@ -158,11 +159,11 @@ func (s *Store) CheckpointByID(ctx context.Context, id int64) (WALJob, error) {
 
 // ListCheckpoints pages wal_maintenance_jobs newest first by id keyset:
 // afterID is the last id of the previous page, 0 for the first page.
-func (s *Store) ListCheckpoints(ctx context.Context, afterID int64, limit int) ([]WALJob, error) {
+func (s *Store) ListCheckpoints(ctx context.Context, afterID int64, limit int) ([]model.WALJob, error) {
 	if limit <= 0 {
 		limit = 50
 	}
-	out := []WALJob{}
+	out := []model.WALJob{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+walCols+` FROM wal_maintenance_jobs
 		WHERE ? = 0 OR id < ? ORDER BY id DESC LIMIT ?`, afterID, afterID, limit)
 	if err != nil {

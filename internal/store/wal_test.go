@@ -39,7 +39,7 @@ func TestEnqueueCheckpoint(t *testing.T) {
 	if storetest.Postgres() {
 		st := storetest.MustOpen(t, storetest.MustMigrate(t), store.RoleControl, nil)
 		_, _, err := st.EnqueueCheckpoint(context.Background(), protocol.CheckpointPassive, "api", true, 0)
-		if !errors.Is(err, store.ErrConflict) || protocol.CodeOf(err, "") != store.CodeNoWAL {
+		if !errors.Is(err, store.ErrConflict) || protocol.CodeOf(err, "") != protocol.CodeNoWAL {
 			t.Fatalf("a checkpoint on PostgreSQL: %v", err)
 		}
 		return
@@ -67,7 +67,7 @@ func TestEnqueueCheckpoint(t *testing.T) {
 			t.Fatalf("downgraded to %s", again.RequestedMode)
 		}
 		for _, status := range []string{"running", "retryable"} {
-			if _, err := st.Exec(ctx, `UPDATE wal_maintenance_jobs SET status = ?`, status); err != nil {
+			if _, err := storetest.Exec(ctx, st, `UPDATE wal_maintenance_jobs SET status = ?`, status); err != nil {
 				t.Fatal(err)
 			}
 			got, created, err := st.EnqueueCheckpoint(ctx, protocol.CheckpointRestart, "api", true, 0)
@@ -82,7 +82,7 @@ func TestEnqueueCheckpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Exec(ctx, `UPDATE wal_maintenance_jobs SET status = 'completed' WHERE id = ?`, w.ID); err != nil {
+		if _, err := storetest.Exec(ctx, st, `UPDATE wal_maintenance_jobs SET status = 'completed' WHERE id = ?`, w.ID); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(10 * time.Second)
@@ -93,7 +93,7 @@ func TestEnqueueCheckpoint(t *testing.T) {
 		if err != nil || !created || forced.ID == w.ID {
 			t.Fatalf("forced: %+v %v %v", forced, created, err)
 		}
-		if _, err := st.Exec(ctx, `UPDATE wal_maintenance_jobs SET status = 'failed' WHERE id = ?`, forced.ID); err != nil {
+		if _, err := storetest.Exec(ctx, st, `UPDATE wal_maintenance_jobs SET status = 'failed' WHERE id = ?`, forced.ID); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(30 * time.Second)
@@ -119,7 +119,7 @@ func TestEnqueueCheckpoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			ids = append(ids, w.ID)
-			if _, err := st.Exec(ctx, `UPDATE wal_maintenance_jobs SET status = 'completed' WHERE id = ?`, w.ID); err != nil {
+			if _, err := storetest.Exec(ctx, st, `UPDATE wal_maintenance_jobs SET status = 'completed' WHERE id = ?`, w.ID); err != nil {
 				t.Fatal(err)
 			}
 			clock.Advance(time.Second)
@@ -157,14 +157,14 @@ func TestCheckpoint(t *testing.T) {
 	setup := func(t *testing.T) (*store.Store, string) {
 		path := storetest.MustMigrate(t)
 		st := storetest.MustOpen(t, path, store.RoleControl, nil)
-		if _, err := st.Exec(ctx, `CREATE TABLE filler (b BLOB)`); err != nil {
+		if _, err := storetest.Exec(ctx, st, `CREATE TABLE filler (b BLOB)`); err != nil {
 			t.Fatal(err)
 		}
 		return st, path
 	}
 	fill := func(t *testing.T, st *store.Store, n int) {
 		for range n {
-			if _, err := st.Exec(ctx, `INSERT INTO filler VALUES (randomblob(8192))`); err != nil {
+			if _, err := storetest.Exec(ctx, st, `INSERT INTO filler VALUES (randomblob(8192))`); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 )
 
 func storetestOpenWorker(t *testing.T, f *fixture) *store.Store {
@@ -17,7 +18,7 @@ func storetestOpenWorker(t *testing.T, f *fixture) *store.Store {
 func TestWorkerAuthorizer(t *testing.T) {
 	f := setupLease(t)
 	id := f.addJob(t, "scan", "normal", 0)
-	f.exec(t, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'L', '/l', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
+	testfactory.Library(t, f.control, &testfactory.LibraryOpts{ID: 1})
 	denied := []string{
 		`UPDATE jobs SET kind = 'hash' WHERE id = 1`,
 		`UPDATE jobs SET payload = '{"force":true}' WHERE id = 1`,
@@ -39,7 +40,7 @@ func TestWorkerAuthorizer(t *testing.T) {
 		`DROP INDEX ix_jobs_single_active_scan_hash`,
 	}
 	for _, q := range denied {
-		_, err := f.worker.Exec(f.ctx, q)
+		_, err := storetest.Exec(f.ctx, f.worker, q)
 		if !store.IsAuthDenied(err) {
 			t.Errorf("%s: err = %v, want authorizer denial", q, err)
 		}
@@ -54,7 +55,7 @@ func TestWorkerAuthorizer(t *testing.T) {
 		`DELETE FROM thumbnails WHERE status = 'ready'`,
 	}
 	for _, q := range allowed {
-		if _, err := f.worker.Exec(f.ctx, q); err != nil {
+		if _, err := storetest.Exec(f.ctx, f.worker, q); err != nil {
 			t.Errorf("%s: %v", q, err)
 		}
 	}

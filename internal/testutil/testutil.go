@@ -56,6 +56,25 @@ func SharedFixture(tb testing.TB, parts ...string) string {
 	return p
 }
 
+// CIVar is the environment variable CI services set to "true"; .ci/run
+// sets it too.
+const CIVar = "CI"
+
+// SkipUnlessCI skips a test that cannot run on this machine for want of
+// something the project's CI provides (root, network namespaces, a mount,
+// QEMU and busybox, a Docker engine), saying why; under CI=true it fails
+// instead. A test that needs the machine cannot go quietly green where the
+// machine is promised. Skips for other reasons (-short, absent shared
+// fixtures, root reading everything) do not call it.
+func SkipUnlessCI(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if os.Getenv(CIVar) == "true" {
+		tb.Fatalf("CI=true, so this cannot be skipped: "+format, args...)
+		return
+	}
+	tb.Skipf(format, args...)
+}
+
 // WaitFor polls cond every few milliseconds until it holds, and fails the
 // test naming what it waited for when limit passes first. Tests wait on a
 // condition like this, never on a fixed sleep.

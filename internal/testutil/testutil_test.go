@@ -1,8 +1,10 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,4 +41,33 @@ func TestSharedFixture(t *testing.T) {
 			t.Fatalf("SharedFixture = %s", got)
 		}
 	})
+}
+
+// recordingTB records whether SkipUnlessCI skipped or failed, and how.
+type recordingTB struct {
+	testing.TB
+	skipped, failed string
+}
+
+func (r *recordingTB) Helper()                           {}
+func (r *recordingTB) Skipf(format string, args ...any)  { r.skipped = fmt.Sprintf(format, args...) }
+func (r *recordingTB) Fatalf(format string, args ...any) { r.failed = fmt.Sprintf(format, args...) }
+
+func TestSkipUnlessCI(t *testing.T) {
+	for _, ci := range []string{"", "false", "true"} {
+		t.Run("CI="+ci, func(t *testing.T) {
+			t.Setenv(CIVar, ci)
+			r := &recordingTB{TB: t}
+			SkipUnlessCI(r, "needs %s", "root")
+			if ci == "true" {
+				if r.skipped != "" || !strings.Contains(r.failed, "needs root") {
+					t.Fatalf("under CI: skipped %q, failed %q; want a failure naming the need", r.skipped, r.failed)
+				}
+				return
+			}
+			if r.failed != "" || r.skipped != "needs root" {
+				t.Fatalf("skipped %q, failed %q; want a skip", r.skipped, r.failed)
+			}
+		})
+	}
 }

@@ -2,8 +2,10 @@ package thumbs
 
 import (
 	"context"
+	"errors"
 
 	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -33,7 +35,7 @@ func NewCleaner(st *store.Store, cfg Config) *Cleaner {
 // Clean deletes files first, then rows, batch by batch, so a crash at any
 // point leaves rows whose files may be gone, and running the cleanup again
 // (it is idempotent: a missing file is no error) finishes the job.
-func (c *Cleaner) Clean(ctx context.Context, job store.CleanupJob) (deletedFiles, deletedRows int64, err error) {
+func (c *Cleaner) Clean(ctx context.Context, job model.CleanupJob) (deletedFiles, deletedRows int64, err error) {
 	if _, err := store.ParseCleanupKey(job.GroupKey); err != nil {
 		return 0, 0, protocol.Wrap(protocol.ErrInvalidPayload, err)
 	}
@@ -50,7 +52,7 @@ func (c *Cleaner) Clean(ctx context.Context, job store.CleanupJob) (deletedFiles
 			return deletedFiles, deletedRows, nil
 		}
 		after = rows[len(rows)-1].ID
-		files, n, err := c.cleanBatch(ctx, rows)
+		files, n, err := c.cleanBatch(ctx, job.Fence(), rows)
 		deletedFiles += files
 		deletedRows += n
 		if err != nil {
@@ -59,12 +61,19 @@ func (c *Cleaner) Clean(ctx context.Context, job store.CleanupJob) (deletedFiles
 	}
 }
 
-func (c *Cleaner) cleanBatch(ctx context.Context, rows []store.Thumbnail) (files, deleted int64, err error) {
+// cleanBatch removes one batch's cache files, then its rows. Before the
+// files go it asks whether the claim is still live: a cleaner that lost its
+// lease (frozen past it, then thawed) must not remove covers that the
+// rows' new renders may already have written. The rows' delete is fenced.
+func (c *Cleaner) cleanBatch(ctx context.Context, lease model.Fence, rows []model.Thumbnail) (files, deleted int64, err error) {
 	ids := make([]int64, len(rows))
 	paths := make([]string, 0, len(rows))
 	for i, t := range rows {
 		ids[i] = t.ID
-		paths = append(paths, t.OutputRelPath)
+		paths = append(paths, t.OutputRelpath)
+	}
+	if err := c.st.CheckFence(ctx, lease); err != nil {
+		return 0, 0, err
 	}
 	inUse, err := c.st.CoverPathsInUse(ctx, paths, ids)
 	if err != nil {
@@ -89,7 +98,10 @@ func (c *Cleaner) cleanBatch(ctx context.Context, rows []store.Thumbnail) (files
 			files++
 		}
 	}
-	deleted, err = c.st.DeleteCleanedThumbnails(ctx, ids)
+	deleted, err = c.st.DeleteCleanedThumbnails(ctx, lease, ids)
+	if errors.Is(err, store.ErrNotOwner) {
+		return files, 0, err
+	}
 	if err != nil {
 		return files, 0, protocol.Wrap(protocol.ErrIOError, err)
 	}

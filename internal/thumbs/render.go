@@ -53,7 +53,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.QualityMin = min(o.QualityMin, o.QualityStart)
 	if o.MaxPixels <= 0 {
-		o.MaxPixels = 16384 * 16384
+		o.MaxPixels = DefaultMaxPixels
 	}
 	return o
 }

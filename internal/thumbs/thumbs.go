@@ -23,6 +23,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -114,7 +115,7 @@ type Result struct {
 var _ engine.ThumbnailExecutor = (*Renderer)(nil)
 
 // Render implements engine.ThumbnailExecutor; see RenderRow.
-func (r *Renderer) Render(ctx context.Context, t store.Thumbnail) (engine.ThumbnailResult, error) {
+func (r *Renderer) Render(ctx context.Context, t model.Thumbnail) (engine.ThumbnailResult, error) {
 	res, err := r.RenderRow(ctx, t)
 	if err != nil {
 		return engine.ThumbnailResult{}, err
@@ -122,11 +123,11 @@ func (r *Renderer) Render(ctx context.Context, t store.Thumbnail) (engine.Thumbn
 	return engine.ThumbnailResult{Width: res.Width, Height: res.Height, BytesSize: res.BytesSize}, nil
 }
 
-// RenderRow renders the cover of row t into t.OutputRelPath and gives the
+// RenderRow renders the cover of row t into t.OutputRelpath and gives the
 // file a new cover version. Errors are *protocol.Error with codes
 // source_missing, path_violation, archive_encrypted, source_too_large,
 // decode_error or io_error.
-func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, error) {
+func (r *Renderer) RenderRow(ctx context.Context, t model.Thumbnail) (Result, error) {
 	format, err := protocol.ParseImageFormat(string(t.Format))
 	if err != nil {
 		return Result{}, protocol.Errorf(protocol.ErrInvalidPayload, "thumbnail %d: %v", t.ID, err)
@@ -135,7 +136,7 @@ func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, er
 	if err != nil {
 		return Result{}, protocol.Wrap(protocol.ErrIOError, err)
 	}
-	dst, err := r.cache.target(t.OutputRelPath)
+	dst, err := r.cache.target(t.OutputRelpath)
 	if err != nil {
 		return Result{}, err
 	}
@@ -165,7 +166,10 @@ func (r *Renderer) RenderRow(ctx context.Context, t store.Thumbnail) (Result, er
 	if err := r.cache.write(dst, cover.Data, nil); err != nil {
 		return Result{}, err
 	}
-	v, err := r.st.MarkCoverRendered(ctx, t.FileID)
+	v, err := r.st.MarkCoverRendered(ctx, t.Fence(), t.FileID)
+	if errors.Is(err, store.ErrNotOwner) {
+		return Result{}, err // the claim is lost: the engine writes nothing
+	}
 	if err != nil {
 		return Result{}, protocol.Wrap(protocol.ErrIOError, err)
 	}

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -39,7 +41,7 @@ func setup(t *testing.T) *env {
 		}
 	}
 	e.ctrl, e.work, _ = storetest.MustOpenDB(t)
-	e.libID, err = e.ctrl.InsertID(context.Background(), `INSERT INTO libraries (name, path, created_at, updated_at)
+	e.libID, err = storetest.InsertID(context.Background(), e.ctrl, `INSERT INTO libraries (name, path, created_at, updated_at)
 		VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, e.lib)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +67,7 @@ func (e *env) put(t *testing.T, rel string, data []byte) int64 {
 
 func (e *env) register(t *testing.T, rel string) int64 {
 	t.Helper()
-	id, err := e.ctrl.InsertID(context.Background(), `INSERT INTO library_files (library_id, relative_path, size_bytes,
+	id, err := storetest.InsertID(context.Background(), e.ctrl, `INSERT INTO library_files (library_id, relative_path, size_bytes,
 		mtime_ns, created_at, updated_at) VALUES (?, ?, 1, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, e.libID, rel)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +86,7 @@ func (e *env) settings(t *testing.T, kv map[string]string) {
 }
 
 // admit queues (regenerates) a cover of file in the 256-shard layout.
-func (e *env) admit(t *testing.T, file int64, format protocol.ImageFormat) store.Thumbnail {
+func (e *env) admit(t *testing.T, file int64, format protocol.ImageFormat) model.Thumbnail {
 	t.Helper()
 	th, _, err := e.ctrl.RegenerateThumbnail(context.Background(), file, format, 1000, 256)
 	if err != nil {
@@ -93,9 +95,35 @@ func (e *env) admit(t *testing.T, file int64, format protocol.ImageFormat) store
 	return th
 }
 
+// claim is admit, and the row claimed for the test's own RenderRow.
+func (e *env) claim(t *testing.T, file int64, format protocol.ImageFormat) model.Thumbnail {
+	t.Helper()
+	return claimed(t, e.ctrl, e.admit(t, file, format))
+}
+
+// claimed makes th a live claim, as the engine's claim would (running, a
+// lease a day long, the next lease_epoch), so that the render's fenced
+// cover mark passes. An already running row is claimed anew.
+func claimed(tb testing.TB, ctrl *store.Store, th model.Thumbnail) model.Thumbnail {
+	tb.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	if _, err := storetest.Exec(ctx, ctrl, `UPDATE thumbnails SET status = 'running', worker_id = 'test', worker_heartbeat_at = ?1,
+		lease_expires_at = ?2, lease_epoch = lease_epoch + 1 WHERE id = ?3`,
+		protocol.FormatTime(now), protocol.FormatTime(now.Add(24*time.Hour)), th.ID); err != nil {
+		tb.Fatal(err)
+	}
+	got, err := ctrl.GetThumbnail(ctx, th.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	th.Status, th.Lease, th.LeaseEpoch = got.Status, got.Lease, got.LeaseEpoch
+	return th
+}
+
 func (e *env) render(t *testing.T, file int64) (Result, error) {
 	t.Helper()
-	return e.r.RenderRow(context.Background(), e.admit(t, file, protocol.ImageWebP))
+	return e.r.RenderRow(context.Background(), e.claim(t, file, protocol.ImageWebP))
 }
 
 func mustZip(t testing.TB, files ...fixtures.File) []byte {
@@ -118,14 +146,14 @@ func TestRender(t *testing.T) {
 			fixtures.File{Name: "p1.jpg", Data: mustJPEG(t, 640, 960, 1)},
 		)
 		id := e.put(t, "series/book.cbz", book)
-		th := e.admit(t, id, protocol.ImageWebP)
+		th := e.claim(t, id, protocol.ImageWebP)
 		res, err := e.r.RenderRow(ctx, th)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := filepath.Join(e.state, "covers", fmt.Sprintf("%03d", id%256), fmt.Sprintf("%d.webp", id))
-		if th.OutputRelPath != "covers/"+fmt.Sprintf("%03d/%d.webp", id%256, id) {
-			t.Fatalf("output_relpath %q", th.OutputRelPath)
+		if th.OutputRelpath != "covers/"+fmt.Sprintf("%03d/%d.webp", id%256, id) {
+			t.Fatalf("output_relpath %q", th.OutputRelpath)
 		}
 		data, err := os.ReadFile(want)
 		if err != nil {
@@ -143,23 +171,23 @@ func TestRender(t *testing.T) {
 		if v == 0 || v != res.Version {
 			t.Fatalf("cover_updated_at %d, result version %d", v, res.Version)
 		}
-		res2, err := e.r.RenderRow(ctx, e.admit(t, id, protocol.ImageWebP))
+		res2, err := e.r.RenderRow(ctx, e.claim(t, id, protocol.ImageWebP))
 		if err != nil || res2.Version <= res.Version {
 			t.Fatalf("re-render version %d after %d (%v): the URL must change", res2.Version, res.Version, err)
 		}
 		t.Run("front cover page", func(t *testing.T) {
-			if _, err := e.ctrl.Exec(ctx, `INSERT INTO file_metadata (file_id, source, front_cover_page, updated_at)
+			if _, err := storetest.Exec(ctx, e.ctrl, `INSERT INTO file_metadata (file_id, source, front_cover_page, updated_at)
 				VALUES (?, 'comicinfo', 1, '2026-01-01 00:00:00.000')`, id); err != nil {
 				t.Fatal(err)
 			}
-			res, err := e.r.RenderRow(ctx, e.admit(t, id, protocol.ImageWebP))
+			res, err := e.r.RenderRow(ctx, e.claim(t, id, protocol.ImageWebP))
 			if err != nil || res.Width != 320 || res.Height != 160 {
 				t.Fatalf("FrontCover=1 (p2, 600×300): %+v %v", res, err)
 			}
-			if _, err := e.ctrl.Exec(ctx, `UPDATE file_metadata SET front_cover_page = 99 WHERE file_id = ?`, id); err != nil {
+			if _, err := storetest.Exec(ctx, e.ctrl, `UPDATE file_metadata SET front_cover_page = 99 WHERE file_id = ?`, id); err != nil {
 				t.Fatal(err)
 			}
-			res, err = e.r.RenderRow(ctx, e.admit(t, id, protocol.ImageWebP))
+			res, err = e.r.RenderRow(ctx, e.claim(t, id, protocol.ImageWebP))
 			if err != nil || res.Height != 480 {
 				t.Fatalf("invalid FrontCover falls back to the first page: %+v %v", res, err)
 			}
@@ -169,14 +197,14 @@ func TestRender(t *testing.T) {
 		e.settings(t, map[string]string{"scan.cover.width": "200", "scan.cover.target_kb": "16"})
 		defer e.settings(t, map[string]string{"scan.cover.width": "320", "scan.cover.target_kb": "48"})
 		id := e.put(t, "loose/page.png", mustImage(t, fixtures.PNG, 400, 500, 8))
-		th := e.admit(t, id, protocol.ImageJPEG)
+		th := e.claim(t, id, protocol.ImageJPEG)
 		res, err := e.r.RenderRow(ctx, th)
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(filepath.Join(e.state, filepath.FromSlash(th.OutputRelPath)))
-		if err != nil || kind(data) != "jpeg" || !strings.HasSuffix(th.OutputRelPath, ".jpg") {
-			t.Fatalf("jpeg cover at %s: %v", th.OutputRelPath, err)
+		data, err := os.ReadFile(filepath.Join(e.state, filepath.FromSlash(th.OutputRelpath)))
+		if err != nil || kind(data) != "jpeg" || !strings.HasSuffix(th.OutputRelpath, ".jpg") {
+			t.Fatalf("jpeg cover at %s: %v", th.OutputRelpath, err)
 		}
 		if d := mustDecode(t, data); d.W != 200 || d.H != 250 || len(data) > 16<<10 || res.Width != 200 {
 			t.Fatalf("cover %dx%d %d bytes", d.W, d.H, len(data))
@@ -229,8 +257,8 @@ func TestRender(t *testing.T) {
 			{"file deleted", func() int64 { return e.register(t, "bad/never-existed.cbz") }, protocol.ErrSourceMissing},
 			{"file marked missing", func() int64 {
 				id := e.put(t, "bad/missing.jpg", jpg)
-				th := e.admit(t, id, protocol.ImageWebP)
-				_, err := e.ctrl.Exec(ctx, `UPDATE library_files SET is_missing = 1 WHERE id = ?`, id)
+				th := e.claim(t, id, protocol.ImageWebP)
+				_, err := storetest.Exec(ctx, e.ctrl, `UPDATE library_files SET is_missing = 1 WHERE id = ?`, id)
 				must(t, err)
 				_, err = e.r.RenderRow(ctx, th)
 				if protocol.CodeOf(err, "") != protocol.ErrSourceMissing {
@@ -258,7 +286,7 @@ func TestRender(t *testing.T) {
 		t.Run("library outside the library root", func(t *testing.T) {
 			r := NewRenderer(e.work, Config{StateDir: e.state, LibraryRoots: pathsafe.Roots{e.outside}})
 			id := e.put(t, "ok.jpg", jpg)
-			_, err := r.RenderRow(ctx, e.admit(t, id, protocol.ImageWebP))
+			_, err := r.RenderRow(ctx, e.claim(t, id, protocol.ImageWebP))
 			if protocol.CodeOf(err, "") != protocol.ErrPathViolation {
 				t.Fatalf("%v, want path_violation", err)
 			}
@@ -266,8 +294,8 @@ func TestRender(t *testing.T) {
 		t.Run("output outside covers", func(t *testing.T) {
 			id := e.put(t, "ok2.jpg", jpg)
 			for _, rel := range []string{"covers/../../outside/x.webp", "elsewhere/1.webp", "covers/1.webp", "/tmp/x.webp"} {
-				th := e.admit(t, id, protocol.ImageWebP)
-				th.OutputRelPath = rel
+				th := e.claim(t, id, protocol.ImageWebP)
+				th.OutputRelpath = rel
 				if _, err := e.r.RenderRow(ctx, th); protocol.CodeOf(err, "") != protocol.ErrPathViolation {
 					t.Fatalf("output %q: %v, want path_violation", rel, err)
 				}
@@ -275,8 +303,8 @@ func TestRender(t *testing.T) {
 			// A shard folder that is a symlink out of the cache.
 			must(t, os.MkdirAll(filepath.Join(e.state, "covers"), 0o755))
 			must(t, os.Symlink(e.outside, filepath.Join(e.state, "covers", "evil")))
-			th := e.admit(t, id, protocol.ImageWebP)
-			th.OutputRelPath = "covers/evil/1.webp"
+			th := e.claim(t, id, protocol.ImageWebP)
+			th.OutputRelpath = "covers/evil/1.webp"
 			if _, err := e.r.RenderRow(ctx, th); protocol.CodeOf(err, "") != protocol.ErrPathViolation {
 				t.Fatalf("symlinked shard: %v, want path_violation", err)
 			}

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
-	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/video"
 	"github.com/bindery-nas/bindery/protocol"
@@ -134,14 +134,14 @@ func probeDuration(b *testing.B, lib, path string) int64 {
 // again), one queued JPEG thumbnail row each, and a Renderer.
 type videoLane struct {
 	r    *Renderer
-	rows []store.Thumbnail
+	rows []model.Thumbnail
 }
 
 func newVideoLane(tb testing.TB, lib string, paths []string, durationMS int64) *videoLane {
 	tb.Helper()
 	ctx := context.Background()
 	ctrl, work, _ := storetest.MustOpenDB(tb)
-	libID, err := ctrl.InsertID(ctx, `INSERT INTO libraries (name, path, created_at, updated_at)
+	libID, err := storetest.InsertID(ctx, ctrl, `INSERT INTO libraries (name, path, created_at, updated_at)
 		VALUES ('videos', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, lib)
 	if err != nil {
 		tb.Fatal(err)
@@ -152,13 +152,13 @@ func newVideoLane(tb testing.TB, lib string, paths []string, durationMS int64) *
 		if err != nil {
 			tb.Fatal(err)
 		}
-		id, err := ctrl.InsertID(ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format,
+		id, err := storetest.InsertID(ctx, ctrl, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format,
 			created_at, updated_at) VALUES (?, ?, ?, ?, 'video', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`,
 			libID, filepath.Base(p), st.Size(), st.ModTime().UnixNano())
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if _, err := ctrl.Exec(ctx, `INSERT INTO video_probes (file_id, container, duration_ms, video_codec, probed_at)
+		if _, err := storetest.Exec(ctx, ctrl, `INSERT INTO video_probes (file_id, container, duration_ms, video_codec, probed_at)
 			VALUES (?, 'mp4', ?, 'h264', '2026-01-01 00:00:00.000')`, id, durationMS); err != nil {
 			tb.Fatal(err)
 		}
@@ -170,16 +170,16 @@ func newVideoLane(tb testing.TB, lib string, paths []string, durationMS int64) *
 		if th.MediaType != protocol.MediaVideo {
 			tb.Fatalf("file %d admitted as %q, want video", id, th.MediaType)
 		}
-		l.rows = append(l.rows, th)
+		l.rows = append(l.rows, claimed(tb, ctrl, th))
 	}
 	return l
 }
 
 // render renders every row's cover through RenderRow with workers
-// goroutines. The rows stay pending (RenderRow leaves claiming and
-// finishing to the engine), so the lane can render them again.
+// goroutines. The rows stay claimed (RenderRow leaves finishing to the
+// engine), so the lane can render them again.
 func (l *videoLane) render(tb testing.TB, workers int) {
-	work := make(chan store.Thumbnail)
+	work := make(chan model.Thumbnail)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)

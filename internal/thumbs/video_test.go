@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -17,7 +18,7 @@ func (e *env) putVideo(t *testing.T, rel string, kind fixtures.VideoKind) int64 
 	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	must(t, fixtures.Video(p, kind, int(kind)))
 	id := e.register(t, rel)
-	if _, err := e.ctrl.Exec(context.Background(), `UPDATE library_files SET format = 'video' WHERE id = ?`, id); err != nil {
+	if _, err := storetest.Exec(context.Background(), e.ctrl, `UPDATE library_files SET format = 'video' WHERE id = ?`, id); err != nil {
 		t.Fatal(err)
 	}
 	return id
@@ -37,7 +38,7 @@ func TestRenderVideo(t *testing.T) {
 	e := setup(t)
 	cover := func(t *testing.T, id int64) (Result, decoded) {
 		t.Helper()
-		th := e.admit(t, id, protocol.ImageWebP)
+		th := e.claim(t, id, protocol.ImageWebP)
 		if th.MediaType != protocol.MediaVideo {
 			t.Fatalf("admitted media_type %q, want video", th.MediaType)
 		}
@@ -45,7 +46,7 @@ func TestRenderVideo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(filepath.Join(e.state, filepath.FromSlash(th.OutputRelPath)))
+		data, err := os.ReadFile(filepath.Join(e.state, filepath.FromSlash(th.OutputRelpath)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func TestRenderVideo(t *testing.T) {
 		kind fixtures.VideoKind
 	}{{"audio only.mp4", fixtures.VideoAudioOnly}, {"truncated.mp4", fixtures.VideoTruncated}} {
 		t.Run(tc.name+" is video_unreadable", func(t *testing.T) {
-			_, err := e.r.RenderRow(context.Background(), e.admit(t, e.putVideo(t, "Bad/"+tc.name, tc.kind), protocol.ImageWebP))
+			_, err := e.r.RenderRow(context.Background(), e.claim(t, e.putVideo(t, "Bad/"+tc.name, tc.kind), protocol.ImageWebP))
 			if got := protocol.CodeOf(err, ""); got != protocol.ErrVideoUnreadable {
 				t.Fatalf("got %v, want video_unreadable", err)
 			}
@@ -94,10 +95,10 @@ func TestRenderVideo(t *testing.T) {
 		must(t, fixtures.Video(outside, fixtures.VideoMP4, 9))
 		must(t, os.Symlink(outside, filepath.Join(e.lib, "Show", "link.mp4")))
 		id := e.register(t, "Show/link.mp4")
-		if _, err := e.ctrl.Exec(context.Background(), `UPDATE library_files SET format = 'video' WHERE id = ?`, id); err != nil {
+		if _, err := storetest.Exec(context.Background(), e.ctrl, `UPDATE library_files SET format = 'video' WHERE id = ?`, id); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.r.RenderRow(context.Background(), e.admit(t, id, protocol.ImageWebP))
+		_, err := e.r.RenderRow(context.Background(), e.claim(t, id, protocol.ImageWebP))
 		if got := protocol.CodeOf(err, ""); got != protocol.ErrPathViolation {
 			t.Fatalf("got %v, want path_violation", err)
 		}

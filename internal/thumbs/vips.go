@@ -108,6 +108,13 @@ import (
 // package init; here its operation cache is turned off (every source is
 // different, a cache only pins memory and would keep references to our
 // buffers) and its thread pool is bounded.
+//
+// bimg only starts libvips; covers do not use its pipeline. They call
+// vips_thumbnail_buffer (bindery_thumbnail above): one libvips operation
+// shrinks on load, rotates by EXIF, imports a CMYK profile and converts to
+// sRGB, every decode error surfaces in that one call, and the result is
+// copied out so the source buffer is never kept. That one call is what
+// the renderer's memory budget is measured on (BenchmarkCoverPeakRSS).
 var vipsOnce sync.Once
 
 func setupVips(concurrency int) {

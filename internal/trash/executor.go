@@ -1,29 +1,31 @@
 // Package trash carries out delete jobs: the duplicate copies a plan names
 // and controld authorized are moved into their library's trash (or, where
-// the library allows it, unlinked), one at a time, each only after it and
-// its group's keeper are proven on disk exactly as planned.
+// the library allows it, unlinked), each only after it and its group's
+// keeper are proven on disk exactly as planned.
 //
-// Strategy: every path goes through an os.Root opened on the library, so
-// no step can leave it, whatever symlinks or ".." a path holds. A copy is
-// removed only when its size, mtime and full content still equal the
-// plan's, and only while the keeper of its group, a different file, does
-// too: the last present copy of a content is never removed. Each outcome is
-// recorded before the next file is touched, so a killed worker's retry
-// skips what is done and finds a copy it had already moved in the trash.
+// Strategy (protocol §4.2.1). Every path goes through an os.Root opened on
+// the library, so no step can leave it. controld claimed every file of the
+// plan for this job, keepers included, so no other running plan removes a
+// keeper or moves a copy. A copy is opened, hashed from that open file and
+// moved by no-replace rename; after the move, the trash entry must be the
+// file that was hashed, unchanged, or it goes back. Before each copy moves
+// the keeper's identity (device, inode, size, mtime, ctime) must still be
+// what its full hash saw, and once more when the group's copies are all
+// staged in the trash: if it changed, they go back. unlink is "trash, then
+// unlink" after that last check. The intended trash path of a copy is
+// recorded before it moves, and every run of the job, however it ends,
+// reconciles what its intents left from the disk.
 package trash
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/engine"
-	"github.com/bindery-nas/bindery/internal/hashing"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -36,16 +38,22 @@ type Config struct {
 	LibraryRoots pathsafe.Roots
 }
 
-// recordTimeout bounds the write of one outcome.
+// recordTimeout bounds the write of outcomes made after a cancel.
 const recordTimeout = 30 * time.Second
 
 // Executor runs delete jobs.
 type Executor struct {
 	st  *store.Store
 	cfg Config
-	// beforeRemove, when set (tests), runs after a copy was verified and
-	// before it is moved.
+	// beforeRemove, when set (tests), runs after a copy and its keeper
+	// were verified and before the copy is moved.
 	beforeRemove func(rel string)
+	// beforeSettle, when set (tests), runs when a group's copies are
+	// staged in the trash, before the keeper's last check.
+	beforeSettle func()
+	// afterMove, when set (tests), runs when a copy has moved into the
+	// trash, before it is checked there.
+	afterMove func(rel string)
 }
 
 // New returns the delete executor.
@@ -53,111 +61,134 @@ func New(st *store.Store, cfg Config) *Executor { return &Executor{st: st, cfg: 
 
 // run is one delete job.
 type run struct {
-	x      *Executor
-	job    store.Job
-	plan   store.Plan
-	roots  map[int64]*os.Root
-	done   map[int64]bool
+	x     *Executor
+	job   model.Job
+	plan  store.Plan
+	files []store.PlanFile
+	roots map[int64]*os.Root
+	done  map[int64]bool
+	// size is each planned file's size, by id.
+	size map[int64]int64
+	// made are the trash folders this run made, by library.
+	made map[int64]map[string]bool
+	// counts are the job's result: outcomes, and bytes_freed.
 	counts map[string]int64
-	// keepers holds each group's keeper, by group_seq; the plan lists it
-	// before the group's copies.
-	keepers map[int64]*keeperCheck
 }
 
 // Execute carries out the plan the job's payload names.
-func (x *Executor) Execute(ctx context.Context, job store.Job, rep engine.Reporter) (map[string]int64, error) {
-	r, files, err := x.start(ctx, job)
+func (x *Executor) Execute(ctx context.Context, job model.Job, rep engine.Reporter) (map[string]int64, error) {
+	r, err := x.start(ctx, job)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
+	if err := r.reconcile(ctx); err != nil {
+		return r.counts, err
+	}
+	// However the run ends, what its intents left is settled before the
+	// job is: a cancel lets the file in hand finish, then this runs.
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+		_ = r.reconcile(rctx)
+	}()
 	total := int64(0)
-	for _, f := range files {
+	for _, f := range r.files {
 		if f.Decision != store.DecisionKeep {
 			total++
 		}
 	}
 	rep.Progress(0, total)
 	processed := int64(0)
-	for _, f := range files {
-		if f.Decision == store.DecisionKeep {
-			r.keepers[f.GroupSeq] = &keeperCheck{file: f}
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return r.counts, err
-		}
-		if err := r.one(ctx, f); err != nil {
-			return r.counts, err
-		}
-		processed++
+	progress := func(n int) {
+		processed += int64(n)
 		rep.Progress(processed, total)
 	}
-	if r.plan.Action == protocol.ActionPurge {
-		r.pruneTrash(files)
+	switch r.plan.Action {
+	case protocol.ActionRestore, protocol.ActionPurge:
+		err = r.trashPlan(ctx, progress)
+	default:
+		err = r.removals(ctx, progress)
 	}
-	return r.counts, nil
+	return r.counts, err
 }
 
-// one deals with one planned file, unless an earlier attempt did.
-func (r *run) one(ctx context.Context, f store.PlanFile) error {
-	switch {
-	case r.done[f.FileID]:
-		return nil
-	case f.Decision == store.DecisionRestore:
-		return r.restore(ctx, f)
-	case f.Decision == store.DecisionPurge:
-		return r.purge(f)
+// Reconcile settles, from the disk, the intents a job left (a crash, a
+// failed write) when the job is cancelled before it runs again.
+func (x *Executor) Reconcile(ctx context.Context, job model.Job) error {
+	r, err := x.start(ctx, job)
+	if err != nil {
+		return err
 	}
-	k := r.keepers[f.GroupSeq]
-	if k == nil {
-		return protocol.Errorf(protocol.ErrInvalidPayload, "plan %d lists file %d without a keeper", r.plan.ID, f.FileID)
+	defer r.close()
+	return r.reconcile(ctx)
+}
+
+// trashPlan carries out a restore or purge, one file at a time.
+func (r *run) trashPlan(ctx context.Context, progress func(int)) error {
+	for _, f := range r.files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		switch {
+		case r.done[f.FileID]:
+		case f.Decision == store.DecisionRestore:
+			err = r.restore(ctx, f)
+		case f.Decision == store.DecisionPurge:
+			err = r.purge(ctx, f)
+		}
+		if err != nil {
+			return err
+		}
+		progress(1)
 	}
-	return r.remove(ctx, f, k)
+	if r.plan.Action == protocol.ActionPurge {
+		r.pruneTrash()
+	}
+	return nil
 }
 
 // start checks the job's authorization and opens the libraries it touches.
-func (x *Executor) start(ctx context.Context, job store.Job) (*run, []store.PlanFile, error) {
+func (x *Executor) start(ctx context.Context, job model.Job) (*run, error) {
 	var p protocol.DeletePayload
 	if err := protocol.DecodePayload(job.Payload, &p); err != nil {
-		return nil, nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
+		return nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
 	}
 	plan, err := x.st.GetPlan(ctx, p.PlanID)
 	if err != nil {
-		return nil, nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
+		return nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
 	}
 	if !plan.JobID.Valid || plan.JobID.Int64 != job.ID {
-		return nil, nil, protocol.Errorf(protocol.ErrInvalidPayload, "plan %d was not authorized for job %d", plan.ID, job.ID)
+		return nil, protocol.Errorf(protocol.ErrInvalidPayload, "plan %d was not authorized for job %d", plan.ID, job.ID)
+	}
+	if err := x.st.CheckPlanBinding(ctx, plan.ID); err != nil {
+		return nil, err
 	}
 	files, err := x.st.PlanFiles(ctx, plan.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	results, err := x.st.DeleteResults(ctx, job.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	r := &run{x: x, job: job, plan: plan, roots: map[int64]*os.Root{}, done: map[int64]bool{}, counts: map[string]int64{},
-		keepers: map[int64]*keeperCheck{}}
+	r := &run{x: x, job: job, plan: plan, files: files, roots: map[int64]*os.Root{}, done: map[int64]bool{},
+		size: map[int64]int64{}, made: map[int64]map[string]bool{}, counts: map[string]int64{}}
+	for _, f := range files {
+		r.size[f.FileID] = f.SizeBytes
+	}
 	for _, res := range results {
 		r.done[res.FileID] = true
-		r.count(res.Outcome, 0)
+		r.count(res.Outcome, r.size[res.FileID])
 	}
-	checked := map[int64]bool{}
 	for _, f := range files {
 		if err := r.open(ctx, f.LibraryID); err != nil {
 			r.close()
-			return nil, nil, err
-		}
-		if f.Decision == store.DecisionRemove && !checked[f.LibraryID] {
-			checked[f.LibraryID] = true
-			if err := r.allowed(ctx, f.LibraryID); err != nil {
-				r.close()
-				return nil, nil, err
-			}
+			return nil, err
 		}
 	}
-	return r, files, nil
+	return r, nil
 }
 
 // open opens a library's root once.
@@ -180,18 +211,23 @@ func (r *run) open(ctx context.Context, libID int64) error {
 	return nil
 }
 
-// allowed refuses a library that no longer allows what the plan does to
-// its copies: controld checked when it authorized the plan, and an operator
-// may have changed the library since.
-func (r *run) allowed(ctx context.Context, libID int64) error {
-	lib, err := r.x.st.GetLibrary(ctx, libID)
+// gate is read again before every copy moves. It refuses a library that
+// no longer allows what the plan does to its copies (controld checked when
+// it authorized the plan, and an operator may have changed the library
+// since), and a worker whose claim is no longer the job's lease: the
+// intents' fence held when they were written, and a worker frozen since
+// then must not move the copies that follow.
+func (r *run) gate(ctx context.Context, libID int64) error {
+	g, err := r.x.st.ReadDeleteGate(ctx, r.job, libID)
 	switch {
 	case err != nil:
 		return err
-	case !lib.AllowDelete:
-		return protocol.Errorf(store.CodeLibraryReadOnly, "library %d no longer allows deletion", libID)
-	case r.plan.Action == protocol.ActionUnlink && !lib.AllowUnlink:
-		return protocol.Errorf(store.CodeUnlinkForbidden, "library %d no longer allows unlink", libID)
+	case !g.Owned:
+		return fmt.Errorf("%s: %w", r.job.Fence(), store.ErrLeaseLost)
+	case !g.AllowDelete:
+		return protocol.Errorf(protocol.CodeLibraryReadOnly, "library %d no longer allows deletion", libID)
+	case r.plan.Action == protocol.ActionUnlink && !g.AllowUnlink:
+		return protocol.Errorf(protocol.CodeUnlinkForbidden, "library %d no longer allows unlink", libID)
 	}
 	return nil
 }
@@ -209,125 +245,36 @@ func (r *run) count(o protocol.DeleteOutcome, size int64) {
 	}
 }
 
-// keeperCheck is the verdict on a group's keeper, made once per group.
-type keeperCheck struct {
-	file    store.PlanFile
-	checked bool
-	id      fileID
-	err     *verdict
-}
-
-// remove verifies one copy and its keeper and moves the copy out, or
-// records why it stays.
-func (r *run) remove(ctx context.Context, f store.PlanFile, k *keeperCheck) error {
-	root := r.roots[f.LibraryID]
-	trashRel := trashPath(r.job.ID, f)
-	if trashed(root, f, trashRel) { // moved by an earlier attempt of this job
-		return r.record(f, protocol.OutcomeTrashed, "", trashRel)
+// record stores outcomes under the job's lease, and counts them. The
+// outcomes of files that already moved are stored even while the job is
+// being cancelled.
+func (r *run) record(ctx context.Context, results ...store.DeleteResult) error {
+	if len(results) == 0 {
+		return nil
 	}
-	id, v := verify(ctx, root, f)
-	if err := ctx.Err(); err != nil {
-		return err // a read cut short by a cancel says nothing about the file
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
 	}
-	if v != nil {
-		return r.record(f, v.outcome, v.message, "")
-	}
-	if !k.checked {
-		k.id, k.err = verify(ctx, r.roots[k.file.LibraryID], k.file)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		k.checked = true
-	}
-	switch {
-	case k.err != nil:
-		return r.record(f, protocol.OutcomeLastCopy, "the keeper "+k.file.RelativePath+" is not as planned ("+k.err.message+")", "")
-	case k.id == id:
-		return r.record(f, protocol.OutcomeLastCopy, "the keeper "+k.file.RelativePath+" is this same file", "")
-	}
-	if r.x.beforeRemove != nil {
-		r.x.beforeRemove(f.RelativePath)
-	}
-	if r.plan.Action == protocol.ActionUnlink {
-		note, err := unlink(root, f.RelativePath)
-		return r.finish(f, protocol.OutcomeUnlinked, note, "", err)
-	}
-	note, err := moveToTrash(root, f.RelativePath, trashRel)
-	return r.finish(f, protocol.OutcomeTrashed, note, trashRel, err)
-}
-
-// finish records a removal, or why it failed. A read-only file system
-// stops the job: nothing else can be moved either.
-func (r *run) finish(f store.PlanFile, done protocol.DeleteOutcome, note, trashRel string, err error) error {
-	switch {
-	case err == nil:
-		return r.record(f, done, note, trashRel)
-	case errors.Is(err, syscall.EROFS):
-		if rerr := r.record(f, protocol.OutcomeReadOnly, err.Error(), ""); rerr != nil {
-			return rerr
-		}
-		return protocol.Errorf(protocol.ErrReadOnlyFS, "library %d is mounted read-only: %v", f.LibraryID, err)
-	}
-	return r.record(f, protocol.OutcomeIOError, err.Error(), "")
-}
-
-func (r *run) record(f store.PlanFile, o protocol.DeleteOutcome, msg, trashRel string) error {
-	res := store.DeleteResult{JobID: r.job.ID, FileID: f.FileID, Outcome: o, Message: msg}
-	if trashRel != "" {
-		res.TrashPath.String, res.TrashPath.Valid = trashRel, true
-	}
-	// The outcome is stored even when the job is being cancelled: the file
-	// has already moved.
-	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-	defer cancel()
-	if err := r.x.st.RecordDeleteResult(ctx, res); err != nil {
+	if err := r.x.st.RecordDeleteResults(ctx, r.job, results); err != nil {
 		return err
 	}
-	r.count(o, f.SizeBytes)
+	for _, res := range results {
+		r.done[res.FileID] = true
+		r.count(res.Outcome, r.size[res.FileID])
+	}
 	return nil
 }
 
-// fileID identifies a file on disk: two paths with the same are one file.
-type fileID struct{ dev, ino uint64 }
-
-// verdict is why a file is not as planned.
-type verdict struct {
-	outcome protocol.DeleteOutcome
-	message string
+// result is the outcome of one planned file.
+func result(f store.PlanFile, o protocol.DeleteOutcome, msg, trashRel string) store.DeleteResult {
+	res := store.DeleteResult{FileID: f.FileID, Outcome: o, Message: msg}
+	if trashRel != "" {
+		res.TrashPath.String, res.TrashPath.Valid = trashRel, true
+	}
+	return res
 }
 
-// verify proves that rel is a regular file with the plan's size, mtime and
-// content, and returns its identity on disk.
-func verify(ctx context.Context, root *os.Root, f store.PlanFile) (fileID, *verdict) {
-	fi, err := root.Lstat(f.RelativePath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fileID{}, &verdict{protocol.OutcomeMissing, "not found at " + f.RelativePath}
-	case err != nil:
-		return fileID{}, &verdict{protocol.OutcomePathViolation, err.Error()}
-	case !fi.Mode().IsRegular():
-		return fileID{}, &verdict{protocol.OutcomePathViolation, "not a regular file (" + fi.Mode().Type().String() + ")"}
-	case fi.Size() != f.SizeBytes || fi.ModTime().UnixNano() != f.MtimeNS:
-		return fileID{}, &verdict{protocol.OutcomeChanged, fmt.Sprintf("size %d, mtime %d; the plan saw %d, %d",
-			fi.Size(), fi.ModTime().UnixNano(), f.SizeBytes, f.MtimeNS)}
-	}
-	file, err := root.OpenFile(f.RelativePath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return fileID{}, &verdict{protocol.OutcomeIOError, err.Error()}
-	}
-	defer file.Close()
-	sum, err := hashing.Reader(ctx, file, f.HashAlgorithm)
-	if err != nil {
-		return fileID{}, &verdict{protocol.OutcomeIOError, err.Error()}
-	}
-	after, err := file.Stat()
-	if err != nil || !bytes.Equal(sum, f.ContentHash) || !os.SameFile(fi, after) ||
-		after.Size() != f.SizeBytes || after.ModTime().UnixNano() != f.MtimeNS {
-		return fileID{}, &verdict{protocol.OutcomeChanged, "its content is not the plan's"}
-	}
-	st, _ := after.Sys().(*syscall.Stat_t)
-	if st == nil {
-		return fileID{}, &verdict{protocol.OutcomeIOError, "no file identity on this system"}
-	}
-	return fileID{uint64(st.Dev), uint64(st.Ino)}, nil
-}
+// isStop reports errors that end the job rather than one file's outcome.
+func isStop(err error) bool { return errors.Is(err, store.ErrNotOwner) || store.IsUnavailable(err) }

@@ -3,6 +3,8 @@ package trash
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"errors"
 	"maps"
 	"os"
 	"os/exec"
@@ -15,9 +17,12 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/hashing"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
+	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -42,8 +47,7 @@ func setup(t testing.TB, files map[string]string) *env {
 	root := t.TempDir()
 	e := &env{t: t, ctx: context.Background(), control: db.Control, worker: db.Worker, lib: filepath.Join(root, "comics"), ids: map[string]int64{}}
 	e.must(os.Mkdir(e.lib, 0o755))
-	e.exec(`INSERT INTO libraries (id, name, path, allow_delete, created_at, updated_at)
-		VALUES (1, 'comics', ?, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib)
+	testfactory.Library(t, e.control, &testfactory.LibraryOpts{ID: 1, Name: "comics", Path: e.lib, AllowDelete: true})
 	// In name order, so that a.cbz is the oldest: the tests' keep-oldest
 	// outcomes depend on it (map order made TestUnlink flaky).
 	for i, rel := range slices.Sorted(maps.Keys(files)) {
@@ -63,7 +67,7 @@ func (e *env) must(err error) {
 
 func (e *env) exec(q string, args ...any) {
 	e.t.Helper()
-	_, err := e.control.Exec(e.ctx, q, args...)
+	_, err := storetest.Exec(e.ctx, e.control, q, args...)
 	e.must(err)
 }
 
@@ -81,23 +85,18 @@ func (e *env) register(rel string) {
 	e.must(err)
 	sum, err := hashing.File(e.ctx, p, protocol.HashBLAKE3)
 	e.must(err)
-	res, err := e.control.Exec(e.ctx, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, needs_hash,
+	id, err := storetest.InsertID(e.ctx, e.control, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, needs_hash,
 		hash_algorithm, content_hash, hashed_size_bytes, hashed_mtime_ns, created_at, updated_at)
-		VALUES (1, ?, ?, ?, 0, 'blake3', ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+		VALUES (1, ?, ?, ?, 0, 'blake3', ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`,
 		rel, fi.Size(), fi.ModTime().UnixNano(), sum, fi.Size(), fi.ModTime().UnixNano())
 	e.must(err)
-	e.ids[rel], _ = res.LastInsertId()
+	e.ids[rel] = id
 }
 
 // plan plans every group with policy and authorizes it.
-func (e *env) plan(p dedup.Policy, action protocol.DeleteAction) store.Job {
+func (e *env) plan(p dedup.Policy, action protocol.DeleteAction) model.Job {
 	e.t.Helper()
-	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{})
-	e.must(err)
-	planned, err := dedup.Decide(groups, p)
-	e.must(err)
-	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: p.Name, Action: action, Groups: planned, TTL: time.Hour})
-	e.must(err)
+	plan := e.newPlan(p, action)
 	job, created, err := e.control.AuthorizePlan(e.ctx, plan.ID)
 	e.must(err)
 	if !created {
@@ -110,12 +109,46 @@ type nopReporter struct{}
 
 func (nopReporter) Progress(int64, int64) {}
 
-func (e *env) run(job store.Job) (map[string]int64, error) {
-	return e.x.Execute(e.ctx, job, nopReporter{})
+// run runs a job as the engine does: claimed, executed, then ended.
+func (e *env) run(job model.Job) (map[string]int64, error) {
+	job = e.claim(job)
+	res, err := e.x.Execute(e.ctx, job, nopReporter{})
+	o := store.JobOutcome{Status: protocol.JobCompleted}
+	if err != nil {
+		o = store.JobOutcome{Status: protocol.JobFailed, ErrorCode: "test", ErrorMessage: err.Error()}
+	}
+	if ferr := e.worker.FinishJob(e.ctx, job.Fence(), o); ferr != nil && !errors.Is(ferr, store.ErrNotOwner) {
+		e.t.Fatal(ferr) // a forged job has no row to finish
+	}
+	return res, err
+}
+
+// testWorker is the worker that claims the tests' jobs.
+const testWorker = "trash-test"
+
+// claim puts job in the state a worker's claim leaves it in (running,
+// owned by testWorker), unless it is already running, and returns it as
+// the worker sees it: every write of the executor is fenced by it.
+func (e *env) claim(job model.Job) model.Job {
+	e.t.Helper()
+	e.exec(`UPDATE jobs SET status = 'running', worker_id = ?, lease_expires_at = '2999-01-01 00:00:00.000',
+		lease_epoch = lease_epoch + 1, started_at = COALESCE(started_at, created_at) WHERE id = ? AND status <> 'running'`, testWorker, job.ID)
+	return e.claimed(job, testWorker)
+}
+
+// claimed is job as the worker that claimed it sees it: its fence.
+func (e *env) claimed(job model.Job, worker string) model.Job {
+	e.t.Helper()
+	epoch, err := storetest.QueryInt(e.ctx, e.control, `SELECT coalesce((SELECT lease_epoch FROM jobs WHERE id = ?), 0)`, job.ID)
+	e.must(err)
+	job.Status = protocol.JobRunning
+	job.WorkerID = &worker
+	job.LeaseEpoch = epoch
+	return job
 }
 
 // outcomes is file → outcome of a job.
-func (e *env) outcomes(job store.Job) map[string]protocol.DeleteOutcome {
+func (e *env) outcomes(job model.Job) map[string]protocol.DeleteOutcome {
 	e.t.Helper()
 	res, err := e.control.DeleteResults(e.ctx, job.ID)
 	e.must(err)
@@ -157,7 +190,7 @@ func TestTrashCopies(t *testing.T) {
 		if data, err := os.ReadFile(trash); o != protocol.OutcomeTrashed || err != nil || string(data) != "same" || e.exists(rel) {
 			t.Errorf("%s: %s, trash copy %q %v", rel, o, data, err)
 		}
-		if missing, err := e.control.QueryInt(e.ctx, `SELECT is_missing FROM library_files WHERE id = ?`, e.ids[rel]); err != nil || missing != 1 {
+		if missing, err := storetest.QueryInt(e.ctx, e.control, `SELECT is_missing FROM library_files WHERE id = ?`, e.ids[rel]); err != nil || missing != 1 {
 			t.Errorf("%s: row not marked missing", rel)
 		}
 	}
@@ -168,7 +201,7 @@ func TestTrashCopies(t *testing.T) {
 		}
 	})
 	t.Run("executing twice answers with the same job", func(t *testing.T) {
-		planID, err := e.control.QueryInt(e.ctx, `SELECT id FROM delete_plans WHERE job_id = ?`, job.ID)
+		planID, err := storetest.QueryInt(e.ctx, e.control, `SELECT id FROM delete_plans WHERE job_id = ?`, job.ID)
 		e.must(err)
 		j, created, err := e.control.AuthorizePlan(e.ctx, planID)
 		if err != nil || created || j.ID != job.ID {
@@ -213,9 +246,9 @@ func TestCopiesThatStay(t *testing.T) {
 
 func (e *env) groupKey(rel string) string {
 	e.t.Helper()
-	sum, err := e.control.QueryText(e.ctx, `SELECT lower(hex(content_hash)) FROM library_files WHERE id = ?`, e.ids[rel])
+	sum, err := hashing.File(e.ctx, filepath.Join(e.lib, rel), protocol.HashBLAKE3)
 	e.must(err)
-	return "blake3:" + sum
+	return "blake3:" + hex.EncodeToString(sum)
 }
 
 func TestKeeperGuards(t *testing.T) {
@@ -263,7 +296,7 @@ func TestUnauthorizedJobs(t *testing.T) {
 		t.Fatalf("a bad payload: %v", err)
 	}
 	e.exec(`UPDATE libraries SET allow_delete = 0`)
-	if _, err := e.run(job); protocol.CodeOf(err, "") != store.CodeLibraryReadOnly {
+	if _, err := e.run(job); protocol.CodeOf(err, "") != protocol.CodeLibraryReadOnly {
 		t.Fatalf("a library that no longer allows deletion: %v", err)
 	}
 	if !e.exists("a.cbz") || !e.exists("b.cbz") {
@@ -279,7 +312,7 @@ func TestUnlink(t *testing.T) {
 	e.must(err)
 	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: protocol.KeepOldest, Action: protocol.ActionUnlink, Groups: planned, TTL: time.Hour})
 	e.must(err)
-	if _, _, err := e.control.AuthorizePlan(e.ctx, plan.ID); protocol.CodeOf(err, "") != store.CodeUnlinkForbidden {
+	if _, _, err := e.control.AuthorizePlan(e.ctx, plan.ID); protocol.CodeOf(err, "") != protocol.CodeUnlinkForbidden {
 		t.Fatalf("unlink without allow_unlink: %v", err)
 	}
 	e.exec(`UPDATE libraries SET allow_unlink = 1`)
@@ -315,10 +348,12 @@ func TestResume(t *testing.T) {
 	// Cancelled after the first removal.
 	ctx, cancel := context.WithCancel(context.Background())
 	e.x.beforeRemove = func(string) { cancel() }
-	if _, err := e.x.Execute(ctx, job, nopReporter{}); err == nil {
+	if _, err := e.x.Execute(ctx, e.claim(job), nopReporter{}); err == nil {
 		t.Fatal("a cancelled job returned no error")
 	}
-	if got := e.outcomes(job); len(got) != 1 {
+	// The copy in hand finished, and the one found in the trash was
+	// recorded with it; the third waits for the retry.
+	if got := e.outcomes(job); len(got) != 2 || got[copies[1]] != "" {
 		t.Fatalf("after the cancel: %v", got)
 	}
 	e.x.beforeRemove = nil
@@ -346,9 +381,9 @@ func TestResume(t *testing.T) {
 	}
 }
 
-func mustPlanID(e *env, job store.Job) int64 {
+func mustPlanID(e *env, job model.Job) int64 {
 	e.t.Helper()
-	id, err := e.control.QueryInt(e.ctx, `SELECT id FROM delete_plans WHERE job_id = ?`, job.ID)
+	id, err := storetest.QueryInt(e.ctx, e.control, `SELECT id FROM delete_plans WHERE job_id = ?`, job.ID)
 	e.must(err)
 	return id
 }
@@ -368,8 +403,11 @@ func TestWorkerCannotAuthorize(t *testing.T) {
 		`DELETE FROM delete_plan_files`,
 		`UPDATE libraries SET allow_delete = 1`,
 		`UPDATE libraries SET allow_unlink = 1`,
+		`DELETE FROM delete_claims`,
+		`UPDATE delete_claims SET job_id = 99`,
+		`INSERT INTO delete_claims (file_id, plan_id, job_id) VALUES (999, 1, 1)`,
 	} {
-		if _, err := e.worker.Exec(e.ctx, q); err == nil || !store.IsAuthDenied(err) {
+		if _, err := storetest.Exec(e.ctx, e.worker, q); err == nil || !store.IsAuthDenied(err) {
 			t.Errorf("workerd ran %q: %v", strings.Fields(q)[0]+" "+strings.Fields(q)[1], err)
 		}
 	}
@@ -380,12 +418,14 @@ func TestWorkerCannotAuthorize(t *testing.T) {
 // is half-moved.
 func TestReadOnlyLibrary(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("a read-only bind mount needs root")
+		testutil.SkipUnlessCI(t, "a read-only bind mount needs root")
+		return
 	}
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x", "c.cbz": "x"})
 	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	if out, err := exec.Command("mount", "--bind", "-o", "ro", e.lib, e.lib).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount read-only here: %v %s", err, out)
+		testutil.SkipUnlessCI(t, "cannot mount read-only here: %v %s", err, out)
+		return
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", e.lib).Run() })
 	_, err := e.run(job)
@@ -415,10 +455,10 @@ func TestRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("a file its job did not trash", func(t *testing.T) {
-		if _, err := e.control.CreateRestore(e.ctx, del.ID, []int64{e.ids["a.cbz"]}); protocol.CodeOf(err, "") != store.CodeNotInTrash {
+		if _, err := e.control.CreateRestore(e.ctx, del.ID, []int64{e.ids["a.cbz"]}); protocol.CodeOf(err, "") != protocol.CodeNotInTrash {
 			t.Fatalf("restoring the keeper: %v", err)
 		}
-		if _, err := e.control.CreateRestore(e.ctx, 999, nil); protocol.CodeOf(err, "") != store.CodeJobNotFound {
+		if _, err := e.control.CreateRestore(e.ctx, 999, nil); protocol.CodeOf(err, "") != protocol.CodeJobNotFound {
 			t.Fatalf("restoring an unknown job: %v", err)
 		}
 	})
@@ -443,7 +483,7 @@ func TestRestore(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(e.lib, "c/c.cbz")); err != nil || string(data) != "x" {
 		t.Fatalf("c restored: %q %v", data, err)
 	}
-	if missing, err := e.control.QueryInt(e.ctx, `SELECT is_missing FROM library_files WHERE id = ?`, e.ids["c/c.cbz"]); err != nil || missing != 0 {
+	if missing, err := storetest.QueryInt(e.ctx, e.control, `SELECT is_missing FROM library_files WHERE id = ?`, e.ids["c/c.cbz"]); err != nil || missing != 0 {
 		t.Fatalf("c's row after its restore: missing=%d %v", missing, err)
 	}
 	t.Run("once b's path is free again", func(t *testing.T) {
@@ -468,7 +508,7 @@ func TestPurge(t *testing.T) {
 	if _, err := e.run(del); err != nil {
 		t.Fatal(err)
 	}
-	finish := func(job store.Job) {
+	finish := func(job model.Job) {
 		e.exec(`UPDATE jobs SET status = 'completed', finished_at = '2026-01-01 00:00:00.000' WHERE id = ?`, job.ID)
 	}
 	finish(del)
@@ -491,13 +531,7 @@ func TestPurge(t *testing.T) {
 	if n, err := e.control.SchedulePurges(e.ctx, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), 10); err != nil || n != 0 {
 		t.Fatalf("the same trash purged twice: %d %v", n, err)
 	}
-	jobID, err := e.control.QueryInt(e.ctx, `SELECT job_id FROM delete_plans WHERE action = 'purge'`)
-	e.must(err)
-	purge, err := e.control.GetJob(e.ctx, jobID)
-	e.must(err)
-	if _, err := e.run(purge); err != nil {
-		t.Fatal(err)
-	}
+	purge := e.runPurge()
 	got := e.outcomes(purge)
 	if len(got) != 2 || got["c/d/c.cbz"] != protocol.OutcomePurged || got["e/e.cbz"] != protocol.OutcomeChanged {
 		t.Fatalf("purge outcomes %v: the restored b is not purged, c is, e stays", got)
@@ -522,17 +556,19 @@ func TestPurge(t *testing.T) {
 // outcome, so the retry checks it again instead of skipping it.
 func TestCancelRecordsNothing(t *testing.T) {
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
-	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
-	r, files, err := e.x.start(e.ctx, job)
+	job := e.claim(e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash))
+	r, err := e.x.start(e.ctx, job)
 	e.must(err)
 	defer r.close()
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
-	k := &keeperCheck{file: files[0]}
-	if err := r.remove(ctx, files[1], k); err == nil || k.checked {
-		t.Fatalf("remove under a cancelled context: %v, keeper checked %v", err, k.checked)
+	if err := r.removals(ctx, func(int) {}); err == nil {
+		t.Fatal("a plan run under a cancelled context returned no error")
 	}
 	if got := e.outcomes(job); len(got) != 0 {
 		t.Fatalf("outcomes recorded for a cut-short check: %v", got)
+	}
+	if !e.exists("a.cbz") || !e.exists("b.cbz") {
+		t.Fatal("a file moved under a cancelled context")
 	}
 }

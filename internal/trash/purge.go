@@ -1,8 +1,8 @@
 package trash
 
 import (
-	"errors"
-	"io/fs"
+	"context"
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -12,25 +12,31 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// purge removes a trash copy for good. Only a regular file with the size
-// and mtime it was trashed with is removed: the trash is the library's, and
-// whatever else someone put there stays.
-func (r *run) purge(f store.PlanFile) error {
+// purge removes a trash copy for good. Only a regular file with the size,
+// mtime and digest it was trashed with is removed: the trash is the
+// library's, and whatever else someone put there stays.
+func (r *run) purge(ctx context.Context, f store.PlanFile) error {
 	root := r.roots[f.LibraryID]
-	trashRel := r.trashPath(f)
-	fi, err := root.Lstat(trashRel)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return r.record(f, protocol.OutcomeMissing, "not in the trash at "+trashRel, "")
-	case err != nil:
-		return r.record(f, protocol.OutcomePathViolation, err.Error(), "")
-	case !fi.Mode().IsRegular():
-		return r.record(f, protocol.OutcomePathViolation, "not a regular file ("+fi.Mode().Type().String()+")", "")
-	case fi.Size() != f.SizeBytes || fi.ModTime().UnixNano() != f.MtimeNS:
-		return r.record(f, protocol.OutcomeChanged, "the trash copy is not the file that was trashed", trashRel)
+	inTrashCopy := f
+	inTrashCopy.RelativePath = r.trashPath(f)
+	h, _, v := verify(ctx, root, inTrashCopy)
+	closeFile(h)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	note, err := unlink(root, trashRel)
-	return r.finish(f, protocol.OutcomePurged, note, "", err)
+	switch {
+	case v != nil && v.outcome == protocol.OutcomeMissing:
+		return r.record(ctx, result(f, protocol.OutcomeMissing, "not in the trash at "+inTrashCopy.RelativePath, ""))
+	case v != nil && v.outcome == protocol.OutcomeChanged:
+		return r.record(ctx, result(f, protocol.OutcomeChanged, "the trash copy is not the file that was trashed ("+v.message+")", inTrashCopy.RelativePath))
+	case v != nil:
+		return r.record(ctx, result(f, v.outcome, v.message, ""))
+	}
+	note, err := unlink(root, inTrashCopy.RelativePath)
+	if err != nil {
+		return r.record(ctx, result(f, protocol.OutcomeIOError, err.Error(), inTrashCopy.RelativePath))
+	}
+	return r.record(ctx, result(f, protocol.OutcomePurged, note, ""))
 }
 
 // trashPath is where the job this restore or purge acts on put f.
@@ -44,9 +50,9 @@ func trashPath(jobID int64, f store.PlanFile) string {
 
 // pruneTrash removes the folders of a purged job's trash that are left
 // empty, deepest first; a folder that still holds anything stays.
-func (r *run) pruneTrash(files []store.PlanFile) {
+func (r *run) pruneTrash() {
 	byLib := map[int64][]string{}
-	for _, f := range files {
+	for _, f := range r.files {
 		for d := path.Dir(r.trashPath(f)); strings.HasPrefix(d, protocol.TrashDir+"/"); d = path.Dir(d) {
 			if !slices.Contains(byLib[f.LibraryID], d) {
 				byLib[f.LibraryID] = append(byLib[f.LibraryID], d)
@@ -54,9 +60,30 @@ func (r *run) pruneTrash(files []store.PlanFile) {
 		}
 	}
 	for lib, dirs := range byLib {
-		slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-		for _, d := range dirs {
-			_ = r.roots[lib].Remove(d) // rmdir: refused while the folder holds anything
+		removeEmpty(r.roots[lib], dirs)
+	}
+}
+
+// pruneEmpty removes, of the given folders, those inside the trash and
+// their parents up to the trash itself, where they are left empty: the
+// staging folders of an unlink plan.
+func pruneEmpty(root *os.Root, dirs []string) {
+	var in []string
+	for _, d := range dirs {
+		for ; d == protocol.TrashDir || strings.HasPrefix(d, protocol.TrashDir+"/"); d = path.Dir(d) {
+			if !slices.Contains(in, d) {
+				in = append(in, d)
+			}
 		}
+	}
+	removeEmpty(root, in)
+}
+
+// removeEmpty removes the folders that are empty, deepest first; a folder
+// that still holds anything stays.
+func removeEmpty(root *os.Root, dirs []string) {
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	for _, d := range dirs {
+		_ = root.Remove(d) // rmdir: refused while the folder holds anything
 	}
 }

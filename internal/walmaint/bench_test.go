@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/walmaint"
@@ -124,7 +125,7 @@ func checkpointUnderWrites(b *testing.B, ex *walmaint.Executor, writer *sql.DB) 
 	}()
 	<-started
 	t0 := time.Now()
-	res, err := ex.Checkpoint(context.Background(), store.WALJob{ID: 1, RequestedMode: protocol.CheckpointTruncate})
+	res, err := ex.Checkpoint(context.Background(), model.WALJob{ID: 1, RequestedMode: protocol.CheckpointTruncate})
 	ckpt = time.Since(t0)
 	close(stop)
 	wg.Wait()

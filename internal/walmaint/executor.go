@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -53,7 +54,7 @@ func New(st *store.Store, cfg Config) *Executor {
 // busy checkpoint is not an
 // error: its figures say so. A mode outside the protocol, or an SQLite
 // failure, is a checkpoint_failed error.
-func (e *Executor) Checkpoint(ctx context.Context, w store.WALJob) (engine.CheckpointResult, error) {
+func (e *Executor) Checkpoint(ctx context.Context, w model.WALJob) (engine.CheckpointResult, error) {
 	mode, err := protocol.ParseCheckpointMode(string(w.RequestedMode))
 	if err != nil {
 		return engine.CheckpointResult{}, protocol.Errorf(protocol.ErrCheckpointFailed, "wal row %d: %v", w.ID, err)

@@ -9,6 +9,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/walmaint"
@@ -54,7 +55,7 @@ func (e *env) fill(t *testing.T, rows int) {
 // runOnce acts as the engine: claim a due row, execute, finish it the way
 // the engine does (busy → RetryCheckpoint, else SucceedCheckpoint).
 // after, when given, runs between the checkpoint and the finish write.
-func (e *env) runOnce(t *testing.T, ex *walmaint.Executor, after ...func(engine.CheckpointResult)) (*store.WALJob, engine.CheckpointResult) {
+func (e *env) runOnce(t *testing.T, ex *walmaint.Executor, after ...func(engine.CheckpointResult)) (*model.WALJob, engine.CheckpointResult) {
 	t.Helper()
 	w, err := e.worker.ClaimCheckpoint(e.ctx, "w1", time.Minute)
 	if err != nil || w == nil {
@@ -69,9 +70,9 @@ func (e *env) runOnce(t *testing.T, ex *walmaint.Executor, after ...func(engine.
 	}
 	fig := store.CheckpointFigures{Busy: res.Busy, LogFrames: res.LogFrames, CheckpointedFrames: res.CheckpointedFrames}
 	if res.Busy > 0 {
-		err = e.worker.RetryCheckpoint(e.ctx, w.ID, "w1", fig, protocol.ErrCheckpointBusy, "readers or writers kept the checkpoint from finishing", 5)
+		err = e.worker.RetryCheckpoint(e.ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, "readers or writers kept the checkpoint from finishing", 5)
 	} else {
-		err = e.worker.SucceedCheckpoint(e.ctx, w.ID, "w1", fig)
+		err = e.worker.SucceedCheckpoint(e.ctx, w.Fence(), fig)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +107,7 @@ func TestExecutor(t *testing.T) {
 		if row.Status != "completed" || res.Busy != 0 || res.LogFrames < 50 || res.CheckpointedFrames != res.LogFrames {
 			t.Fatalf("row %s figures %+v", row.Status, res)
 		}
-		recorded := [3]int64{row.CheckpointBusy.Int64, row.CheckpointLogFrames.Int64, row.CheckpointedFrames.Int64}
+		recorded := [3]int64{model.Deref(row.CheckpointBusy), model.Deref(row.CheckpointLogFrames), model.Deref(row.CheckpointedFrames)}
 		if direct != recorded {
 			t.Fatalf("direct %v vs recorded %v", direct, recorded)
 		}
@@ -133,8 +134,8 @@ func TestExecutor(t *testing.T) {
 		}
 		ex := walmaint.New(e.worker, walmaint.Config{BusyTimeout: 100 * time.Millisecond})
 		row, res := e.runOnce(t, ex)
-		if res.Busy != 1 || row.Status != "retryable" || row.RetryCount != 1 || !row.RetryAfter.Valid ||
-			row.ErrorCode.String != protocol.ErrCheckpointBusy || row.CheckpointBusy.Int64 != 1 {
+		if res.Busy != 1 || row.Status != "retryable" || row.RetryCount != 1 || (row.RetryAfter == nil) ||
+			model.Deref(row.ErrorCode) != protocol.ErrCheckpointBusy || model.Deref(row.CheckpointBusy) != 1 {
 			t.Fatalf("with reader: %+v figures %+v", row, res)
 		}
 		if wait := row.RetryAfter.Sub(e.clock.Now()); wait != store.WALBackoff(1) {
@@ -154,7 +155,7 @@ func TestExecutor(t *testing.T) {
 		if res.Busy != 0 || row.Status != "completed" || row.RetryCount != 1 {
 			t.Fatalf("after reader: %+v figures %+v", row, res)
 		}
-		recorded := [3]int64{row.CheckpointBusy.Int64, row.CheckpointLogFrames.Int64, row.CheckpointedFrames.Int64}
+		recorded := [3]int64{model.Deref(row.CheckpointBusy), model.Deref(row.CheckpointLogFrames), model.Deref(row.CheckpointedFrames)}
 		if direct != recorded || recorded != [3]int64{0, 0, 0} {
 			t.Fatalf("direct %v vs recorded %v (a finished truncate leaves an empty WAL)", direct, recorded)
 		}
@@ -162,13 +163,13 @@ func TestExecutor(t *testing.T) {
 	t.Run("execution error is checkpoint_failed", func(t *testing.T) {
 		e := setup(t)
 		ex := walmaint.New(e.worker, walmaint.Config{})
-		_, err := ex.Checkpoint(e.ctx, store.WALJob{ID: 9, RequestedMode: "FULL"})
+		_, err := ex.Checkpoint(e.ctx, model.WALJob{ID: 9, RequestedMode: "FULL"})
 		if protocol.CodeOf(err, "") != protocol.ErrCheckpointFailed {
 			t.Fatalf("bad mode: %v", err)
 		}
 		ctx, cancel := context.WithCancel(e.ctx)
 		cancel()
-		_, err = ex.Checkpoint(ctx, store.WALJob{ID: 9, RequestedMode: "passive"})
+		_, err = ex.Checkpoint(ctx, model.WALJob{ID: 9, RequestedMode: "passive"})
 		if protocol.CodeOf(err, "") != protocol.ErrCheckpointFailed {
 			t.Fatalf("cancelled: %v", err)
 		}

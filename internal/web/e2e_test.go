@@ -17,6 +17,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
 	"github.com/bindery-nas/bindery/internal/settings"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -317,7 +318,7 @@ func TestDashboard(t *testing.T) {
 				recovered_count, finished_at, created_at, updated_at)
 				VALUES (900, 1, 'library:1', 'failed', 'covers/132/900.webp', 'render_crashed', 'the worker died 3 times', 3, ?1, ?1, ?1)`,
 		} {
-			if _, err := e.Store.Exec(context.Background(), q, now); err != nil {
+			if _, err := storetest.Exec(context.Background(), e.Store, q, now); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/testutil"
+	"github.com/bindery-nas/bindery/internal/watch"
 	"github.com/bindery-nas/bindery/internal/web"
 )
 
@@ -59,8 +60,11 @@ func setup(t *testing.T) *env {
 	if err := sched.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	watcher := watch.New(watch.Config{Store: st, Logger: quiet, Kick: sched.Kick, Reconcile: 200 * time.Millisecond})
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = watcher.Run(ctx) }()
 	srv, err := api.New(api.Config{Store: st, Token: testToken, LibraryRoots: []string{e.Root},
-		StateDir: e.State, Events: feed, Logger: quiet, Kick: sched.Kick})
+		StateDir: e.State, Events: feed, Logger: quiet, Kick: sched.Kick, WatchStatus: watcher.Status})
 	if err != nil {
 		t.Fatal(err)
 	}

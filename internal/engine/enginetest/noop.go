@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/engine"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 )
 
 // Noop implements every executor interface. Each execution waits Delay
@@ -65,7 +65,7 @@ func (n *Noop) run(ctx context.Context, kind string, id int64) error {
 	return err
 }
 
-func (n *Noop) Execute(ctx context.Context, job store.Job, rep engine.Reporter) (map[string]int64, error) {
+func (n *Noop) Execute(ctx context.Context, job model.Job, rep engine.Reporter) (map[string]int64, error) {
 	rep.Progress(1, 1)
 	if err := n.run(ctx, string(job.Kind), job.ID); err != nil {
 		return nil, err
@@ -73,17 +73,17 @@ func (n *Noop) Execute(ctx context.Context, job store.Job, rep engine.Reporter) 
 	return map[string]int64{"files_seen": 0}, nil
 }
 
-func (n *Noop) Render(ctx context.Context, t store.Thumbnail) (engine.ThumbnailResult, error) {
+func (n *Noop) Render(ctx context.Context, t model.Thumbnail) (engine.ThumbnailResult, error) {
 	if err := n.run(ctx, "thumbnail", t.ID); err != nil {
 		return engine.ThumbnailResult{}, err
 	}
 	return engine.ThumbnailResult{Width: 1, Height: 1, BytesSize: 1}, nil
 }
 
-func (n *Noop) Clean(ctx context.Context, c store.CleanupJob) (int64, int64, error) {
+func (n *Noop) Clean(ctx context.Context, c model.CleanupJob) (int64, int64, error) {
 	return 0, 0, n.run(ctx, "cleanup", c.ID)
 }
 
-func (n *Noop) Checkpoint(ctx context.Context, w store.WALJob) (engine.CheckpointResult, error) {
+func (n *Noop) Checkpoint(ctx context.Context, w model.WALJob) (engine.CheckpointResult, error) {
 	return engine.CheckpointResult{}, n.run(ctx, "wal", w.ID)
 }

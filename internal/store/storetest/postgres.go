@@ -107,6 +107,15 @@ func TimeText(col string) string {
 	return col
 }
 
+// Hex is SQL rendering the blob column col as upper-case hex (SQLite's
+// hex; PostgreSQL's encode), NULL as ”.
+func Hex(col string) string {
+	if Postgres() {
+		return "coalesce(upper(encode(" + col + ", 'hex')), '')"
+	}
+	return "hex(" + col + ")"
+}
+
 // Concat is SQL joining expr over the rows with sep, in order: SQLite's
 // group_concat, PostgreSQL's string_agg.
 func Concat(expr, sep, order string) string {
@@ -125,10 +134,33 @@ func JSONTrue(col, key string) string {
 	return "json_extract(" + col + ", '$." + key + "') = 1"
 }
 
-// TablesSQL lists the database's own tables by name, on either engine.
+// TablesSQL lists the database's own tables by name, on either engine. On
+// SQLite the FTS4 search tables (migration 26) are left out: their rows are
+// in their shadow tables (book_search_content, …), which are listed.
 func TablesSQL() string {
 	if Postgres() {
 		return `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`
 	}
-	return `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`
+	return `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+		AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name`
+}
+
+// WorkerDB is what BINDERY_DB holds for a workerd process on the database
+// MustMigrate returned: the same path on SQLite, the URL with the worker
+// role on PostgreSQL (workerd refuses the owner's role).
+func WorkerDB(tb testing.TB, path string) string {
+	tb.Helper()
+	if Postgres() {
+		return workerURL(tb, path)
+	}
+	return path
+}
+
+// NowSQL is SQL for the current time as a third party writes it into a
+// time column, on either engine.
+func NowSQL() string {
+	if Postgres() {
+		return "now()"
+	}
+	return "strftime('%Y-%m-%d %H:%M:%f','now')"
 }

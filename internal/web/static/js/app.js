@@ -14,6 +14,7 @@ const pages = {
   duplicates: () => import('./pages/duplicates.js'),
   settings: () => import('./pages/settings.js'),
   maintenance: () => import('./pages/maintenance.js'),
+  read: () => import('./pages/read.js'),
 };
 
 const $ = (id) => document.getElementById(id);

@@ -116,8 +116,12 @@ function card(f) {
         f.is_missing ? badge('missing') : null,
         f.analysis_error ? h('span', { class: 'badge bad', title: f.analysis_error.message }, 'broken') : null,
         f.cover.status !== 'ready' ? badge('cover ' + f.cover.status, f.cover.status === 'failed' ? 'bad' : 'muted') : null),
+      readable(f) ? h('a', { href: `#/read?file=${f.id}`, class: 'read', 'aria-label': `Read ${name}` }, 'Read') : null,
       h('button', { type: 'button', class: 'link', onclick: () => details(f.id), 'aria-label': `Details of ${name}` }, 'Details')));
 }
+
+// readable: a book with pages the reader can show.
+const readable = (f) => f.format !== 'video' && !f.is_missing && f.total_pages > 0;
 
 async function details(id) {
   const body = h('div', {}, h('p', { class: 'hint' }, 'Loading…'));

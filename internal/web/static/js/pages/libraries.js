@@ -1,7 +1,9 @@
 // Libraries: the list with counts and the last scan, the add form (the
 // server validates the path; its errors are shown next to the field they
 // name), what each library indexes (comics, or comics and video; changed
-// in place), Scan now / Hash now, and delete behind a confirmation.
+// in place), how the change watcher follows it (auto, inotify, poll, off;
+// what runs and why), Scan now / Hash now / Scan one folder, and delete
+// behind a confirmation.
 
 import { Pager, api, get } from '../api.js';
 import { badge, confirmDialog, debounce, errorText, fmtNum, fmtTime, h, moreButton, replace, toast } from '../ui.js';
@@ -11,6 +13,16 @@ export const title = 'Libraries';
 // What a library indexes (libraries.media), the API's value first.
 const MEDIA = [['comics+video', 'comics + video'], ['comics', 'comics only']];
 const mediaOptions = (current) => MEDIA.map(([v, label]) => h('option', { value: v, selected: v === current }, label));
+// How controld's watcher follows a library (libraries.watch).
+const WATCH = ['auto', 'inotify', 'poll', 'off'];
+const watchOptions = (current) => WATCH.map((v) => h('option', { value: v, selected: v === current }, v));
+// watcherText says what the watcher runs and why (GET /libraries/{id}).
+const watcherText = (w) => {
+  if (!w) return '';
+  let s = w.active + (w.reason ? ` · ${w.reason}` : '');
+  if (w.watch_limit_short) s += ` · needs ${fmtNum(w.folders)} watches, limit ${fmtNum(w.max_user_watches)}`;
+  return s;
+};
 
 export async function render(root, ctx) {
   const tbody = h('tbody', {});
@@ -18,7 +30,8 @@ export async function render(root, ctx) {
     h('caption', { class: 'hint' }, 'Counts come from the last scan; covers and hashes follow it.'),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Path'),
       h('th', { scope: 'col', class: 'num' }, 'Files'), h('th', { scope: 'col', class: 'num' }, 'Missing'),
-      h('th', { scope: 'col', class: 'num' }, 'Series'), h('th', { scope: 'col' }, 'Media'), h('th', { scope: 'col' }, 'Last scan'),
+      h('th', { scope: 'col', class: 'num' }, 'Series'), h('th', { scope: 'col' }, 'Media'), h('th', { scope: 'col' }, 'Watch'),
+      h('th', { scope: 'col' }, 'Last scan'),
       h('th', { scope: 'col' }, 'Actions'))),
     tbody));
   const empty = h('p', { class: 'hint', hidden: true }, 'No library yet: add one above.');
@@ -32,6 +45,11 @@ export async function render(root, ctx) {
     const last = lib.last_scan;
     const media = h('select', { class: 'media', name: 'media', 'aria-label': `Media of ${lib.name}`,
       onchange: () => setMedia(lib, media, msg) }, mediaOptions(lib.media));
+    const watch = h('select', { class: 'watch', name: 'watch', 'aria-label': `Watch mode of ${lib.name}`,
+      onchange: () => setWatch(lib, watch, watcherHint, msg) }, watchOptions(lib.watch));
+    const watcherHint = h('span', { class: 'hint watcher' }, watcherText(lib.watcher));
+    const folder = h('input', { class: 'scan-folder', name: 'folder', placeholder: 'Batman (2016)/',
+      'aria-label': `Folder of ${lib.name} to scan` });
     const tr = h('tr', { dataset: { libraryId: lib.id } },
       h('th', { scope: 'row' }, h('a', { href: `#/browse?library=${lib.id}` }, lib.name)),
       h('td', { class: 'mono' }, lib.path),
@@ -39,11 +57,14 @@ export async function render(root, ctx) {
       h('td', { class: 'num' }, fmtNum(lib.missing_count)),
       h('td', { class: 'num' }, fmtNum(lib.series_count)),
       h('td', {}, media),
+      h('td', {}, watch, h('br'), watcherHint),
       h('td', {}, last ? [badge(last.status), ' ', fmtTime(last.finished_at || last.started_at),
         h('br'), h('span', { class: 'hint' }, summary(last.counts))] : h('span', { class: 'hint' }, 'never scanned')),
       h('td', {}, h('div', { class: 'actions' },
         h('button', { type: 'button', onclick: () => request('scan', lib, msg) }, 'Scan now'),
         h('button', { type: 'button', class: 'secondary', onclick: () => request('hash', lib, msg) }, 'Hash now'),
+        folder, h('button', { type: 'button', class: 'secondary scan-folder-button',
+          onclick: () => request('scan', lib, msg, [folder.value]) }, 'Scan folder'),
         h('button', { type: 'button', class: 'danger', onclick: () => remove(lib, msg) }, 'Delete')), msg));
     const old = rows.get(lib.id);
     rows.set(lib.id, tr);
@@ -51,10 +72,13 @@ export async function render(root, ctx) {
     return tr;
   }
 
-  async function request(kind, lib, msg) {
+  // request asks for a scan or hash job; paths scopes a scan to folders.
+  async function request(kind, lib, msg, paths) {
     msg.textContent = '';
     try {
-      const r = await api('POST', '/jobs', { kind, library_id: lib.id });
+      const body = { kind, library_id: lib.id };
+      if (paths) body.paths = paths;
+      const r = await api('POST', '/jobs', body);
       if (r.body.queued) {
         msg.textContent = `${kind} ${r.status === 202 ? 'queued' : 'already queued'} (position ${r.body.queued.position})`;
       } else if (r.status === 200) msg.textContent = `${kind} already ${r.body.status || 'requested'} (job ${r.body.id})`;
@@ -77,6 +101,23 @@ export async function render(root, ctx) {
         : 'Comics and video: the next scan indexes video files too.';
     } catch (e) {
       select.value = lib.media;
+      msg.textContent = errorText(e);
+    } finally {
+      select.disabled = false;
+    }
+  }
+
+  // setWatch sends the new watch mode; on a refusal the select shows the saved one again.
+  async function setWatch(lib, select, hint, msg) {
+    msg.textContent = '';
+    select.disabled = true;
+    try {
+      const r = await api('PATCH', `/libraries/${lib.id}`, { watch: select.value });
+      lib.watch = r.body.watch;
+      hint.textContent = 'controld applies it within seconds';
+      msg.textContent = lib.watch === 'off' ? 'Not watched: new books wait for a scan.' : `Watch: ${lib.watch}.`;
+    } catch (e) {
+      select.value = lib.watch;
       msg.textContent = errorText(e);
     } finally {
       select.disabled = false;

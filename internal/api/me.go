@@ -1,0 +1,206 @@
+package api
+
+import (
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// The caller's own routes: who am I, reading progress, what to read next.
+
+func (s *Server) meRoutes(g *echo.Group) {
+	g.GET("", s.getMe)
+	g.GET("/progress/:id", s.getProgress)
+	g.PUT("/progress/:id", s.putProgress)
+	g.DELETE("/progress/:id", s.deleteProgress)
+	g.GET("/continue-reading", s.listContinueReading)
+	g.GET("/on-deck", s.listOnDeck)
+	g.GET("/series/:id/next-unread", s.getNextUnread)
+}
+
+// meUser is the caller's user id; user_required for the admin token.
+func meUser(c echo.Context) (int64, error) {
+	r := readerOf(c)
+	if r.UserID == 0 {
+		return 0, apiErr(protocol.CodeUserRequired, "the admin token has no reading progress; sign in as a user")
+	}
+	return r.UserID, nil
+}
+
+func (s *Server) getMe(c echo.Context) error {
+	r := readerOf(c)
+	libs, err := s.st.ReaderLibraries(c.Request().Context(), r)
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(libs))
+	for i, l := range libs {
+		ids[i] = l.ID
+	}
+	out := map[string]any{"admin": r.All, "library_ids": ids}
+	if !r.All {
+		u, err := s.st.GetUser(c.Request().Context(), r.UserID)
+		if err != nil {
+			return err
+		}
+		out["user"] = viewUser(u)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+type progressView struct {
+	FileID    int64             `json:"file_id"`
+	Page      int64             `json:"page"`
+	Completed bool              `json:"completed"`
+	UpdatedAt protocol.NullTime `json:"updated_at"`
+}
+
+func (s *Server) getProgress(c echo.Context) error {
+	if _, err := meUser(c); err != nil {
+		return err
+	}
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	b, err := s.mustSeeFile(c, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, progressView{FileID: b.ID, Page: b.Page, Completed: b.Completed, UpdatedAt: b.ReadAt})
+}
+
+// putProgress records the page (1 to the book's page count when known)
+// and whether the book is finished.
+func (s *Server) putProgress(c echo.Context) error {
+	uid, err := meUser(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Page      *json.Number `json:"page"`
+		Completed *bool        `json:"completed"`
+	}
+	if err := decodeJSON(c, &body); err != nil {
+		return err
+	}
+	b, err := s.mustSeeFile(c, id)
+	if err != nil {
+		return err
+	}
+	page, err := progressPage(body.Page, b.TotalPages)
+	if err != nil {
+		return err
+	}
+	p, err := s.st.PutProgress(c.Request().Context(), uid, id, page, body.Completed != nil && *body.Completed)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, progressView(p))
+}
+
+func progressPage(n *json.Number, total sql.NullInt64) (int64, error) {
+	if n == nil {
+		return 0, fieldf("page", "required")
+	}
+	page, err := strconv.ParseInt(n.String(), 10, 64)
+	if err != nil || page < 1 {
+		return 0, fieldf("page", "must be a positive integer")
+	}
+	if total.Valid && page > total.Int64 {
+		return 0, fieldf("page", "the book has %d pages", total.Int64)
+	}
+	return page, nil
+}
+
+func (s *Server) deleteProgress(c echo.Context) error {
+	uid, err := meUser(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.st.DeleteProgress(c.Request().Context(), uid, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// bookView is a file as a reader sees it: with the reader's progress.
+type bookView struct {
+	ID         int64             `json:"id"`
+	LibraryID  int64             `json:"library_id"`
+	SeriesID   *int64            `json:"series_id"`
+	SeriesName *string           `json:"series_name"`
+	Path       string            `json:"relative_path"`
+	TotalPages *int64            `json:"total_pages"`
+	Page       int64             `json:"page"`
+	Completed  bool              `json:"completed"`
+	ReadAt     protocol.NullTime `json:"read_at"`
+}
+
+func viewBook(b store.Book) bookView {
+	v := bookView{ID: b.ID, LibraryID: b.LibraryID, Path: b.RelativePath, Page: b.Page, Completed: b.Completed, ReadAt: b.ReadAt}
+	if b.SeriesID.Valid {
+		v.SeriesID, v.SeriesName = &b.SeriesID.Int64, &b.SeriesName.String
+	}
+	if b.TotalPages.Valid {
+		v.TotalPages = &b.TotalPages.Int64
+	}
+	return v
+}
+
+type bookList func(r store.Reader, offset, limit int) ([]store.Book, error)
+
+// listBooks serves a reader list as {items: [...]} (up to ?limit=).
+func listBooks(c echo.Context, list bookList) error {
+	limit, err := pageLimit(c)
+	if err != nil {
+		return err
+	}
+	books, err := list(readerOf(c), 0, limit)
+	if err != nil {
+		return err
+	}
+	out := make([]bookView, len(books))
+	for i, b := range books {
+		out[i] = viewBook(b)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": out})
+}
+
+func (s *Server) listContinueReading(c echo.Context) error {
+	return listBooks(c, func(r store.Reader, o, l int) ([]store.Book, error) {
+		return s.st.ContinueReading(c.Request().Context(), r, o, l)
+	})
+}
+
+func (s *Server) listOnDeck(c echo.Context) error {
+	return listBooks(c, func(r store.Reader, o, l int) ([]store.Book, error) {
+		return s.st.OnDeck(c.Request().Context(), r, o, l)
+	})
+}
+
+func (s *Server) getNextUnread(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	b, err := s.st.NextUnread(c.Request().Context(), readerOf(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, viewBook(b))
+}

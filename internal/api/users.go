@@ -1,0 +1,276 @@
+package api
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Reader accounts, managed with the admin token.
+
+func (s *Server) userRoutes(g *echo.Group) {
+	g.POST("/users", s.createUser)
+	g.GET("/users", s.listUsers)
+	g.GET("/users/:id", s.getUser)
+	g.PATCH("/users/:id", s.patchUser)
+	g.DELETE("/users/:id", s.deleteUser)
+	g.PUT("/users/:id/libraries", s.putUserLibraries)
+	g.POST("/users/:id/api-keys", s.createAPIKey)
+	g.GET("/users/:id/api-keys", s.listAPIKeys)
+	g.DELETE("/users/:id/api-keys/:key_id", s.deleteAPIKey)
+}
+
+type userView struct {
+	ID         int64         `json:"id"`
+	Name       string        `json:"name"`
+	Disabled   bool          `json:"disabled"`
+	LibraryIDs []int64       `json:"library_ids,omitempty"`
+	CreatedAt  protocol.Time `json:"created_at"`
+	UpdatedAt  protocol.Time `json:"updated_at"`
+}
+
+func viewUser(u store.User) userView {
+	return userView{ID: u.ID, Name: u.Name, Disabled: u.Disabled, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
+}
+
+type userBody struct {
+	Name       *string  `json:"name"`
+	Password   *string  `json:"password"`
+	Disabled   *bool    `json:"disabled"`
+	LibraryIDs *[]int64 `json:"library_ids"`
+}
+
+// validUserName: 1–64 characters, no control characters and no colon
+// (HTTP Basic splits the name from the password at the first one).
+func validUserName(n *string) error {
+	if n == nil {
+		return fieldf("name", "required")
+	}
+	v := *n
+	if v != strings.TrimSpace(v) || v == "" || utf8.RuneCountInString(v) > 64 || strings.ContainsAny(v, ":") ||
+		strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fieldf("name", "must be 1 to 64 characters without a colon, control characters or surrounding spaces")
+	}
+	return nil
+}
+
+func (s *Server) createUser(c echo.Context) error {
+	var b userBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if b.Disabled != nil {
+		return fieldf("disabled", "set it with PATCH")
+	}
+	if err := errors.Join(validUserName(b.Name), validPassword(b.Password)); err != nil {
+		return firstAPIError(err)
+	}
+	ctx := c.Request().Context()
+	u, err := s.st.CreateUser(ctx, *b.Name, hashPassword(*b.Password))
+	if err != nil {
+		return err
+	}
+	v := viewUser(u)
+	if b.LibraryIDs != nil {
+		if err := s.st.SetUserLibraries(ctx, u.ID, *b.LibraryIDs); err != nil {
+			_ = s.st.DeleteUser(ctx, u.ID)
+			return err
+		}
+	}
+	if v.LibraryIDs, err = s.st.UserLibraries(ctx, u.ID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, v)
+}
+
+func (s *Server) listUsers(c echo.Context) error {
+	limit, after, err := idPage(c)
+	if err != nil {
+		return err
+	}
+	users, err := s.st.ListUsers(c.Request().Context(), after, limit+1)
+	if err != nil {
+		return err
+	}
+	return idPageJSON(c, users, limit, viewUser, func(u store.User) int64 { return u.ID })
+}
+
+func (s *Server) userWithGrant(c echo.Context, u store.User) error {
+	v := viewUser(u)
+	var err error
+	if v.LibraryIDs, err = s.st.UserLibraries(c.Request().Context(), u.ID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) getUser(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	u, err := s.st.GetUser(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.userWithGrant(c, u)
+}
+
+// patchUser renames, resets the password of, or disables a user.
+func (s *Server) patchUser(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var b userBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	var p store.UserPatch
+	if b.Name != nil {
+		if err := validUserName(b.Name); err != nil {
+			return err
+		}
+		p.Name = b.Name
+	}
+	if b.Password != nil {
+		if err := validPassword(b.Password); err != nil {
+			return err
+		}
+		h := hashPassword(*b.Password)
+		p.PasswordHash = &h
+	}
+	if b.LibraryIDs != nil {
+		return fieldf("library_ids", "set them with PUT /users/{id}/libraries")
+	}
+	p.Disabled = b.Disabled
+	u, err := s.st.UpdateUser(c.Request().Context(), id, p)
+	if err != nil {
+		return err
+	}
+	return s.userWithGrant(c, u)
+}
+
+func (s *Server) deleteUser(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.st.DeleteUser(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// putUserLibraries replaces the libraries a user may see.
+func (s *Server) putUserLibraries(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var b struct {
+		LibraryIDs *[]int64 `json:"library_ids"`
+	}
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if b.LibraryIDs == nil {
+		return fieldf("library_ids", "required")
+	}
+	ctx := c.Request().Context()
+	if err := s.st.SetUserLibraries(ctx, id, *b.LibraryIDs); err != nil {
+		return err
+	}
+	u, err := s.st.GetUser(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.userWithGrant(c, u)
+}
+
+type apiKeyView struct {
+	ID         int64             `json:"id"`
+	Name       string            `json:"name"`
+	Key        string            `json:"key,omitempty"`
+	CreatedAt  protocol.Time     `json:"created_at"`
+	LastUsedAt protocol.NullTime `json:"last_used_at"`
+}
+
+func viewAPIKey(k store.APIKey) apiKeyView {
+	return apiKeyView{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
+}
+
+// apiKeyPrefix marks Bindery's keys so that a leaked one is recognisable.
+const apiKeyPrefix = "bnd_"
+
+// createAPIKey makes a key and shows it once; only its SHA-256 is kept.
+func (s *Server) createAPIKey(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var b struct {
+		Name *string `json:"name"`
+	}
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if b.Name == nil || strings.TrimSpace(*b.Name) == "" || utf8.RuneCountInString(*b.Name) > 100 {
+		return fieldf("name", "must be 1 to 100 characters")
+	}
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	key := apiKeyPrefix + base64.RawURLEncoding.EncodeToString(raw)
+	h := sha256.Sum256([]byte(key))
+	k, err := s.st.CreateAPIKey(c.Request().Context(), id, strings.TrimSpace(*b.Name), h[:])
+	if err != nil {
+		return err
+	}
+	v := viewAPIKey(k)
+	v.Key = key
+	return c.JSON(http.StatusCreated, v)
+}
+
+func (s *Server) listAPIKeys(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.st.GetUser(ctx, id); err != nil {
+		return err
+	}
+	keys, err := s.st.ListAPIKeys(ctx, id)
+	if err != nil {
+		return err
+	}
+	out := make([]apiKeyView, len(keys))
+	for i, k := range keys {
+		out[i] = viewAPIKey(k)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": out})
+}
+
+func (s *Server) deleteAPIKey(c echo.Context) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	keyID, err := pathID(c, "key_id")
+	if err != nil {
+		return err
+	}
+	if err := s.st.DeleteAPIKey(c.Request().Context(), id, keyID); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

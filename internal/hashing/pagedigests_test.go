@@ -1,0 +1,176 @@
+package hashing
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+)
+
+// samebookCorpus writes the generated corpus of issue 38 into e's library
+// and signs every book; it returns the file ids by name.
+//
+//   - book a: stored zip, deflate-9 zip with its entries reversed and a
+//     ComicInfo.xml, non-solid 7z, and with a credit page added at the
+//     start and at the end;
+//   - book d: deflate-1 zip and solid 7z;
+//   - book c: two zips of the same size whose middle page differs (same
+//     size, other bytes): no candidates;
+//   - book e: a zip in the job's library and a solid 7z in another one;
+//   - book b: alone.
+func samebookCorpus(t *testing.T, e *env) map[string]int64 {
+	a, d, b, c := bookPages(1, 6), bookPages(2, 5), bookPages(3, 4), bookPages(4, 7)
+	credit := page{name: "000-credits.jpg", data: noise(99, 5*kib)}
+	endCredit := page{name: "zzz-credits.jpg", data: credit.data}
+	changed := slices.Clone(c)
+	changed[3] = page{name: c[3].name, data: noise(77, len(c[3].data))}
+	books := map[string][]byte{
+		"a.cbz":         zipBook(t, zip.Store, 0, a, false),
+		"a-deflate.cbz": zipBook(t, zip.Deflate, 9, reversed(a), true),
+		"a.cb7":         sevenZipBook(t, a, false),
+		"a-credit.cbz":  zipBook(t, zip.Deflate, 6, append([]page{credit}, a...), false),
+		"a-end.cbz":     zipBook(t, zip.Store, 0, append(slices.Clone(a), endCredit), false),
+		"d.cbz":         zipBook(t, zip.Deflate, 1, d, false),
+		"d.cb7":         sevenZipBook(t, d, true),
+		"c.cbz":         zipBook(t, zip.Store, 0, c, false),
+		"c-changed.cbz": zipBook(t, zip.Store, 0, changed, false),
+		"b.cbz":         zipBook(t, zip.Deflate, 6, b, false),
+	}
+	ids := map[string]int64{}
+	for _, rel := range slices.Sorted(func(yield func(string) bool) {
+		for k := range books {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		ids[rel] = e.addFile(t, rel, books[rel])
+		e.sign(t, ids[rel], filepath.Join(e.lib, rel))
+	}
+	ids["e.cbz"] = e.addFile(t, "e.cbz", zipBook(t, zip.Deflate, 6, bookPages(5, 3), false))
+	e.sign(t, ids["e.cbz"], filepath.Join(e.lib, "e.cbz"))
+	ids["e.cb7"] = e.addOther(t, "e.cb7", sevenZipBook(t, bookPages(5, 3), true))
+	e.sign(t, ids["e.cb7"], filepath.Join(e.root, "other", "e.cb7"))
+	return ids
+}
+
+// TestPageDigestsOfCandidatesOnly runs a hash job of library 1 over the
+// corpus: only the candidate books (a's five copies, d's two and e's two,
+// one of them in library 2) are decompressed and
+// get page digests; their ordered lists are equal whatever the container,
+// compression, entry order or ComicInfo.xml, and a credit page is one
+// extra digest at the start or the end. Book c's copies, the same size
+// with one page changed in the middle, and the lone book b get none. A
+// second run reads nothing again; a changed file's digests no longer count.
+func TestPageDigestsOfCandidatesOnly(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ids := samebookCorpus(t, e)
+	res, _, err := e.run(t, e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res["page_digested"] != 9 || res["page_digest_failed"] != 0 {
+		t.Fatalf("result %v, want 9 books digested", res)
+	}
+	digests := func(rel string) [][]byte {
+		t.Helper()
+		ps, err := e.control.PageDigests(e.ctx, ids[rel])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out [][]byte
+		for _, p := range ps {
+			out = append(out, p.Digest)
+		}
+		return out
+	}
+	same := func(x, y [][]byte) bool { return slices.EqualFunc(x, y, bytes.Equal) }
+	a := digests("a.cbz")
+	if len(a) != 6 {
+		t.Fatalf("a.cbz has %d page digests, want 6", len(a))
+	}
+	for _, rel := range []string{"a-deflate.cbz", "a.cb7"} {
+		if !same(digests(rel), a) {
+			t.Errorf("%s's page digests differ from a.cbz's", rel)
+		}
+	}
+	if got := digests("a-credit.cbz"); len(got) != 7 || !same(got[1:], a) {
+		t.Errorf("a-credit.cbz: %d digests, want a.cbz's after one credit page", len(got))
+	}
+	if got := digests("a-end.cbz"); len(got) != 7 || !same(got[:6], a) || !bytes.Equal(got[6], digests("a-credit.cbz")[0]) {
+		t.Errorf("a-end.cbz: %d digests, want a.cbz's then the credit page", len(got))
+	}
+	if d := digests("d.cbz"); len(d) != 5 || !same(digests("d.cb7"), d) {
+		t.Errorf("d.cbz and d.cb7: %d digests, want 5 equal", len(d))
+	}
+	if d := digests("e.cbz"); len(d) != 3 || !same(digests("e.cb7"), d) {
+		t.Errorf("e.cbz and the other library's e.cb7: %d digests, want 3 equal", len(d))
+	}
+	for _, rel := range []string{"c.cbz", "c-changed.cbz", "b.cbz"} {
+		if got := digests(rel); len(got) != 0 {
+			t.Errorf("%s was decompressed (%d digests): not a candidate", rel, len(got))
+		}
+	}
+
+	if res, _, err := e.run(t, e.ctx); err != nil || res["page_digested"] != 0 {
+		t.Fatalf("second run: %v %v, want nothing read again", res, err)
+	}
+	if _, err := storetest.Exec(e.ctx, e.control, `UPDATE library_files SET mtime_ns = mtime_ns + 1 WHERE id = ?`, ids["d.cb7"]); err != nil {
+		t.Fatal(err)
+	}
+	if got := digests("d.cb7"); len(got) != 0 {
+		t.Fatalf("a changed file still shows %d digests of its old version", len(got))
+	}
+}
+
+// TestPageDigestsRefusedAfterLostLease: once the job's lease is lost and
+// the row recovered, its page digests are refused (store.ErrLeaseLost)
+// and nothing is written, whether by the store call or by a run.
+func TestPageDigestsRefusedAfterLostLease(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ids := samebookCorpus(t, e)
+	if _, err := storetest.Exec(e.ctx, e.control, `UPDATE jobs SET lease_expires_at = '2000-01-01 00:00:00.000' WHERE id = ?`, e.job.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.control.RecoverStale(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	book := store.BookPageDigests{FileID: ids["a.cbz"], Pages: []store.PageDigest{{Size: 1, Digest: make([]byte, 32)}}}
+	var err error
+	if book.SizeBytes, err = storetest.QueryInt(e.ctx, e.control, `SELECT size_bytes FROM library_files WHERE id = ?`, book.FileID); err != nil {
+		t.Fatal(err)
+	}
+	if book.MtimeNS, err = storetest.QueryInt(e.ctx, e.control, `SELECT mtime_ns FROM library_files WHERE id = ?`, book.FileID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.worker.RecordPageDigests(e.ctx, e.job.Fence(), []store.BookPageDigests{book}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("record after the lease was lost: %v, want ErrLeaseLost", err)
+	}
+	if _, _, err := e.run(t, e.ctx); !errors.Is(err, store.ErrNotOwner) {
+		t.Fatalf("run after the lease was lost: %v, want it refused", err)
+	}
+	n, err := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM page_digests`)
+	if err != nil || n != 0 {
+		t.Fatalf("%d page digest rows (%v), want none", n, err)
+	}
+}
+
+// TestRecordPageDigestsRefusesBadDigests: a digest that is not 32 bytes or
+// a negative size is refused before anything is written.
+func TestRecordPageDigestsRefusesBadDigests(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	id := e.addFile(t, "x.cbz", zipBook(t, zip.Store, 0, bookPages(5, 2), false))
+	for _, p := range []store.PageDigest{{Size: 1, Digest: make([]byte, 31)}, {Size: -1, Digest: make([]byte, 32)}, {Size: 1}} {
+		if _, err := e.worker.RecordPageDigests(e.ctx, e.job.Fence(), []store.BookPageDigests{{FileID: id, Pages: []store.PageDigest{p}}}); err == nil {
+			t.Errorf("page %+v accepted", p)
+		}
+	}
+}

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package store
+
+import (
+	"syscall"
+	"time"
+)
+
+// setUserTimeout: TCP_USER_TIMEOUT is Linux's; elsewhere keepalive and the
+// health check alone bound a silent connection.
+func setUserTimeout(syscall.RawConn, time.Duration) error { return nil }

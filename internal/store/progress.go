@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// Reader is who reads: a user, or the admin token, which sees every
+// library and has no progress of its own.
+type Reader struct {
+	UserID int64
+	All    bool
+}
+
+func (r Reader) all() int {
+	if r.All {
+		return 1
+	}
+	return 0
+}
+
+// grantOf is the condition "file f lies in a library the reader may see";
+// it binds (all, user id).
+const grantOf = `(? = 1 OR EXISTS (SELECT 1 FROM user_libraries ul WHERE ul.user_id = ? AND ul.library_id = f.library_id))`
+
+// Progress is how far a user read one book.
+type Progress struct {
+	FileID    int64             `db:"file_id"`
+	Page      int64             `db:"page"`
+	Completed bool              `db:"completed"`
+	UpdatedAt protocol.NullTime `db:"updated_at"`
+}
+
+// Book is a file with its reader's progress (Page 0: never opened).
+type Book struct {
+	FileRecord
+	Page         int64             `db:"progress_page"`
+	Completed    bool              `db:"progress_completed"`
+	ReadAt       protocol.NullTime `db:"progress_updated_at"`
+	LibraryTitle string            `db:"library_name"`
+	// Title is the ComicInfo title, when the file has one.
+	Title sql.NullString `db:"book_title"`
+}
+
+const bookCols = fileCols + `, coalesce(p.page, 0) AS progress_page, coalesce(p.completed, 0) AS progress_completed,
+	p.updated_at AS progress_updated_at, l.name AS library_name, m.title AS book_title`
+
+// bookFrom joins a file with its series, library and the progress of the
+// user bound first.
+const bookFrom = ` FROM library_files f LEFT JOIN series s ON s.id = f.series_id JOIN libraries l ON l.id = f.library_id
+	LEFT JOIN reading_progress p ON p.user_id = ? AND p.file_id = f.id LEFT JOIN file_metadata m ON m.file_id = f.id`
+
+// readable: present books (archives and folder books) of the grant; it
+// binds (all, user id).
+const readable = ` f.is_missing = 0 AND f.role IN ('book', 'folder') AND ` + grantOf
+
+// ReaderBook returns one readable book with the reader's progress;
+// file_not_found when it does not exist or lies outside the grant, so that
+// the two cannot be told apart.
+func (s *Store) ReaderBook(ctx context.Context, r Reader, fileID int64) (Book, error) {
+	var b Book
+	err := s.r.GetContext(ctx, &b, `SELECT `+bookCols+bookFrom+` WHERE f.id = ? AND`+readable,
+		r.UserID, fileID, r.all(), r.UserID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Book{}, missingRow(fileRow, fileID)
+	}
+	if err != nil {
+		return Book{}, fmt.Errorf("reader book: %w", err)
+	}
+	return b, nil
+}
+
+// PutProgress records a user's page in a book (1-based) and whether it is
+// finished, after checking the book is readable to the user.
+func (s *Store) PutProgress(ctx context.Context, userID, fileID, page int64, completed bool) (Progress, error) {
+	if _, err := s.ReaderBook(ctx, Reader{UserID: userID}, fileID); err != nil {
+		return Progress{}, err
+	}
+	now := s.nowText()
+	var p Progress
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &p, `INSERT INTO reading_progress (user_id, file_id, page, completed, updated_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, file_id) DO UPDATE SET page = excluded.page,
+				completed = excluded.completed, updated_at = excluded.updated_at
+			RETURNING file_id, page, completed, updated_at`, userID, fileID, page, completed, now)
+	})
+	if err != nil {
+		return Progress{}, fmt.Errorf("put progress: %w", err)
+	}
+	return p, nil
+}
+
+// DeleteProgress forgets a user's progress in a book (marks it unread).
+func (s *Store) DeleteProgress(ctx context.Context, userID, fileID int64) error {
+	if _, err := s.ReaderBook(ctx, Reader{UserID: userID}, fileID); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM reading_progress WHERE user_id = ? AND file_id = ?`, userID, fileID)
+		return err
+	})
+}
+
+// ContinueReading lists the reader's started, unfinished books, the most
+// recently read first.
+func (s *Store) ContinueReading(ctx context.Context, r Reader, offset, limit int) ([]Book, error) {
+	out := []Book{}
+	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE p.completed = 0 AND`+readable+`
+		ORDER BY p.updated_at DESC, f.id LIMIT ? OFFSET ?`, r.UserID, r.all(), r.UserID, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("continue reading: %w", err)
+	}
+	return out, nil
+}
+
+// OnDeck lists, for every series where the reader finished a book and
+// has none in progress, the first book never opened (in reading order),
+// the series finished most recently first.
+func (s *Store) OnDeck(ctx context.Context, r Reader, offset, limit int) ([]Book, error) {
+	out := []Book{}
+	err := s.r.SelectContext(ctx, &out, `WITH done AS (
+			SELECT d.series_id, max(q.updated_at) AS at FROM reading_progress q JOIN library_files d ON d.id = q.file_id
+			WHERE q.user_id = ? AND q.completed = 1 AND d.series_id IS NOT NULL GROUP BY d.series_id
+			HAVING NOT EXISTS (SELECT 1 FROM reading_progress o JOIN library_files od ON od.id = o.file_id
+				WHERE o.user_id = ? AND o.completed = 0 AND od.series_id = d.series_id AND od.is_missing = 0))
+		SELECT `+bookCols+bookFrom+` JOIN done ON f.id = (SELECT n.id FROM library_files n
+				WHERE n.series_id = done.series_id AND n.is_missing = 0 AND n.role IN ('book', 'folder')
+				AND NOT EXISTS (SELECT 1 FROM reading_progress x WHERE x.user_id = ? AND x.file_id = n.id)
+				ORDER BY n.sort_key, n.id LIMIT 1)
+		WHERE`+readable+` ORDER BY done.at DESC, f.id LIMIT ? OFFSET ?`,
+		r.UserID, r.UserID, r.UserID, r.UserID, r.all(), r.UserID, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("on deck: %w", err)
+	}
+	return out, nil
+}
+
+// NextUnread is the first book of a series, in reading order, that the
+// reader has not finished; ErrNotFound (file_not_found) when every book is
+// finished, series_not_found when the series is outside the grant.
+func (s *Store) NextUnread(ctx context.Context, r Reader, seriesID int64) (Book, error) {
+	if _, err := s.ReaderSeries(ctx, r, seriesID); err != nil {
+		return Book{}, err
+	}
+	var b Book
+	err := s.r.GetContext(ctx, &b, `SELECT `+bookCols+bookFrom+` WHERE f.series_id = ? AND coalesce(p.completed, 0) = 0
+		AND`+readable+` ORDER BY f.sort_key, f.id LIMIT 1`, r.UserID, seriesID, r.all(), r.UserID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Book{}, &protocol.Error{Code: protocol.CodeFileNotFound, Message: "every book of the series is finished", Err: ErrNotFound}
+	}
+	if err != nil {
+		return Book{}, fmt.Errorf("next unread: %w", err)
+	}
+	return b, nil
+}
+
+// SettleKeeperProgress moves reading progress off the copies a delete job
+// removed (trashed or unlinked) to the copy its plan kept in the same
+// group, for each user whose keeper has no progress yet; the removed
+// copy's progress is deleted either way, so a pass never repeats. workerd
+// records the outcomes and cannot write reading_progress: controld's
+// scheduler runs this after them. It returns how many rows it moved.
+func (s *Store) SettleKeeperProgress(ctx context.Context) (int64, error) {
+	const removed = `FROM reading_progress p
+		JOIN delete_outcomes o ON o.file_id = p.file_id AND o.outcome IN ('trashed', 'unlinked')
+		JOIN delete_plans pl ON pl.job_id = o.job_id
+		JOIN delete_plan_files r ON r.plan_id = pl.id AND r.file_id = o.file_id AND r.decision = 'remove'
+		JOIN delete_plan_files k ON k.plan_id = pl.id AND k.group_seq = r.group_seq AND k.decision = 'keep'`
+	var n int64
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO reading_progress (user_id, file_id, page, completed, updated_at)
+			SELECT p.user_id, k.file_id, max(p.page), max(p.completed), max(p.updated_at) `+removed+`
+			GROUP BY p.user_id, k.file_id ON CONFLICT (user_id, file_id) DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		_, err = tx.ExecContext(ctx, `DELETE FROM reading_progress WHERE (user_id, file_id) IN (
+			SELECT p.user_id, p.file_id `+removed+`)`)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("settle keeper progress: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The lists a reader browses (OPDS, /me): each holds only what the
+// reader's grant shows, in natural order, paged by offset.
+
+// libraryCols and seriesCols qualified by their tables' aliases.
+const (
+	libraryColsL = `l.id, l.name, l.path, l.scan_interval_minutes, l.last_scan_requested_at, l.allow_delete, l.allow_unlink,
+	l.media, l.created_at, l.updated_at`
+	seriesColsS = `s.id, s.library_id, s.name, s.name_key, s.publisher, s.publisher_key, s.year, s.summary, s.file_count,
+	s.sort_key, s.created_at, s.updated_at`
+)
+
+const (
+	grantOfSeries  = `(? = 1 OR EXISTS (SELECT 1 FROM user_libraries ul WHERE ul.user_id = ? AND ul.library_id = s.library_id))`
+	grantOfLibrary = `(? = 1 OR EXISTS (SELECT 1 FROM user_libraries ul WHERE ul.user_id = ? AND ul.library_id = l.id))`
+)
+
+// ReaderLibraries lists the libraries the reader may see, by name.
+func (s *Store) ReaderLibraries(ctx context.Context, r Reader) ([]Library, error) {
+	out := []Library{}
+	err := s.r.SelectContext(ctx, &out, `SELECT `+libraryColsL+` FROM libraries l WHERE `+grantOfLibrary+
+		` ORDER BY l.name, l.id`, r.all(), r.UserID)
+	if err != nil {
+		return nil, fmt.Errorf("reader libraries: %w", err)
+	}
+	return out, nil
+}
+
+// ReaderLibrary returns one library of the grant, library_not_found
+// otherwise.
+func (s *Store) ReaderLibrary(ctx context.Context, r Reader, id int64) (Library, error) {
+	var l Library
+	err := s.r.GetContext(ctx, &l, `SELECT `+libraryColsL+` FROM libraries l WHERE l.id = ? AND `+grantOfLibrary,
+		id, r.all(), r.UserID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Library{}, missingRow(libraryRow, id)
+	}
+	if err != nil {
+		return Library{}, fmt.Errorf("reader library: %w", err)
+	}
+	return l, nil
+}
+
+// ReaderSeries returns one series of the grant, series_not_found
+// otherwise.
+func (s *Store) ReaderSeries(ctx context.Context, r Reader, id int64) (Series, error) {
+	var out Series
+	err := s.r.GetContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE s.id = ? AND `+grantOfSeries,
+		id, r.all(), r.UserID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Series{}, missingRow(seriesRow, id)
+	}
+	if err != nil {
+		return Series{}, fmt.Errorf("reader series: %w", err)
+	}
+	return out, nil
+}
+
+// ListReaderSeries pages the series of one library of the grant (all of
+// them when libraryID is 0) in natural name order; a non-empty query keeps
+// the series whose name contains it (case-insensitive).
+func (s *Store) ListReaderSeries(ctx context.Context, r Reader, libraryID int64, query string, offset, limit int) ([]Series, error) {
+	out := []Series{}
+	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s
+		WHERE s.file_count > 0 AND (? = 0 OR s.library_id = ?) AND (? = '' OR lower(s.name) LIKE ? ESCAPE '\')
+		AND `+grantOfSeries+` ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?`,
+		libraryID, libraryID, query, likePattern(query), r.all(), r.UserID, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("list reader series: %w", err)
+	}
+	return out, nil
+}
+
+// SeriesBooks pages the books of a series in reading order.
+func (s *Store) SeriesBooks(ctx context.Context, r Reader, seriesID int64, offset, limit int) ([]Book, error) {
+	out := []Book{}
+	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE f.series_id = ? AND`+readable+`
+		ORDER BY f.sort_key, f.id LIMIT ? OFFSET ?`, r.UserID, seriesID, r.all(), r.UserID, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("series books: %w", err)
+	}
+	return out, nil
+}
+
+// RecentBooks pages the reader's books, the newest first.
+func (s *Store) RecentBooks(ctx context.Context, r Reader, offset, limit int) ([]Book, error) {
+	out := []Book{}
+	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE`+readable+`
+		ORDER BY f.created_at DESC, f.id DESC LIMIT ? OFFSET ?`, r.UserID, r.all(), r.UserID, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("recent books: %w", err)
+	}
+	return out, nil
+}
+
+// likePattern is "%query%" in lower case with LIKE's wildcards escaped.
+func likePattern(q string) string {
+	q = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(strings.ToLower(q))
+	return "%" + q + "%"
+}

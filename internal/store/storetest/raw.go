@@ -1,0 +1,50 @@
+package storetest
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/internal/pools"
+)
+
+// The raw SQL of tests, and of tools acting as a third party that writes
+// rows by hand. It runs on st's own pools (for a worker store, under its
+// whitelist), so a test sees exactly what the product's connections see;
+// product code uses the store's named methods.
+
+// Exec runs one statement on st's writer pool.
+func Exec(ctx context.Context, st *store.Store, query string, args ...any) (sql.Result, error) {
+	w, _ := pools.Of(st)
+	return w.ExecContext(ctx, query, args...)
+}
+
+// InsertID runs one `INSERT … RETURNING id` on st's writer pool and
+// returns the new row's id (database/sql's LastInsertId has no PostgreSQL
+// form).
+func InsertID(ctx context.Context, st *store.Store, query string, args ...any) (int64, error) {
+	w, _ := pools.Of(st)
+	var id int64
+	err := w.QueryRowContext(ctx, query, args...).Scan(&id)
+	return id, err
+}
+
+// QueryInt runs a query returning one integer on st's reader pool.
+func QueryInt(ctx context.Context, st *store.Store, query string, args ...any) (int64, error) {
+	var n int64
+	err := QueryRow(ctx, st, query, args...).Scan(&n)
+	return n, err
+}
+
+// QueryText runs a query returning one text value on st's reader pool.
+func QueryText(ctx context.Context, st *store.Store, query string, args ...any) (string, error) {
+	var v string
+	err := QueryRow(ctx, st, query, args...).Scan(&v)
+	return v, err
+}
+
+// QueryRow runs a query returning one row on st's reader pool.
+func QueryRow(ctx context.Context, st *store.Store, query string, args ...any) *sql.Row {
+	_, r := pools.Of(st)
+	return r.QueryRowContext(ctx, query, args...)
+}

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+var (
+	userRow   = rowKind{protocol.CodeUserNotFound, "user"}
+	apiKeyRow = rowKind{protocol.CodeAPIKeyNotFound, "api key"}
+)
+
+// User is a reader account. PasswordHash is the PHC string of its
+// argon2id hash; the API never shows it.
+type User struct {
+	ID           int64         `db:"id"`
+	Name         string        `db:"name"`
+	PasswordHash string        `db:"password_hash"`
+	Disabled     bool          `db:"disabled"`
+	CreatedAt    protocol.Time `db:"created_at"`
+	UpdatedAt    protocol.Time `db:"updated_at"`
+}
+
+const userCols = `id, name, password_hash, disabled, created_at, updated_at`
+
+// APIKey is one API key of a user; only the SHA-256 of the key is stored.
+type APIKey struct {
+	ID         int64             `db:"id"`
+	UserID     int64             `db:"user_id"`
+	Name       string            `db:"name"`
+	CreatedAt  protocol.Time     `db:"created_at"`
+	LastUsedAt protocol.NullTime `db:"last_used_at"`
+}
+
+const apiKeyCols = `id, user_id, name, created_at, last_used_at`
+
+func userExists(name string) error {
+	return &protocol.Error{Code: protocol.CodeUserExists, Message: fmt.Sprintf("a user named %q exists", name), Err: ErrConflict}
+}
+
+// CreateUser inserts a user; user_exists when the name is taken.
+func (s *Store) CreateUser(ctx context.Context, name, passwordHash string) (User, error) {
+	now := s.nowText()
+	var u User
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &u, `INSERT INTO users (name, password_hash, created_at, updated_at)
+			VALUES (?, ?, ?, ?) RETURNING `+userCols, name, passwordHash, now, now)
+	})
+	if IsUnique(err) {
+		return User{}, userExists(name)
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("create user: %w", err)
+	}
+	return u, nil
+}
+
+// GetUser returns one user or user_not_found.
+func (s *Store) GetUser(ctx context.Context, id int64) (User, error) {
+	return getRow[User](ctx, s.r, userRow, `SELECT `+userCols+` FROM users WHERE id = ?`, id)
+}
+
+// UserByName returns the user with this name, ErrNotFound when none.
+func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
+	var u User
+	err := s.r.GetContext(ctx, &u, `SELECT `+userCols+` FROM users WHERE name = ?`, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return User{}, missingRow(userRow, name)
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("user by name: %w", err)
+	}
+	return u, nil
+}
+
+// ListUsers returns up to limit users with id > afterID, id order.
+func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
+	out := []User{}
+	err := s.r.SelectContext(ctx, &out, `SELECT `+userCols+` FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return out, nil
+}
+
+// UserPatch changes the set fields of a user.
+type UserPatch struct {
+	Name         *string
+	PasswordHash *string
+	Disabled     *bool
+}
+
+// UpdateUser applies a patch; user_not_found or user_exists.
+func (s *Store) UpdateUser(ctx context.Context, id int64, p UserPatch) (User, error) {
+	now := s.nowText()
+	var u User
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &u, `UPDATE users SET name = coalesce(?, name),
+				password_hash = coalesce(?, password_hash), disabled = coalesce(?, disabled), updated_at = ?
+			WHERE id = ? RETURNING `+userCols, p.Name, p.PasswordHash, p.Disabled, now, id)
+	})
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return User{}, missingRow(userRow, id)
+	case IsUnique(err):
+		return User{}, userExists(*p.Name)
+	case err != nil:
+		return User{}, fmt.Errorf("update user: %w", err)
+	}
+	return u, nil
+}
+
+// DeleteUser deletes a user with its grants, keys and progress.
+func (s *Store) DeleteUser(ctx context.Context, id int64) error {
+	return s.deleteByID(ctx, userRow, `DELETE FROM users WHERE id = ?`, id)
+}
+
+func (s *Store) deleteByID(ctx context.Context, k rowKind, q string, args ...any) error {
+	var n int64
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", k.name, err)
+	}
+	if n == 0 {
+		return missingRow(k, args[0])
+	}
+	return nil
+}
+
+// UserLibraries lists the ids of the libraries a user may see.
+func (s *Store) UserLibraries(ctx context.Context, userID int64) ([]int64, error) {
+	out := []int64{}
+	err := s.r.SelectContext(ctx, &out, `SELECT library_id FROM user_libraries WHERE user_id = ? ORDER BY library_id`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("user libraries: %w", err)
+	}
+	return out, nil
+}
+
+// SetUserLibraries replaces a user's grant: user_not_found, or
+// library_not_found for an id that names no library.
+func (s *Store) SetUserLibraries(ctx context.Context, userID int64, libraryIDs []int64) error {
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		var n int
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM users WHERE id = ?`, userID); err != nil {
+			return err
+		}
+		if n == 0 {
+			return missingRow(userRow, userID)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM user_libraries WHERE user_id = ?`, userID); err != nil {
+			return err
+		}
+		for _, lib := range libraryIDs {
+			res, err := tx.ExecContext(ctx, `INSERT INTO user_libraries (user_id, library_id)
+				SELECT ?, id FROM libraries WHERE id = ? ON CONFLICT DO NOTHING`, userID, lib)
+			if err != nil {
+				return err
+			}
+			if k, _ := res.RowsAffected(); k == 0 && !hasLibrary(ctx, tx, lib) {
+				return missingRow(libraryRow, lib)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set user libraries: %w", err)
+	}
+	return nil
+}
+
+func hasLibrary(ctx context.Context, tx *sqlx.Tx, id int64) bool {
+	var n int
+	return tx.GetContext(ctx, &n, `SELECT count(*) FROM libraries WHERE id = ?`, id) == nil && n > 0
+}
+
+// CreateAPIKey stores the hash of a new key of a user: user_not_found.
+func (s *Store) CreateAPIKey(ctx context.Context, userID int64, name string, keyHash []byte) (APIKey, error) {
+	now := s.nowText()
+	var k APIKey
+	err := s.write(ctx, func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &k, `INSERT INTO api_keys (user_id, name, key_hash, created_at)
+			SELECT id, ?, ?, ? FROM users WHERE id = ? RETURNING `+apiKeyCols, name, keyHash, now, userID)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return APIKey{}, missingRow(userRow, userID)
+	}
+	if err != nil {
+		return APIKey{}, fmt.Errorf("create api key: %w", err)
+	}
+	return k, nil
+}
+
+// ListAPIKeys lists a user's keys (never the keys themselves).
+func (s *Store) ListAPIKeys(ctx context.Context, userID int64) ([]APIKey, error) {
+	out := []APIKey{}
+	err := s.r.SelectContext(ctx, &out, `SELECT `+apiKeyCols+` FROM api_keys WHERE user_id = ? ORDER BY id`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteAPIKey revokes one key of a user: api_key_not_found.
+func (s *Store) DeleteAPIKey(ctx context.Context, userID, keyID int64) error {
+	return s.deleteByID(ctx, apiKeyRow, `DELETE FROM api_keys WHERE id = ? AND user_id = ?`, keyID, userID)
+}
+
+// UserByAPIKey returns the owner of the key with this hash; ErrNotFound
+// when no key has it.
+func (s *Store) UserByAPIKey(ctx context.Context, keyHash []byte) (User, error) {
+	var u User
+	err := s.r.GetContext(ctx, &u, `SELECT u.id, u.name, u.password_hash, u.disabled, u.created_at, u.updated_at FROM api_keys k JOIN users u ON u.id = k.user_id
+		WHERE k.key_hash = ?`, keyHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return User{}, missingRow(apiKeyRow, "")
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("user by api key: %w", err)
+	}
+	return u, nil
+}
+
+// apiKeyUseStep is how stale last_used_at may get before a use writes it:
+// a reader app sends its key with every page, and one write an hour says
+// as much as one a page.
+const apiKeyUseStep = time.Hour
+
+// TouchAPIKey records a use of the key with this hash.
+func (s *Store) TouchAPIKey(ctx context.Context, keyHash []byte) error {
+	now := s.Now()
+	return s.write(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = ?
+			WHERE key_hash = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+			protocol.FormatTime(now), keyHash, protocol.FormatTime(now.Add(-apiKeyUseStep)))
+		return err
+	})
+}
