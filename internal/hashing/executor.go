@@ -295,18 +295,20 @@ func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) erro
 	return nil
 }
 
-// flushContext is the context a batch's results are written with: past a
-// cancel or a yield, one that outlives ctx by at most FlushTimeout, so
-// that what was read is kept; past a lost lease, none: the work is no
-// longer this run's, and it stops with the cause (the store would refuse
-// the write as well, store.ErrLeaseLost, since it carries the claim's
-// fence).
+// flushContext is the context a batch's results are written with. While
+// ctx lives it has no deadline: a slow write on a loaded machine is not a
+// failure. Past a cancel or a yield it outlives ctx by at most
+// FlushTimeout, so that what was read is kept. Past a lost lease there is
+// none: the work is no longer this run's, and it stops with the cause (the
+// store would refuse the write as well, store.ErrLeaseLost, since it
+// carries the claim's fence).
 func (r *run) flushContext(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	if cause := context.Cause(ctx); errors.Is(cause, engine.ErrLeaseLost) {
 		return nil, nil, fmt.Errorf("hash: results dropped: %w", cause)
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.cfg.FlushTimeout)
-	return wctx, cancel, nil
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(r.e.cfg.FlushTimeout, cancel) })
+	return wctx, func() { stop(); cancel() }, nil
 }
 
 // behind runs one write at a time behind the work that produced it, so

@@ -23,6 +23,7 @@ import (
 
 type env struct {
 	ctx     context.Context
+	path    string // the database
 	control *store.Store
 	worker  *store.Store
 	clock   *storetest.Clock
@@ -47,7 +48,7 @@ func (p *progress) Progress(processed, total int64) {
 func setup(t *testing.T) *env {
 	t.Helper()
 	db := storetest.MustOpenClockedDB(t)
-	e := &env{ctx: context.Background(), control: db.Control, worker: db.Worker, clock: db.Clock, root: t.TempDir()}
+	e := &env{ctx: context.Background(), path: db.Path, control: db.Control, worker: db.Worker, clock: db.Clock, root: t.TempDir()}
 	e.lib = filepath.Join(e.root, "comics")
 	if err := os.Mkdir(e.lib, 0o755); err != nil {
 		t.Fatal(err)
@@ -358,6 +359,22 @@ func TestExecute(t *testing.T) {
 		}
 	})
 
+	t.Run("a write slower than FlushTimeout is kept while the job lives", func(t *testing.T) {
+		e := setup(t)
+		e.exec.cfg.FlushTimeout = 20 * time.Millisecond
+		data := []byte("written while the database is busy")
+		id := e.addFile(t, "slow.cbz", data)
+		release := holdWrites(t, e.ctx, e.path)
+		time.AfterFunc(300*time.Millisecond, release)
+		res, _, err := e.run(t, e.ctx)
+		if err != nil || res["hashed"] != 1 {
+			t.Fatalf("%v %v", res, err)
+		}
+		if r := e.row(t, id); r.NeedsHash || !bytes.Equal(r.Sum, refSum(protocol.HashBLAKE3, data)) {
+			t.Fatalf("row %+v", r)
+		}
+	})
+
 	t.Run("cancel inside a large file", func(t *testing.T) {
 		e := setup(t)
 		e.exec.cfg.LargeFileBytes = bufSize
@@ -414,4 +431,39 @@ func TestExecute(t *testing.T) {
 			t.Fatalf("err = %v, want %s", err, protocol.ErrPathViolation)
 		}
 	})
+}
+
+// holdWrites blocks every write to library_files of the database at path,
+// reads still answering, until release is called: a transaction of its own
+// holding SQLite's write lock, or on PostgreSQL a table lock that UPDATE
+// waits for.
+func holdWrites(t *testing.T, ctx context.Context, path string) (release func()) {
+	t.Helper()
+	db, err := store.OpenRaw(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := []string{`BEGIN IMMEDIATE`}
+	if store.IsPostgres(path) {
+		lock = []string{`BEGIN`, `LOCK TABLE library_files IN SHARE ROW EXCLUSIVE MODE`}
+	}
+	for _, q := range lock {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			conn.ExecContext(ctx, `ROLLBACK`)
+			conn.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
