@@ -32,6 +32,7 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER tr_book_search_file_update AFTER UPDATE OF relative_path, series_id ON library_files
+WHEN old.relative_path IS NOT new.relative_path OR old.series_id IS NOT new.series_id
 BEGIN
     DELETE FROM book_search WHERE docid = old.id;
     INSERT INTO book_search (docid, title, series, people)
@@ -57,6 +58,8 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER tr_book_search_metadata_update AFTER UPDATE ON file_metadata
+WHEN old.file_id IS NOT new.file_id OR old.title IS NOT new.title OR old.series IS NOT new.series
+    OR old.writer IS NOT new.writer OR old.penciller IS NOT new.penciller
 BEGIN
     DELETE FROM book_search WHERE docid IN (old.file_id, new.file_id);
     INSERT INTO book_search (docid, title, series, people)
@@ -82,6 +85,7 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER tr_search_series_update AFTER UPDATE OF name ON series
+WHEN old.name IS NOT new.name
 BEGIN
     DELETE FROM series_search WHERE docid = old.id;
     INSERT INTO series_search (docid, name) VALUES (new.id, new.name);

@@ -171,6 +171,15 @@ func TestSearchIndexFollowsEveryWrite(t *testing.T) {
 	e.exec(t, `DELETE FROM library_files WHERE id = ?`, book)
 	e.expect(t, "renamed")
 	e.expect(t, "01", other)
+
+	// One statement of many rows: PostgreSQL's insert trigger runs once
+	// per statement, over its transition table.
+	e.exec(t, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at)
+		VALUES (?, 'Batch/Alpha.cbz', 1, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000'),
+		       (?, 'Batch/Beta.cbz', 1, 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib, e.lib)
+	if got := e.books(t, "batch"); len(got) != 2 {
+		t.Errorf("a two-row insert indexed %v; want both rows", got)
+	}
 }
 
 // TestSearchSyntaxIsNeverPassedThrough sends what MATCH and to_tsquery would

@@ -24,10 +24,28 @@ CREATE INDEX ix_series_search ON series USING gin (to_tsvector('simple', regexp_
 
 INSERT INTO book_search (file_id, doc) SELECT file_id, doc FROM book_search_source;
 
+-- The triggers cost every writer of these tables, so they do as little as
+-- they can: the refresh is PL/pgSQL, whose statements are planned once per
+-- session (a LANGUAGE sql body is planned again at every call); an insert
+-- into library_files refreshes once per statement, from its transition
+-- table; and an update fires only when a column the document reads really
+-- changed (UPDATE OF alone fires whenever the column is SET, even to
+-- itself, as a rescan does).
 -- +goose StatementBegin
-CREATE FUNCTION book_search_refresh(ids bigint[]) RETURNS void LANGUAGE sql AS $$
+CREATE FUNCTION book_search_refresh(ids bigint[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
     DELETE FROM book_search WHERE file_id = ANY(ids);
     INSERT INTO book_search (file_id, doc) SELECT file_id, doc FROM book_search_source WHERE file_id = ANY(ids);
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION tr_book_search_files_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM book_search_refresh(ARRAY(SELECT id FROM added));
+    RETURN NULL;
+END;
 $$;
 -- +goose StatementEnd
 
@@ -50,18 +68,29 @@ END;
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER tr_book_search_file AFTER INSERT OR UPDATE OF relative_path, series_id ON library_files
+CREATE TRIGGER tr_book_search_file_insert AFTER INSERT ON library_files
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION tr_book_search_files_added();
+CREATE TRIGGER tr_book_search_file_update AFTER UPDATE OF relative_path, series_id ON library_files
+    FOR EACH ROW WHEN (OLD.relative_path IS DISTINCT FROM NEW.relative_path OR OLD.series_id IS DISTINCT FROM NEW.series_id)
+    EXECUTE FUNCTION tr_book_search();
+CREATE TRIGGER tr_book_search_metadata AFTER INSERT OR DELETE ON file_metadata
     FOR EACH ROW EXECUTE FUNCTION tr_book_search();
-CREATE TRIGGER tr_book_search_metadata AFTER INSERT OR UPDATE OR DELETE ON file_metadata
-    FOR EACH ROW EXECUTE FUNCTION tr_book_search();
+CREATE TRIGGER tr_book_search_metadata_update AFTER UPDATE ON file_metadata
+    FOR EACH ROW WHEN (OLD.file_id IS DISTINCT FROM NEW.file_id OR OLD.title IS DISTINCT FROM NEW.title
+        OR OLD.series IS DISTINCT FROM NEW.series OR OLD.writer IS DISTINCT FROM NEW.writer
+        OR OLD.penciller IS DISTINCT FROM NEW.penciller)
+    EXECUTE FUNCTION tr_book_search();
 CREATE TRIGGER tr_book_search_series AFTER UPDATE OF name ON series
-    FOR EACH ROW EXECUTE FUNCTION tr_book_search();
+    FOR EACH ROW WHEN (OLD.name IS DISTINCT FROM NEW.name) EXECUTE FUNCTION tr_book_search();
 
 -- +goose Down
 DROP TRIGGER tr_book_search_series ON series;
+DROP TRIGGER tr_book_search_metadata_update ON file_metadata;
 DROP TRIGGER tr_book_search_metadata ON file_metadata;
-DROP TRIGGER tr_book_search_file ON library_files;
+DROP TRIGGER tr_book_search_file_update ON library_files;
+DROP TRIGGER tr_book_search_file_insert ON library_files;
 DROP FUNCTION tr_book_search();
+DROP FUNCTION tr_book_search_files_added();
 DROP FUNCTION book_search_refresh(bigint[]);
 DROP INDEX ix_series_search;
 DROP TABLE book_search;
