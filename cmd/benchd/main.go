@@ -33,10 +33,11 @@ func run(args []string) int {
 	data := fs.String("data", "", "folder in which the run makes its own folder for generated data and binaries (default: the OS temp dir)")
 	keep := fs.Bool("keep", false, "keep the run's data folder afterwards (default: removed)")
 	cache := fs.String("cache", "", "keep the benchmarks' generated corpora in this folder between runs (default: none)")
+	oneSize := fs.Bool("one-size", false, "run each workload at its scale's first size only (make bench-smoke)")
 	if err := fs.Parse(args); err != nil {
 		return 64
 	}
-	cfg := bench.Config{DataDir: *data, Keep: *keep, Cache: *cache, Log: os.Stderr}
+	cfg := bench.Config{DataDir: *data, Keep: *keep, Cache: *cache, OneSize: *oneSize, Log: os.Stderr}
 	var err error
 	if cfg.Scale, err = bench.ParseScale(*scale); err != nil {
 		fmt.Fprintln(os.Stderr, err)

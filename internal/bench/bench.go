@@ -58,6 +58,10 @@ type Config struct {
 	Cache string
 	// Only runs the workloads whose name matches (default all).
 	Only *regexp.Regexp
+	// OneSize runs each workload at the first size of its scale only:
+	// make test's smoke, which asks whether every workload runs, not how
+	// its cost grows.
+	OneSize bool
 	// Log receives progress lines; default io.Discard.
 	Log io.Writer
 }
@@ -200,7 +204,7 @@ func notRun(workload, size, target string, err error) Row {
 func reproduce(s Scale) []string {
 	return []string{
 		"make bench         # go run ./cmd/benchd -scale full -write docs/PERFORMANCE.md   (up to 30 minutes)",
-		"make bench-smoke   # go run ./cmd/benchd -scale small   (a few minutes, no timing assertion)",
+		"make bench-smoke   # go run ./cmd/benchd -scale small -one-size   (a few minutes, no timing assertion)",
 		fmt.Sprintf("go run ./cmd/benchd -scale %s -only '^hash'   # one workload group; -keep/-cache to keep data", s),
 	}
 }

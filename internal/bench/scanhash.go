@@ -10,10 +10,14 @@ import (
 // grows linearly.
 
 func (r *runner) pick(small, full []int) []int {
+	sizes := full
 	if r.small() {
-		return small
+		sizes = small
 	}
-	return full
+	if r.cfg.OneSize {
+		return sizes[:1]
+	}
+	return sizes
 }
 
 // rescanRows: BenchmarkRescanUnchanged (the real scan executor on a
