@@ -30,6 +30,8 @@ func (e *Engine) jobOnce(ctx context.Context) (bool, error) {
 	if len(kinds) == 0 {
 		return false, nil
 	}
+	ctx, cancel := e.claimContext(ctx)
+	defer cancel()
 	job, err := e.st.ClaimJob(ctx, e.cfg.WorkerID, e.cfg.Lease, kinds...)
 	if err != nil || job == nil {
 		return false, err
@@ -180,6 +182,8 @@ func (e *Engine) jobExecutor(job model.Job) (JobExecutor, error) {
 
 // thumbnailOnce claims and renders one thumbnail.
 func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
+	ctx, cancel := e.claimContext(ctx)
+	defer cancel()
 	t, err := e.st.ClaimThumbnail(ctx, e.cfg.WorkerID, e.cfg.Lease)
 	if err != nil || t == nil {
 		return false, err
@@ -200,6 +204,8 @@ func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
 
 // cleanupOnce claims and runs one thumbnail cleanup row.
 func (e *Engine) cleanupOnce(ctx context.Context) (bool, error) {
+	ctx, cancel := e.claimContext(ctx)
+	defer cancel()
 	c, err := e.st.ClaimCleanup(ctx, e.cfg.WorkerID, e.cfg.Lease)
 	if err != nil || c == nil {
 		return false, err
@@ -222,6 +228,8 @@ func (e *Engine) cleanupOnce(ctx context.Context) (bool, error) {
 // checkpoint (figure or coded error) is retried with backoff; other errors
 // fail the row.
 func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
+	ctx, cancel := e.claimContext(ctx)
+	defer cancel()
 	w, err := e.st.ClaimCheckpoint(ctx, e.cfg.WorkerID, e.cfg.Lease)
 	if err != nil || w == nil {
 		return false, err
@@ -247,6 +255,16 @@ func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
 		}
 	})
 	return true, nil
+}
+
+// claimContext is the context a claim runs with: a shutdown that begins
+// during the claim does not cancel it, bounded by one lease. Cancelled, a
+// claim the database had already committed (PostgreSQL commits, then the
+// client stops reading the answer) would be dropped unrun, its row held by
+// this worker until the shutdown releases it; seen through, its work runs
+// within the shutdown's grace.
+func (e *Engine) claimContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Lease)
 }
 
 // dbUnavailable: work that failed because the database could not be
