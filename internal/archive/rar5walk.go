@@ -66,31 +66,19 @@ func rar5Walk(r io.ReaderAt, size int64, visit func(h rar5Header) bool) (ended b
 // rar5Block splits a header into its type, flags, data size, body and
 // extra area.
 func rar5Block(b []byte) (h rar5Header, ok bool) {
-	ok = true
-	next := func() uint64 {
-		if !ok {
-			return 0
-		}
-		v, n := rar5Vint(b)
-		if n == 0 {
-			ok = false
-			return 0
-		}
-		b = b[n:]
-		return v
-	}
-	h.typ, h.flags = next(), next()
+	f := rar5Fields{b: b, ok: true}
+	h.typ, h.flags = f.vint(), f.vint()
 	extra := uint64(0)
 	if h.flags&rar5HasExtra != 0 {
-		extra = next()
+		extra = f.vint()
 	}
 	if h.flags&rar5HasData != 0 {
-		h.data = next()
+		h.data = f.vint()
 	}
-	if !ok || extra > uint64(len(b)) {
+	if !f.ok || extra > uint64(len(f.b)) {
 		return h, false
 	}
-	h.body, h.extra = b, b[uint64(len(b))-extra:]
+	h.body, h.extra = f.b, f.b[uint64(len(f.b))-extra:]
 	return h, true
 }
 

@@ -160,40 +160,58 @@ func rar5CRCs(r io.ReaderAt, size int64) []rarHeaderCRC {
 // mtime and CRC when flagged, compression, host OS, then the name. ok is
 // false when the body is shorter than its fields say.
 func rar5File(b []byte) (e rarHeaderCRC, ok bool) {
-	ok = true
-	next := func() uint64 {
-		v, n := rar5Vint(b)
-		if n == 0 {
-			ok = false
-			return 0
-		}
-		b = b[n:]
-		return v
-	}
-	fileFlags := next()
-	e.size = int64(min(next(), 1<<62))
-	next() // attributes
+	f := rar5Fields{b: b, ok: true}
+	fileFlags := f.vint()
+	e.size = int64(min(f.vint(), 1<<62))
+	f.vint() // attributes
 	if fileFlags&rar5FileMtime != 0 {
-		if len(b) < 4 {
-			return e, false
-		}
-		b = b[4:]
+		f.bytes(4)
 	}
 	e.hasCRC = fileFlags&rar5FileCRC != 0
 	if e.hasCRC {
-		if len(b) < 4 {
-			return e, false
+		if crc := f.bytes(4); crc != nil {
+			e.crc = binary.LittleEndian.Uint32(crc)
 		}
-		e.crc, b = binary.LittleEndian.Uint32(b), b[4:]
 	}
-	next() // compression
-	next() // host OS
-	nameLen := next()
-	if !ok || nameLen > uint64(len(b)) {
+	f.vint() // compression
+	f.vint() // host OS
+	name := f.bytes(f.vint())
+	if !f.ok {
 		return e, false
 	}
-	e.name, e.dir = string(b[:nameLen]), fileFlags&rar5FileDir != 0
-	return e, ok
+	e.name, e.dir = string(name), fileFlags&rar5FileDir != 0
+	return e, true
+}
+
+// rar5Fields reads a header's fields in order. Once one is short, ok is
+// false and every later read is empty.
+type rar5Fields struct {
+	b  []byte
+	ok bool
+}
+
+func (f *rar5Fields) vint() uint64 {
+	if !f.ok {
+		return 0
+	}
+	v, n := rar5Vint(f.b)
+	if n == 0 {
+		f.ok = false
+		return 0
+	}
+	f.b = f.b[n:]
+	return v
+}
+
+// bytes takes the next n bytes.
+func (f *rar5Fields) bytes(n uint64) []byte {
+	if !f.ok || n > uint64(len(f.b)) {
+		f.ok = false
+		return nil
+	}
+	v := f.b[:n]
+	f.b = f.b[n:]
+	return v
 }
 
 // rar5Vint reads a RAR5 variable-length integer: 7 bits a byte, low first,
