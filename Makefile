@@ -53,23 +53,24 @@ vet: deps
 	$(GO) vet -tags bindery_testexec ./cmd/workerd
 
 # The README's test command; .ci/run calls exactly this.
-# bench-smoke runs beside the tests: the container tests spend most of
-# their time waiting on docker, and the two together fit the time budget.
-# The PostgreSQL run of the store suite goes beside them too.
-# bench-smoke and test-postgres run beside go test at the lowest priority:
-# they assert nothing about time, while the deploy tests wait for the base
-# images that the background build (docker-base-background) makes, and that
-# build took 15 minutes on two cores when it shared them equally. The
-# timeout is a guard, not the budget: on a slow day the deploy package, which
-# waits for those images, passed go test's old 20 minutes with its compose
-# tests still building.
-test: docker-base-background deps test-deps fmt-check vet
-	@mkdir -p $(VAR); nice -n 19 $(MAKE) --no-print-directory bench-smoke >$(VAR)/bench-smoke.log 2>&1 & bench=$$!; \
+# go test runs the two longest packages first (the crash harness and the
+# container tests, each about seven minutes, mostly waiting on daemons,
+# docker and QEMU) and three packages at a time, so the rest run beside
+# them instead of queueing behind them. go vet, bench-smoke and
+# test-postgres run beside go test at a lower priority: they assert nothing
+# about time, while the deploy tests wait for the base images that the
+# background build (docker-base-background) makes. The timeout is a guard,
+# not the budget.
+TEST_FIRST := ./internal/chaos ./deploy
+test: docker-base-background deps test-deps fmt-check
+	@mkdir -p $(VAR); nice -n 10 $(MAKE) --no-print-directory vet >$(VAR)/vet.log 2>&1 & vet=$$!; \
+	nice -n 19 $(MAKE) --no-print-directory bench-smoke >$(VAR)/bench-smoke.log 2>&1 & bench=$$!; \
 	nice -n 19 $(MAKE) --no-print-directory test-postgres >$(VAR)/test-postgres.log 2>&1 & pg=$$!; \
-	$(GO) test -race -timeout 30m ./...; rc=$$?; \
+	$(GO) test -race -p 3 -timeout 30m $(TEST_FIRST) ./...; rc=$$?; \
+	wait $$vet; vrc=$$?; echo "--- make vet (log in $(VAR)/vet.log)"; cat $(VAR)/vet.log; \
 	wait $$pg; prc=$$?; echo "--- make test-postgres (log in $(VAR)/test-postgres.log)"; cat $(VAR)/test-postgres.log; \
 	wait $$bench; brc=$$?; echo "--- make bench-smoke (log in $(VAR)/bench-smoke.log)"; cat $(VAR)/bench-smoke.log; \
-	[ $$rc -eq 0 ] && [ $$prc -eq 0 ] && [ $$brc -eq 0 ]
+	[ $$rc -eq 0 ] && [ $$vrc -eq 0 ] && [ $$prc -eq 0 ] && [ $$brc -eq 0 ]
 
 # The suites that run on both engines, on PostgreSQL (a private server
 # each test binary starts; see internal/pgtest). The store and the engine,
@@ -80,8 +81,8 @@ test: docker-base-background deps test-deps fmt-check vet
 POSTGRES_RACE_SUITES := ./internal/store/... ./internal/engine
 POSTGRES_SUITES := ./internal/api ./internal/trash ./internal/scan ./internal/hashing ./internal/thumbs ./cmd/workerd
 test-postgres: deps
-	BINDERY_TEST_DB=postgres $(GO) test -race -timeout 20m $(POSTGRES_RACE_SUITES)
-	BINDERY_TEST_DB=postgres $(GO) test -timeout 20m $(POSTGRES_SUITES)
+	BINDERY_TEST_DB=postgres $(GO) test -race -timeout 20m $(POSTGRES_RACE_SUITES); rc=$$?; \
+	BINDERY_TEST_DB=postgres $(GO) test -timeout 20m $(POSTGRES_SUITES) && exit $$rc
 
 # The performance report: every workload beside the tool users compare it
 # with, measured in the same run, written to docs/PERFORMANCE.md.
