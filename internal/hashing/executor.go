@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
@@ -346,9 +347,5 @@ func capBytes(batch []store.HashCandidate, limit int64) []store.HashCandidate {
 
 // backoff is RetryBase doubled per earlier failure, capped at RetryMax.
 func (e *Executor) backoff(errorCount int64) time.Duration {
-	d := e.cfg.RetryBase
-	for i := int64(1); i < errorCount && d < e.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	return min(d, e.cfg.RetryMax)
+	return backoff.Exponential(e.cfg.RetryBase, e.cfg.RetryMax, 2, errorCount)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -39,14 +40,14 @@ func TestThumbnailLease(t *testing.T) {
 		if err := f.worker.FailThumbnail(f.ctx, tb.Fence(), protocol.ErrDecodeError, "bad jpeg"); err != nil {
 			t.Fatal(err)
 		}
-		want := "failed,decode_error,1," + protocol.FormatTime(f.clock.Now().Add(store.ThumbnailBackoff(1)))
+		want := "failed,decode_error,1," + protocol.FormatTime(f.clock.Now().Add(backoff.Thumbnail(1)))
 		if got := f.str(t, `SELECT status || ',' || error_code || ',' || error_count || ',' || `+storetest.TimeText("retry_after")+` FROM thumbnails WHERE id = ?`, b); got != want {
 			t.Fatalf("failed row %s, want %s", got, want)
 		}
 		if n, err := f.control.RequeueFailedThumbnails(f.ctx); err != nil || n != 0 {
 			t.Fatalf("early requeue %d, %v", n, err)
 		}
-		f.clock.Advance(store.ThumbnailBackoff(1))
+		f.clock.Advance(backoff.Thumbnail(1))
 		// A newer pending row for the same file blocks the requeue (the
 		// active-file unique index); once it is gone the failed row goes back.
 		other := f.addThumb(t, 2, "g")
@@ -65,7 +66,7 @@ func TestThumbnailLease(t *testing.T) {
 	t.Run("gives up after max errors", func(t *testing.T) {
 		f := setupLease(t)
 		id := f.addThumb(t, 1, "g")
-		f.exec(t, `UPDATE thumbnails SET error_count = ? WHERE id = ?`, store.ThumbnailMaxErrors-1, id)
+		f.exec(t, `UPDATE thumbnails SET error_count = ? WHERE id = ?`, backoff.ThumbnailMaxErrors-1, id)
 		claimed, _ := f.worker.ClaimThumbnail(f.ctx, "w", lease)
 		if claimed == nil || claimed.ID != id {
 			t.Fatalf("claimed %+v", claimed)
@@ -165,12 +166,12 @@ func TestCheckpointLease(t *testing.T) {
 	if w, _ := f.worker.ClaimCheckpoint(f.ctx, "w", lease); w != nil {
 		t.Fatal("claimed before retry_after")
 	}
-	f.clock.Advance(store.WALBackoff(1))
+	f.clock.Advance(backoff.WAL(1))
 	if w, _ = f.worker.ClaimCheckpoint(f.ctx, "w", lease); w == nil || w.RetryCount != 1 {
 		t.Fatalf("retry claim %+v", w)
 	}
 	f.worker.RetryCheckpoint(f.ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, "readers", 2)
-	f.clock.Advance(store.WALBackoff(2))
+	f.clock.Advance(backoff.WAL(2))
 	w, _ = f.worker.ClaimCheckpoint(f.ctx, "w", lease)
 	if err := f.worker.RetryCheckpoint(f.ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, "readers", 2); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -286,7 +287,7 @@ func TestRecoverStale(t *testing.T) {
 		`SELECT status || coalesce(worker_id, '-') || coalesce(` + storetest.TimeText("lease_expires_at") + `, '-') FROM jobs WHERE id = ?`:                   "retryable--",
 		`SELECT status || coalesce(worker_id, '-') || coalesce(` + storetest.TimeText("lease_expires_at") + `, '-') FROM thumbnails WHERE id = ?`:             "pending--",
 		`SELECT status || coalesce(worker_id, '-') || coalesce(` + storetest.TimeText("lease_expires_at") + `, '-') FROM thumbnail_cleanup_jobs WHERE id = ?`: "pending--",
-		`SELECT status || retry_count || error_code || ` + storetest.TimeText("retry_after") + ` FROM wal_maintenance_jobs WHERE id = ?`:                      "retryable1lease_expired" + protocol.FormatTime(f.clock.Now().Add(store.WALBackoff(1))),
+		`SELECT status || retry_count || error_code || ` + storetest.TimeText("retry_after") + ` FROM wal_maintenance_jobs WHERE id = ?`:                      "retryable1lease_expired" + protocol.FormatTime(f.clock.Now().Add(backoff.WAL(1))),
 	} {
 		var id int64
 		switch {

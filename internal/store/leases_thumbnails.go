@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -80,8 +81,8 @@ func (s *Store) FinishThumbnail(ctx context.Context, f model.Fence, d ThumbnailD
 }
 
 // FailThumbnail ends the thumbnail of claim f as failed with code and
-// message, counting the error. retry_after is now + ThumbnailBackoff(count),
-// or NULL once the row failed ThumbnailMaxErrors times: controld requeues
+// message, counting the error. retry_after is now + backoff.Thumbnail(count),
+// or NULL once the row failed backoff.ThumbnailMaxErrors times: controld requeues
 // only rows whose retry_after passed (RequeueFailedThumbnails). Fenced as
 // FinishThumbnail.
 func (s *Store) FailThumbnail(ctx context.Context, f model.Fence, code, message string) error {
@@ -93,8 +94,8 @@ func (s *Store) FailThumbnail(ctx context.Context, f model.Fence, code, message 
 			return err
 		}
 		var retry any
-		if count < ThumbnailMaxErrors {
-			retry = protocol.FormatTime(now.Add(ThumbnailBackoff(count)))
+		if count < backoff.ThumbnailMaxErrors {
+			retry = protocol.FormatTime(now.Add(backoff.Thumbnail(count)))
 		}
 		return ownedExec(ctx, tx, `UPDATE thumbnails SET status = 'failed', error_code = ?, error_message = ?,
 			error_count = ?, retry_after = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ?

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -66,7 +67,7 @@ func (s *Store) SucceedCheckpoint(ctx context.Context, w model.Fence, f Checkpoi
 
 // RetryCheckpoint is the busy path: the row keeps its figures for audit
 // and becomes retryable with retry_count+1 and retry_after = now +
-// WALBackoff, or failed once retry_count would exceed maxRetries
+// backoff.WAL, or failed once retry_count would exceed maxRetries
 // (setting wal.checkpoint.max_retries).
 func (s *Store) RetryCheckpoint(ctx context.Context, w model.Fence, f CheckpointFigures, code, message string, maxRetries int) error {
 	err := s.fenced(ctx, w, func(tx *sqlx.Tx) error {
@@ -76,7 +77,7 @@ func (s *Store) RetryCheckpoint(ctx context.Context, w model.Fence, f Checkpoint
 		if err := tx.GetContext(ctx, &n, `SELECT retry_count + 1 FROM wal_maintenance_jobs WHERE id = ?`, w.ID); err != nil {
 			return err
 		}
-		status, retry, finished := string(protocol.WALRetryable), any(protocol.FormatTime(now.Add(WALBackoff(n)))), any(nil)
+		status, retry, finished := string(protocol.WALRetryable), any(protocol.FormatTime(now.Add(backoff.WAL(n)))), any(nil)
 		if n > int64(maxRetries) {
 			status, retry, finished = string(protocol.WALFailed), nil, ts
 		}

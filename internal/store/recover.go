@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -121,7 +122,7 @@ func recoverStaleWAL(ctx context.Context, tx *sqlx.Tx, now time.Time) (int64, er
 	}
 	for _, r := range stale {
 		n := r.RetryCount + 1
-		status, retryAfter, finished := string(protocol.WALRetryable), any(protocol.FormatTime(now.Add(WALBackoff(n)))), any(nil)
+		status, retryAfter, finished := string(protocol.WALRetryable), any(protocol.FormatTime(now.Add(backoff.WAL(n)))), any(nil)
 		if n > walRecoverMaxRetries {
 			status, retryAfter, finished = string(protocol.WALFailed), nil, ts
 		}

@@ -3,56 +3,17 @@ package store
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/backoff"
+
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// Backoff policy. Jobs grow as attempt⁴ seconds (1 s, 16 s, 81 s, 256 s,
-// …) so that a flapping NAS share is not hammered, with up to 25 % jitter
-// so that several retryable rows do not wake in lockstep.
-const (
-	jobBackoffCap       = time.Hour
-	walBackoffBase      = 5 * time.Second
-	walBackoffCap       = 5 * time.Minute
-	thumbBackoffBase    = time.Minute
-	thumbBackoffCap     = 24 * time.Hour
-	ThumbnailMaxErrors  = 5 // a thumbnail failing this often stays failed (retry_after NULL)
-	jobRequeueScanLimit = 500
-)
-
-// JobBackoff is the wait before a retryable job whose attempt number is
-// attempt may run again.
-func JobBackoff(attempt int64) time.Duration {
-	a := max(attempt, 1)
-	d := time.Duration(a*a*a*a) * time.Second
-	if a > 60 || d > jobBackoffCap {
-		d = jobBackoffCap
-	}
-	return d + time.Duration(rand.Int64N(int64(d)/4+1))
-}
-
-// WALBackoff is the wait before a WAL row retried n times runs again:
-// 5 s doubling, capped at 5 min, without jitter (recovery is deterministic).
-func WALBackoff(n int64) time.Duration { return expBackoff(walBackoffBase, walBackoffCap, 2, n) }
-
-// ThumbnailBackoff is the wait before a thumbnail that failed errorCount
-// times may be queued again: 1 min growing ×4, capped at a day.
-func ThumbnailBackoff(errorCount int64) time.Duration {
-	return expBackoff(thumbBackoffBase, thumbBackoffCap, 4, errorCount)
-}
-
-// expBackoff is base·factor^(n-1), capped.
-func expBackoff(base, ceiling time.Duration, factor, n int64) time.Duration {
-	d := base
-	for i := int64(1); i < n && d < ceiling; i++ {
-		d *= time.Duration(factor)
-	}
-	return min(d, ceiling)
-}
+// jobRequeueScanLimit bounds the retryable rows one requeue pass reads.
+const jobRequeueScanLimit = 500
 
 // RequeueRetryableJobs is controld's retry policy for the jobs table (issue
 // 3 item 5), in one write transaction:
@@ -100,7 +61,7 @@ func stampRetryAfter(ctx context.Context, tx *sqlx.Tx, now time.Time) error {
 	for _, r := range rows {
 		at := now
 		if r.ErrorCode == nil || *r.ErrorCode != protocol.ErrWorkerShutdown {
-			at = now.Add(JobBackoff(r.Attempt))
+			at = now.Add(backoff.Job(r.Attempt))
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET retry_after = ?, updated_at = ? WHERE id = ?`,
 			protocol.FormatTime(at), protocol.FormatTime(now), r.ID); err != nil {

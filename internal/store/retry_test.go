@@ -10,17 +10,6 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-func TestJobBackoff(t *testing.T) {
-	for attempt, base := range map[int64]time.Duration{1: time.Second, 2: 16 * time.Second, 3: 81 * time.Second, 100: time.Hour} {
-		for range 20 {
-			d := store.JobBackoff(attempt)
-			if d < base || d > base+base/4 {
-				t.Fatalf("JobBackoff(%d) = %v, want %v..%v", attempt, d, base, base+base/4)
-			}
-		}
-	}
-}
-
 func TestRequeueRetryableJobs(t *testing.T) {
 	t.Run("backoff, attempt count, single-active slot", func(t *testing.T) {
 		f := setupLease(t)

@@ -8,6 +8,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -138,8 +139,8 @@ func TestExecutor(t *testing.T) {
 			model.Deref(row.ErrorCode) != protocol.ErrCheckpointBusy || model.Deref(row.CheckpointBusy) != 1 {
 			t.Fatalf("with reader: %+v figures %+v", row, res)
 		}
-		if wait := row.RetryAfter.Sub(e.clock.Now()); wait != store.WALBackoff(1) {
-			t.Fatalf("backoff %v, want %v", wait, store.WALBackoff(1))
+		if wait := row.RetryAfter.Sub(e.clock.Now()); wait != backoff.WAL(1) {
+			t.Fatalf("backoff %v, want %v", wait, backoff.WAL(1))
 		}
 		if w, _ := e.worker.ClaimCheckpoint(e.ctx, "w1", time.Minute); w != nil {
 			t.Fatal("claimed before retry_after")
@@ -147,7 +148,7 @@ func TestExecutor(t *testing.T) {
 		if err := rtx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		e.clock.Advance(store.WALBackoff(1))
+		e.clock.Advance(backoff.WAL(1))
 		var direct [3]int64
 		row, res = e.runOnce(t, ex, func(engine.CheckpointResult) {
 			direct[0], direct[1], direct[2] = directCheckpoint(t, e.raw, "TRUNCATE")
