@@ -53,10 +53,10 @@ vet: deps
 	$(GO) vet -tags bindery_testexec ./cmd/workerd
 
 # The README's test command; .ci/run calls exactly this.
-# go test runs the two longest packages first (the crash harness and the
-# container tests, each about seven minutes, mostly waiting on daemons,
-# docker and QEMU) and three packages at a time, so the rest run beside
-# them instead of queueing behind them. go vet, bench-smoke and
+# go test starts the two longest packages first (the crash harness and the
+# container tests, about seven minutes each), so that neither starts last
+# and holds the run open alone; two packages run at a time (three starved
+# the daemons these packages start). go vet, bench-smoke and
 # test-postgres run beside go test at a lower priority: they assert nothing
 # about time, while the deploy tests wait for the base images that the
 # background build (docker-base-background) makes. The timeout is a guard,
@@ -66,7 +66,7 @@ test: docker-base-background deps test-deps fmt-check
 	@mkdir -p $(VAR); nice -n 10 $(MAKE) --no-print-directory vet >$(VAR)/vet.log 2>&1 & vet=$$!; \
 	nice -n 19 $(MAKE) --no-print-directory bench-smoke >$(VAR)/bench-smoke.log 2>&1 & bench=$$!; \
 	nice -n 19 $(MAKE) --no-print-directory test-postgres >$(VAR)/test-postgres.log 2>&1 & pg=$$!; \
-	$(GO) test -race -p 3 -timeout 30m $(TEST_FIRST) ./...; rc=$$?; \
+	$(GO) test -race -timeout 30m $(TEST_FIRST) ./...; rc=$$?; \
 	wait $$vet; vrc=$$?; echo "--- make vet (log in $(VAR)/vet.log)"; cat $(VAR)/vet.log; \
 	wait $$pg; prc=$$?; echo "--- make test-postgres (log in $(VAR)/test-postgres.log)"; cat $(VAR)/test-postgres.log; \
 	wait $$bench; brc=$$?; echo "--- make bench-smoke (log in $(VAR)/bench-smoke.log)"; cat $(VAR)/bench-smoke.log; \
