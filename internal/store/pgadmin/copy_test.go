@@ -17,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// TestCopyToPostgres moves an SQLite database of 100,000 files (50,000
+// TestCopyToPostgres moves an SQLite database of 20,000 files (10,000
 // duplicate pairs, covers, jobs, changed settings) into PostgreSQL: every
 // row arrives with its id, the duplicate groups are the same, new rows get
 // fresh ids, and a second copy into the now used database is refused.
@@ -37,11 +37,11 @@ func TestCopyToPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
+		`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
 		INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, hash_algorithm, content_hash,
 			needs_hash, created_at, updated_at)
-		SELECT ?1, printf('series %d/book %d.cbz', i % 997, i), 1000 + i % 50000, i, 'blake3',
-			CAST(printf('%032d', i % 50000) AS BLOB), 0, ?2, ?2 FROM n`,
+		SELECT ?1, printf('series %d/book %d.cbz', i % 997, i), 1000 + i % 10000, i, 'blake3',
+			CAST(printf('%032d', i % 10000) AS BLOB), 0, ?2, ?2 FROM n`,
 		`INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at)
 		SELECT id, library_id, 'library:' || library_id, 'ready', 'covers/' || id || '.webp', ?2, ?2
 		FROM library_files WHERE id % 10 = 0 AND ?1 = ?1`,
