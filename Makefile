@@ -103,8 +103,9 @@ fuzz:
 	$(GO) test ./internal/comicinfo -run '^$$' -fuzz '^FuzzComicInfo$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/natsort -run '^$$' -fuzz '^FuzzNatsortLess$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pagesig -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
-	for t in FuzzDecodeJobCursor FuzzDecodeDuplicateGroupCursor FuzzDecodeIDCursor FuzzParseGroupKey; do \
-	  $(GO) test ./protocol -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	for t in FuzzDecodeJobCursor FuzzDecodeDuplicateGroupCursor FuzzDecodeIDCursor; do \
+	  $(GO) test ./internal/api -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParseGroupKey$$' -fuzztime $(FUZZTIME)
 	for t in FuzzValidate FuzzNormalize; do \
 	  $(GO) test ./internal/settings -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 

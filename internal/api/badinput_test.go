@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bindery-nas/bindery/internal/api"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
-	"github.com/bindery-nas/bindery/protocol"
 )
 
 // TestBadInput: every malformed request gets its 4xx with the documented
@@ -93,11 +94,11 @@ func TestBadInput(t *testing.T) {
 
 	t.Run("tampered cursors", func(t *testing.T) {
 		e.t = t
-		good := protocol.EncodeCursor(protocol.JobCursor{CreatedAt: "2026-01-01 00:00:00.000", ID: 5})
-		bad := []string{"x", "!!!!", good[:len(good)-2], good + "A", protocol.EncodeCursor(map[string]any{"id": 5}),
-			protocol.EncodeCursor(protocol.JobCursor{CreatedAt: "yesterday", ID: 5}),
-			protocol.EncodeCursor(protocol.JobCursor{CreatedAt: "2026-01-01 00:00:00.000", ID: -1}),
-			protocol.EncodeCursor(map[string]any{"created_at": "2026-01-01 00:00:00.000", "id": 5, "extra": 1}),
+		good := api.EncodeCursor(model.JobAnchor{CreatedAt: "2026-01-01 00:00:00.000", ID: 5})
+		bad := []string{"x", "!!!!", good[:len(good)-2], good + "A", api.EncodeCursor(map[string]any{"id": 5}),
+			api.EncodeCursor(model.JobAnchor{CreatedAt: "yesterday", ID: 5}),
+			api.EncodeCursor(model.JobAnchor{CreatedAt: "2026-01-01 00:00:00.000", ID: -1}),
+			api.EncodeCursor(map[string]any{"created_at": "2026-01-01 00:00:00.000", "id": 5, "extra": 1}),
 			strings.Repeat("A", 5000), "' OR 1=1 --"}
 		for _, cur := range bad {
 			e.expect(e.call("GET", "/api/v1/jobs?cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
@@ -105,13 +106,13 @@ func TestBadInput(t *testing.T) {
 			e.expect(e.call("GET", "/api/v1/files?sort=id&cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
 			e.expect(e.call("GET", "/api/v1/libraries?cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
 		}
-		for _, cur := range []string{"x", good[:len(good)-2], protocol.EncodeCursor(map[string]any{"k": "a", "id": 0}),
-			protocol.EncodeCursor(map[string]any{"s": "one", "k": "a", "id": 3}), strings.Repeat("A", 5000)} {
+		for _, cur := range []string{"x", good[:len(good)-2], api.EncodeCursor(map[string]any{"k": "a", "id": 0}),
+			api.EncodeCursor(map[string]any{"s": "one", "k": "a", "id": 3}), strings.Repeat("A", 5000)} {
 			e.expect(e.call("GET", "/api/v1/files?cursor="+url.QueryEscape(cur), ""), 400, "invalid_cursor")
 		}
 		e.expect(e.call("GET", "/api/v1/jobs?cursor="+good, ""), 200, "")
-		e.expect(e.call("GET", "/api/v1/files?sort=id&cursor="+protocol.EncodeIDCursor(1), ""), 200, "")
-		e.expect(e.call("GET", "/api/v1/files?cursor="+protocol.EncodeIDCursor(1), ""), 400, "invalid_cursor")
+		e.expect(e.call("GET", "/api/v1/files?sort=id&cursor="+api.EncodeIDCursor(1), ""), 200, "")
+		e.expect(e.call("GET", "/api/v1/files?cursor="+api.EncodeIDCursor(1), ""), 400, "invalid_cursor")
 	})
 
 	t.Run("SQL metacharacters in every string parameter", func(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
-	"github.com/bindery-nas/bindery/protocol"
 )
 
 type commonPageJSON struct {
@@ -36,7 +35,7 @@ func (s *Server) listCommonPages(c echo.Context) error {
 	var after []byte
 	if cur := c.QueryParam("cursor"); cur != "" {
 		var pc commonPageCursor
-		if protocol.DecodeCursor(cur, &pc) != nil {
+		if decodeCursor(cur, &pc) != nil {
 			return invalidCursor()
 		}
 		if after, err = hex.DecodeString(pc.Digest); err != nil || len(after) != 32 {
@@ -53,7 +52,7 @@ func (s *Server) listCommonPages(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, makePage(pages, limit, commonPageView, func(p store.CommonPage) string {
-		return protocol.EncodeCursor(commonPageCursor{Digest: hex.EncodeToString(p.Digest)})
+		return EncodeCursor(commonPageCursor{Digest: hex.EncodeToString(p.Digest)})
 	}))
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -18,9 +19,9 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var after *protocol.DuplicateGroupCursor
+	var after *model.GroupAnchor
 	if cur := c.QueryParam("cursor"); cur != "" {
-		dc, err := protocol.DecodeDuplicateGroupCursor(cur)
+		dc, err := decodeGroupCursor(cur)
 		if err != nil {
 			return invalidCursor()
 		}
@@ -43,7 +44,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, groupPage{
 		page: makePage(groups, limit, duplicateGroupView,
-			func(g store.DuplicateGroup) string { return protocol.EncodeCursor(g.Cursor()) }),
+			func(g store.DuplicateGroup) string { return EncodeCursor(g.Anchor()) }),
 		Status: status,
 	})
 }

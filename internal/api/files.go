@@ -63,7 +63,7 @@ func (s *Server) listFiles(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, makePage(files, limit, s.fileView, func(r store.FileRecord) string {
-		return protocol.EncodeCursor(protocol.SortCursor{Scope: r.LibraryID, Key: r.PathKey, ID: r.ID})
+		return EncodeCursor(model.SortAnchor{Scope: r.LibraryID, Key: r.PathKey, ID: r.ID})
 	}))
 }
 

@@ -97,9 +97,9 @@ func (s *Server) listJobs(c echo.Context) error {
 	if f.LibraryID, err = queryID(c, "library_id"); err != nil {
 		return err
 	}
-	var after *protocol.JobCursor
+	var after *model.JobAnchor
 	if cur := c.QueryParam("cursor"); cur != "" {
-		jc, err := protocol.DecodeJobCursor(cur)
+		jc, err := decodeJobCursor(cur)
 		if err != nil {
 			return invalidCursor()
 		}
@@ -110,7 +110,7 @@ func (s *Server) listJobs(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, makePage(jobs, limit, jobView, func(j model.Job) string {
-		return protocol.EncodeCursor(protocol.JobCursor{CreatedAt: j.CreatedAt.String(), ID: j.ID})
+		return EncodeCursor(model.JobAnchor{CreatedAt: j.CreatedAt.String(), ID: j.ID})
 	}))
 }
 

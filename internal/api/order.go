@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -10,7 +11,7 @@ import (
 // the default) and the id order (id), and, for the natural order, the
 // cursor it pages with. A cursor of the other order is refused: the two
 // are not interchangeable.
-func naturalOrder(c echo.Context, natural string) (byID bool, after *protocol.SortCursor, err error) {
+func naturalOrder(c echo.Context, natural string) (byID bool, after *model.SortAnchor, err error) {
 	switch c.QueryParam("sort") {
 	case "", natural:
 	case "id":
@@ -20,7 +21,7 @@ func naturalOrder(c echo.Context, natural string) (byID bool, after *protocol.So
 			with("parameter", "sort")
 	}
 	if cur := c.QueryParam("cursor"); cur != "" {
-		sc, err := protocol.DecodeSortCursor(cur)
+		sc, err := decodeSortCursor(cur)
 		if err != nil {
 			return false, nil, invalidCursor()
 		}
@@ -30,5 +31,5 @@ func naturalOrder(c echo.Context, natural string) (byID bool, after *protocol.So
 }
 
 func sortCursor(key string, id int64) string {
-	return protocol.EncodeCursor(protocol.SortCursor{Key: key, ID: id})
+	return EncodeCursor(model.SortAnchor{Key: key, ID: id})
 }

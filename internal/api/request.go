@@ -216,7 +216,7 @@ func idPage(c echo.Context) (limit int, after int64, err error) {
 		return 0, 0, err
 	}
 	if cur := c.QueryParam("cursor"); cur != "" {
-		if after, err = protocol.DecodeIDCursor(cur); err != nil {
+		if after, err = decodeIDCursor(cur); err != nil {
 			return 0, 0, invalidCursor()
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/bindery-nas/bindery/protocol"
 )
 
 // Shared handler shapes: most read routes are "one row by its path id" or
@@ -31,7 +29,7 @@ func getByID[R, T any](c echo.Context, get func(context.Context, int64) (R, erro
 // the id of its last row.
 func idPageJSON[R, T any](c echo.Context, rows []R, limit int, view func(R) T, id func(R) int64) error {
 	return c.JSON(http.StatusOK, makePage(rows, limit, view, func(r R) string {
-		return protocol.EncodeIDCursor(id(r))
+		return EncodeIDCursor(id(r))
 	}))
 }
 

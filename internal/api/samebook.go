@@ -8,7 +8,6 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
-	"github.com/bindery-nas/bindery/protocol"
 )
 
 type sameBookGroupJSON struct {
@@ -58,13 +57,13 @@ func (s *Server) listSameBooks(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, makePage(groups, limit, sameBookGroupView, func(g store.SameBookGroup) string {
-		return protocol.EncodeCursor(sameBookCursor{Kind: g.Kind, Key: hex.EncodeToString(g.Key)})
+		return EncodeCursor(sameBookCursor{Kind: g.Kind, Key: hex.EncodeToString(g.Key)})
 	}))
 }
 
 func decodeSameBookCursor(cur string) (store.SameBookAfter, error) {
 	var sc sameBookCursor
-	if protocol.DecodeCursor(cur, &sc) != nil {
+	if decodeCursor(cur, &sc) != nil {
 		return store.SameBookAfter{}, invalidCursor()
 	}
 	if sc.Kind == "" {

@@ -12,6 +12,8 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the driver the generator writes with
 
+	"github.com/bindery-nas/bindery/internal/api"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -100,12 +102,12 @@ func generateAPIDB(ctx context.Context, controld, path, libPath string, files, j
 // jobCursor is the cursor of the page after job id (1 ≤ id ≤ Jobs).
 func (d *apiDB) jobCursor(id int) string {
 	at := d.jobsBase.Add(time.Duration(id/3) * time.Second)
-	return protocol.EncodeCursor(protocol.JobCursor{CreatedAt: protocol.FormatTime(at), ID: int64(id)})
+	return api.EncodeCursor(model.JobAnchor{CreatedAt: protocol.FormatTime(at), ID: int64(id)})
 }
 
 // groupCursor is the cursor of the page after duplicate group g.
 func (d *apiDB) groupCursor(g int) string {
-	return protocol.EncodeCursor(protocol.DuplicateGroupCursor{FileCount: 3, TotalSizeBytes: int64(g%5000) * 3000,
+	return api.EncodeCursor(model.GroupAnchor{FileCount: 3, TotalSizeBytes: int64(g%5000) * 3000,
 		HashAlgorithm: "blake3", ContentHashHex: hex.EncodeToString(fmt.Appendf(nil, "%032d", g))})
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -21,9 +22,9 @@ type DuplicateGroup struct {
 	WastedBytes int64
 }
 
-// Cursor is the §6.2 anchor that continues the list after g.
-func (g DuplicateGroup) Cursor() protocol.DuplicateGroupCursor {
-	return protocol.DuplicateGroupCursor{
+// Anchor is the §6.2 anchor that continues the list after g.
+func (g DuplicateGroup) Anchor() model.GroupAnchor {
+	return model.GroupAnchor{
 		FileCount:      g.FileCount,
 		TotalSizeBytes: g.TotalSizeBytes,
 		HashAlgorithm:  g.HashAlgorithm,
@@ -57,7 +58,7 @@ const groupQualifies = `is_missing = 0 AND needs_hash = 0
 // page is one index range over it; otherwise the groups are aggregated from
 // library_files through ix_library_files_dedup_group, which is correct but
 // reads every hashed row on each page.
-func (s *Store) DuplicateGroups(ctx context.Context, after *protocol.DuplicateGroupCursor, limit int) ([]DuplicateGroup, error) {
+func (s *Store) DuplicateGroups(ctx context.Context, after *model.GroupAnchor, limit int) ([]DuplicateGroup, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -69,7 +70,7 @@ func (s *Store) DuplicateGroups(ctx context.Context, after *protocol.DuplicateGr
 }
 
 // ExplainDuplicateGroups returns the query plan of a DuplicateGroups page.
-func (s *Store) ExplainDuplicateGroups(ctx context.Context, after *protocol.DuplicateGroupCursor) ([]string, error) {
+func (s *Store) ExplainDuplicateGroups(ctx context.Context, after *model.GroupAnchor) ([]string, error) {
 	q, args, err := s.duplicateGroupsQuery(ctx, after, 50)
 	if err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func (s *Store) ExplainDuplicateGroups(ctx context.Context, after *protocol.Dupl
 	return s.explainDuplicates(ctx, q, args...)
 }
 
-func (s *Store) duplicateGroupsQuery(ctx context.Context, after *protocol.DuplicateGroupCursor, limit int) (string, []any, error) {
+func (s *Store) duplicateGroupsQuery(ctx context.Context, after *model.GroupAnchor, limit int) (string, []any, error) {
 	summary, err := s.hasDuplicateSummary(ctx)
 	if err != nil {
 		return "", nil, err
@@ -86,7 +87,7 @@ func (s *Store) duplicateGroupsQuery(ctx context.Context, after *protocol.Duplic
 	if after != nil {
 		key, err := protocol.ParseGroupKey(after.HashAlgorithm + ":" + after.ContentHashHex)
 		if err != nil {
-			return "", nil, fmt.Errorf("duplicate groups: %w", protocol.ErrInvalidCursor)
+			return "", nil, fmt.Errorf("duplicate groups: anchor: %w", err)
 		}
 		anchor = []any{after.FileCount, after.TotalSizeBytes, string(key.Algorithm), key.Hash}
 	}

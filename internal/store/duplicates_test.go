@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
@@ -150,7 +151,7 @@ func modelGroups(rows []fileRow) []store.DuplicateGroup {
 func (e *dupEnv) allGroups(t testing.TB, st *store.Store, n int) []store.DuplicateGroup {
 	t.Helper()
 	var out []store.DuplicateGroup
-	var after *protocol.DuplicateGroupCursor
+	var after *model.GroupAnchor
 	for {
 		page, err := st.DuplicateGroups(e.ctx, after, n)
 		if err != nil {
@@ -163,11 +164,7 @@ func (e *dupEnv) allGroups(t testing.TB, st *store.Store, n int) []store.Duplica
 		if len(page) < n {
 			return out
 		}
-		// Round-trip the anchor through its wire form, as the API does.
-		c, err := protocol.DecodeDuplicateGroupCursor(protocol.EncodeCursor(page[len(page)-1].Cursor()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := page[len(page)-1].Anchor()
 		after = &c
 	}
 }
@@ -228,7 +225,7 @@ func TestDuplicateGroups(t *testing.T) {
 				}
 			})
 			t.Run("bad cursor", func(t *testing.T) {
-				_, err := e.worker.DuplicateGroups(e.ctx, &protocol.DuplicateGroupCursor{FileCount: 2, HashAlgorithm: "md5", ContentHashHex: "00"}, 5)
+				_, err := e.worker.DuplicateGroups(e.ctx, &model.GroupAnchor{FileCount: 2, HashAlgorithm: "md5", ContentHashHex: "00"}, 5)
 				if err == nil {
 					t.Fatal("want error")
 				}
@@ -295,12 +292,12 @@ func TestDuplicatePlans(t *testing.T) {
 		t.Run(fmt.Sprint("summary=", summary), func(t *testing.T) {
 			e := setupDup(t, summary)
 			e.insert(t, genRows(1, 50))
-			cur := &protocol.DuplicateGroupCursor{FileCount: 3, TotalSizeBytes: 100, HashAlgorithm: "blake3", ContentHashHex: strings.Repeat("ab", 32)}
+			cur := &model.GroupAnchor{FileCount: 3, TotalSizeBytes: 100, HashAlgorithm: "blake3", ContentHashHex: strings.Repeat("ab", 32)}
 			index := "ix_library_files_dedup_group"
 			if summary {
 				index = "ix_duplicate_groups_order"
 			}
-			for _, after := range []*protocol.DuplicateGroupCursor{nil, cur} {
+			for _, after := range []*model.GroupAnchor{nil, cur} {
 				plan, err := e.worker.ExplainDuplicateGroups(e.ctx, after)
 				if err != nil {
 					t.Fatal(err)
@@ -376,7 +373,7 @@ func BenchmarkDuplicateGroups(b *testing.B) {
 			var lat []float64
 			for b.Loop() {
 				g := r.IntN(groups)
-				cur := &protocol.DuplicateGroupCursor{FileCount: 3, TotalSizeBytes: int64(g%5000) * 3000,
+				cur := &model.GroupAnchor{FileCount: 3, TotalSizeBytes: int64(g%5000) * 3000,
 					HashAlgorithm: "blake3", ContentHashHex: hex.EncodeToString([]byte(fmt.Sprintf("%032d", g)))}
 				start := time.Now()
 				page, err := e.worker.DuplicateGroups(e.ctx, cur, 50)

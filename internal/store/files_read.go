@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -135,7 +136,7 @@ func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limi
 // ListFilesInOrder pages files in natural path order, library by library
 // ("Batman 2" before "Batman 10"), keyset (library_id, path_key, id) after
 // the cursor, through ix_library_files_path_order.
-func (s *Store) ListFilesInOrder(ctx context.Context, f FileFilter, after *protocol.SortCursor, limit int) ([]FileRecord, error) {
+func (s *Store) ListFilesInOrder(ctx context.Context, f FileFilter, after *model.SortAnchor, limit int) ([]FileRecord, error) {
 	q, args := filesInOrderQuery(f, after, limit)
 	var out []FileRecord
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
@@ -145,12 +146,12 @@ func (s *Store) ListFilesInOrder(ctx context.Context, f FileFilter, after *proto
 }
 
 // ExplainFilesInOrder is the query plan of ListFilesInOrder (tests).
-func (s *Store) ExplainFilesInOrder(ctx context.Context, f FileFilter, after *protocol.SortCursor) ([]string, error) {
+func (s *Store) ExplainFilesInOrder(ctx context.Context, f FileFilter, after *model.SortAnchor) ([]string, error) {
 	q, args := filesInOrderQuery(f, after, 50)
 	return s.explain(ctx, q, args)
 }
 
-func filesInOrderQuery(f FileFilter, after *protocol.SortCursor, limit int) (string, []any) {
+func filesInOrderQuery(f FileFilter, after *model.SortAnchor, limit int) (string, []any) {
 	where, args := fileFilterSQL(f), fileFilterArgs(f)
 	if after != nil {
 		where += ` AND (f.library_id, f.path_key, f.id) > (?, ?, ?)`
@@ -233,7 +234,7 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 // ListSeriesFilesInOrder pages the books of a series in reading order
 // (natsort.BookKey: ComicInfo Number, then Volume, then natural file
 // name) after the cursor, served by ix_library_files_series_sort.
-func (s *Store) ListSeriesFilesInOrder(ctx context.Context, seriesID int64, after *protocol.SortCursor, limit int) ([]FileRecord, error) {
+func (s *Store) ListSeriesFilesInOrder(ctx context.Context, seriesID int64, after *model.SortAnchor, limit int) ([]FileRecord, error) {
 	q, args := seriesFilesInOrderQuery(seriesID, after, limit)
 	var out []FileRecord
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
@@ -244,12 +245,12 @@ func (s *Store) ListSeriesFilesInOrder(ctx context.Context, seriesID int64, afte
 
 // ExplainSeriesFilesInOrder is the query plan of ListSeriesFilesInOrder
 // (tests).
-func (s *Store) ExplainSeriesFilesInOrder(ctx context.Context, seriesID int64, after *protocol.SortCursor) ([]string, error) {
+func (s *Store) ExplainSeriesFilesInOrder(ctx context.Context, seriesID int64, after *model.SortAnchor) ([]string, error) {
 	q, args := seriesFilesInOrderQuery(seriesID, after, 50)
 	return s.explain(ctx, q, args)
 }
 
-func seriesFilesInOrderQuery(seriesID int64, after *protocol.SortCursor, limit int) (string, []any) {
+func seriesFilesInOrderQuery(seriesID int64, after *model.SortAnchor, limit int) (string, []any) {
 	q, args := `SELECT `+fileCols+fileFrom+` WHERE f.series_id = ?`, []any{seriesID}
 	if after != nil {
 		q += ` AND (f.sort_key, f.id) > (?, ?)`

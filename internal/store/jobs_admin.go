@@ -35,7 +35,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (model.Job, error) {
 // ix_jobs_created (or ix_jobs_library when filtering by library) from the
 // anchor with no sort step, so a page costs the same on page 1 and page
 // 2,000, and equal timestamps neither repeat nor skip rows.
-func (s *Store) ListJobs(ctx context.Context, f JobFilter, after *protocol.JobCursor, limit int) ([]model.Job, error) {
+func (s *Store) ListJobs(ctx context.Context, f JobFilter, after *model.JobAnchor, limit int) ([]model.Job, error) {
 	q, args := listJobsQuery(f, after, limit)
 	var out []model.Job
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
@@ -46,7 +46,7 @@ func (s *Store) ListJobs(ctx context.Context, f JobFilter, after *protocol.JobCu
 
 // listJobsQuery builds the list statement from fixed fragments; every value
 // is a parameter.
-func listJobsQuery(f JobFilter, after *protocol.JobCursor, limit int) (string, []any) {
+func listJobsQuery(f JobFilter, after *model.JobAnchor, limit int) (string, []any) {
 	var where []string
 	var args []any
 	if f.LibraryID != nil {
@@ -75,7 +75,7 @@ func listJobsQuery(f JobFilter, after *protocol.JobCursor, limit int) (string, [
 
 // ExplainListJobs returns SQLite's query plan of the ListJobs statement, so
 // tests can assert that it walks an index without a temp b-tree.
-func (s *Store) ExplainListJobs(ctx context.Context, f JobFilter, after *protocol.JobCursor) ([]string, error) {
+func (s *Store) ExplainListJobs(ctx context.Context, f JobFilter, after *model.JobAnchor) ([]string, error) {
 	q, args := listJobsQuery(f, after, 50)
 	return s.explain(ctx, q, args)
 }

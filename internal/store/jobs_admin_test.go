@@ -49,7 +49,7 @@ func TestListJobsKeyset(t *testing.T) {
 	}
 	t.Run("pages cover every row once in order", func(t *testing.T) {
 		seen := map[int64]bool{}
-		var cur *protocol.JobCursor
+		var cur *model.JobAnchor
 		var prev *model.Job
 		for pages := 0; ; pages++ {
 			if pages > 30 {
@@ -74,7 +74,7 @@ func TestListJobsKeyset(t *testing.T) {
 				break
 			}
 			last := jobs[len(jobs)-1]
-			cur = &protocol.JobCursor{CreatedAt: last.CreatedAt.String(), ID: last.ID}
+			cur = &model.JobAnchor{CreatedAt: last.CreatedAt.String(), ID: last.ID}
 		}
 		if len(seen) != len(want) {
 			t.Fatalf("saw %d of %d jobs", len(seen), len(want))
@@ -93,7 +93,7 @@ func TestListJobsKeyset(t *testing.T) {
 			}
 		}()
 		seen := map[int64]bool{}
-		var cur *protocol.JobCursor
+		var cur *model.JobAnchor
 		for {
 			jobs, err := e.st.ListJobs(e.ctx, store.JobFilter{Kind: protocol.JobKindThumbnail}, cur, 5)
 			if err != nil {
@@ -108,7 +108,7 @@ func TestListJobsKeyset(t *testing.T) {
 			if len(jobs) < 5 {
 				break
 			}
-			cur = &protocol.JobCursor{CreatedAt: jobs[len(jobs)-1].CreatedAt.String(), ID: jobs[len(jobs)-1].ID}
+			cur = &model.JobAnchor{CreatedAt: jobs[len(jobs)-1].CreatedAt.String(), ID: jobs[len(jobs)-1].ID}
 		}
 		wg.Wait()
 		if len(seen) != len(want) {
@@ -132,7 +132,7 @@ func TestListJobsKeyset(t *testing.T) {
 func TestListJobsPlan(t *testing.T) {
 	storetest.SkipOnPostgres(t, "reads SQLite's EXPLAIN QUERY PLAN")
 	e := setupAdmin(t)
-	cur := &protocol.JobCursor{CreatedAt: "2026-01-01 00:00:00.000", ID: 10}
+	cur := &model.JobAnchor{CreatedAt: "2026-01-01 00:00:00.000", ID: 10}
 	cases := []struct {
 		name  string
 		f     store.JobFilter
@@ -145,7 +145,7 @@ func TestListJobsPlan(t *testing.T) {
 		{"library", store.JobFilter{LibraryID: new(int64(3))}, "ix_jobs_library"},
 	}
 	for _, c := range cases {
-		for _, after := range []*protocol.JobCursor{nil, cur} {
+		for _, after := range []*model.JobAnchor{nil, cur} {
 			t.Run(fmt.Sprintf("%s cursor=%v", c.name, after != nil), func(t *testing.T) {
 				plan, err := e.st.ExplainListJobs(e.ctx, c.f, after)
 				if err != nil {

@@ -72,7 +72,7 @@ func (s *Store) PlanGroups(ctx context.Context, sel PlanSelection) ([]PlanGroup,
 		return out, nil
 	}
 	var out []PlanGroup
-	var after *protocol.DuplicateGroupCursor
+	var after *model.GroupAnchor
 	for {
 		page, err := s.DuplicateGroups(ctx, after, 500)
 		if err != nil || len(page) == 0 {
@@ -99,7 +99,7 @@ func (s *Store) PlanGroups(ctx context.Context, sel PlanSelection) ([]PlanGroup,
 			}
 			out = append(out, g)
 		}
-		c := page[len(page)-1].Cursor()
+		c := page[len(page)-1].Anchor()
 		after = &c
 	}
 }

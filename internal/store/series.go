@@ -230,7 +230,7 @@ func (s *Store) ListSeries(ctx context.Context, libraryID *int64, afterID int64,
 // ListSeriesInOrder pages series in natural name order (natsort.SeriesKey:
 // case, accents and a leading article ignored) after the cursor, served by
 // ix_series_sort (one library) or ix_series_sort_all.
-func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID *int64, after *protocol.SortCursor, limit int) ([]Series, error) {
+func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID *int64, after *model.SortAnchor, limit int) ([]Series, error) {
 	q, args := seriesInOrderQuery(libraryID, after, limit)
 	out := []Series{}
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
@@ -240,12 +240,12 @@ func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID *int64, after *
 }
 
 // ExplainListSeriesInOrder is the query plan of ListSeriesInOrder (tests).
-func (s *Store) ExplainListSeriesInOrder(ctx context.Context, libraryID *int64, after *protocol.SortCursor) ([]string, error) {
+func (s *Store) ExplainListSeriesInOrder(ctx context.Context, libraryID *int64, after *model.SortAnchor) ([]string, error) {
 	q, args := seriesInOrderQuery(libraryID, after, 50)
 	return s.explain(ctx, q, args)
 }
 
-func seriesInOrderQuery(libraryID *int64, after *protocol.SortCursor, limit int) (string, []any) {
+func seriesInOrderQuery(libraryID *int64, after *model.SortAnchor, limit int) (string, []any) {
 	q, args := `SELECT `+seriesCols+` FROM series WHERE file_count > 0`, []any{}
 	if libraryID != nil {
 		q += ` AND library_id = ?`

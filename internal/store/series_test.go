@@ -187,7 +187,7 @@ func TestNaturalOrderPlans(t *testing.T) {
 	storetest.SkipOnPostgres(t, "reads SQLite's EXPLAIN QUERY PLAN")
 	d := setupDataPlane(t)
 	ctx := context.Background()
-	for _, after := range []*protocol.SortCursor{nil, {Key: "batman", ID: 3}} {
+	for _, after := range []*model.SortAnchor{nil, {Key: "batman", ID: 3}} {
 		for _, lib := range []*int64{nil, &d.lib} {
 			plan, err := d.a.ExplainListSeriesInOrder(ctx, lib, after)
 			want := map[bool]string{false: "ix_series_sort_all", true: "ix_series_sort"}[lib != nil]

@@ -104,3 +104,19 @@ func WaitForState(tb testing.TB, what string, limit time.Duration, cond func() (
 		pause = min(2*pause, 100*time.Millisecond)
 	}
 }
+
+// FuzzDeadline bounds one call of a fuzzed decoder: they are linear in
+// inputs of at most a few hundred bytes, so anything near it is a bug. It
+// is generous because the fuzzer shares a loaded machine (a 100 ms bound
+// tripped on scheduling alone).
+const FuzzDeadline = 2 * time.Second
+
+// Timed runs fn and fails tb when it took longer than FuzzDeadline.
+func Timed(tb testing.TB, what string, fn func()) {
+	tb.Helper()
+	start := time.Now()
+	fn()
+	if d := time.Since(start); d > FuzzDeadline {
+		tb.Fatalf("%s took %v", what, d)
+	}
+}
