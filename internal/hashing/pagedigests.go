@@ -3,6 +3,7 @@ package hashing
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/bindery-nas/bindery/internal/archive"
@@ -43,7 +44,7 @@ func (r *run) pageDigests(ctx context.Context) error {
 			r.counts.Unavailable++
 			continue
 		}
-		b, err := digestBook(root, t)
+		b, err := digestBook(root, t, r.budget.take(ctx))
 		if err != nil {
 			r.counts.PageDigestFailed++
 			continue
@@ -69,7 +70,9 @@ func (r *run) storePageDigests(ctx context.Context, batch []store.BookPageDigest
 
 // digestBook reads every page of t's archive, confined to its library,
 // and digests it; the file must still be the version the row describes.
-func digestBook(root *libRoot, t store.PageDigestTarget) (store.BookPageDigests, error) {
+// Every read draws from the I/O budget first (take; nil for none), as the
+// hash reads do, so io.hash_rate_limit_mb_s bounds this phase too.
+func digestBook(root *libRoot, t store.PageDigestTarget, take func(n int64) error) (store.BookPageDigests, error) {
 	f, fi, err := root.open(t.RelativePath)
 	if err != nil {
 		return store.BookPageDigests{}, err
@@ -78,16 +81,17 @@ func digestBook(root *libRoot, t store.PageDigestTarget) (store.BookPageDigests,
 	if fi.Size() != t.SizeBytes || fi.ModTime().UnixNano() != t.MtimeNS {
 		return store.BookPageDigests{}, fmt.Errorf("%s changed since it was scanned", t.RelativePath)
 	}
-	pages, err := digestPages(f, fi)
+	pages, err := digestPages(budgeted(f, take), fi)
 	if err != nil {
 		return store.BookPageDigests{}, fmt.Errorf("%s: %w", t.RelativePath, err)
 	}
 	return store.BookPageDigests{FileID: t.ID, SizeBytes: t.SizeBytes, MtimeNS: t.MtimeNS, Pages: pages}, nil
 }
 
-// digestPages digests the pages of the archive in f, in page order.
-func digestPages(f *os.File, fi os.FileInfo) ([]store.PageDigest, error) {
-	a, err := archive.OpenReaderAt(f, fi.Size(), fi.Name())
+// digestPages digests the pages of the archive in r (the file fi), in
+// page order.
+func digestPages(r io.ReaderAt, fi os.FileInfo) ([]store.PageDigest, error) {
+	a, err := archive.OpenReaderAt(r, fi.Size(), fi.Name())
 	if err != nil {
 		return nil, err
 	}
@@ -103,4 +107,25 @@ func digestPages(f *os.File, fi os.FileInfo) ([]store.PageDigest, error) {
 		out = append(out, store.PageDigest{Size: int64(len(data)), Digest: h.Sum(nil)})
 	}
 	return out, nil
+}
+
+// budgeted is r with every read drawn from the I/O budget first; r itself
+// when take is nil (no limit).
+func budgeted(r io.ReaderAt, take func(n int64) error) io.ReaderAt {
+	if take == nil {
+		return r
+	}
+	return budgetedReaderAt{r, take}
+}
+
+type budgetedReaderAt struct {
+	r    io.ReaderAt
+	take func(n int64) error
+}
+
+func (b budgetedReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := b.take(int64(len(p))); err != nil {
+		return 0, err
+	}
+	return b.r.ReadAt(p, off)
 }

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -172,5 +173,37 @@ func TestRecordPageDigestsRefusesBadDigests(t *testing.T) {
 		if _, err := e.worker.RecordPageDigests(e.ctx, e.job.Fence(), []store.BookPageDigests{{FileID: id, Pages: []store.PageDigest{p}}}); err == nil {
 			t.Errorf("page %+v accepted", p)
 		}
+	}
+}
+
+// TestPageDigestReadsDrawFromTheIOBudget: what the digest phase reads of a
+// book is taken from the I/O budget first, as the hash reads are, and a
+// budget that refuses (its wait cancelled) stops the book.
+func TestPageDigestReadsDrawFromTheIOBudget(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ids := samebookCorpus(t, e)
+	root, err := openLibRoot(e.lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	fi, err := os.Stat(filepath.Join(e.lib, "a.cbz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := store.PageDigestTarget{ID: ids["a.cbz"], LibraryID: 1, RelativePath: "a.cbz",
+		SizeBytes: fi.Size(), MtimeNS: fi.ModTime().UnixNano()}
+	var taken int64
+	b, err := digestBook(root, target, func(n int64) error { taken += n; return nil })
+	if err != nil || len(b.Pages) != 6 {
+		t.Fatalf("digest: %d pages, %v", len(b.Pages), err)
+	}
+	if taken < fi.Size()*9/10 {
+		t.Fatalf("%d bytes taken from the budget for a stored archive of %d", taken, fi.Size())
+	}
+	refused := errors.New("budget wait cancelled")
+	if _, err := digestBook(root, target, func(int64) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("a refusing budget: %v", err)
 	}
 }
