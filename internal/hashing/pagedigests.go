@@ -2,6 +2,7 @@ package hashing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,11 @@ const pageDigestBatch = 64
 // and the digests are written under the job's fence. Other books are
 // never decompressed. A book that cannot be read is counted and left
 // without digests; it stays a candidate for the next job.
+//
+// The phase's books join the job's progress (processed of total), after
+// the files of the hash passes. On cancel or a yield the books already
+// digested are still written, as the hash passes' batches are
+// (flushContext), and ctx's error is returned.
 func (r *run) pageDigests(ctx context.Context) error {
 	vals, err := settings.Load(ctx, r.e.st)
 	if err != nil {
@@ -34,22 +40,19 @@ func (r *run) pageDigests(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.total = max(r.total, r.processed) + int64(len(targets))
+	r.rep.Progress(r.processed, r.total)
 	var batch []store.BookPageDigests
 	for _, t := range targets {
 		if err := ctx.Err(); err != nil {
-			return err
+			return errors.Join(err, r.storePageDigests(ctx, batch))
 		}
-		root := r.roots[t.LibraryID]
-		if root == nil {
-			r.counts.Unavailable++
-			continue
+		if b, ok := r.digestTarget(ctx, t); ok {
+			batch = append(batch, b)
 		}
-		b, err := digestBook(root, t, r.budget.take(ctx))
-		if err != nil {
-			r.counts.PageDigestFailed++
-			continue
-		}
-		if batch = append(batch, b); len(batch) == pageDigestBatch {
+		r.processed++
+		r.rep.Progress(r.processed, r.total)
+		if len(batch) == pageDigestBatch {
 			if err := r.storePageDigests(ctx, batch); err != nil {
 				return err
 			}
@@ -59,11 +62,32 @@ func (r *run) pageDigests(ctx context.Context) error {
 	return r.storePageDigests(ctx, batch)
 }
 
+// digestTarget digests one candidate book; ok is false when it could not
+// be read (counted, and left for the next job).
+func (r *run) digestTarget(ctx context.Context, t store.PageDigestTarget) (b store.BookPageDigests, ok bool) {
+	root := r.roots[t.LibraryID]
+	if root == nil {
+		r.counts.Unavailable++
+		return b, false
+	}
+	b, err := digestBook(root, t, r.budget.take(ctx))
+	if err != nil {
+		r.counts.PageDigestFailed++
+		return b, false
+	}
+	return b, true
+}
+
 func (r *run) storePageDigests(ctx context.Context, batch []store.BookPageDigests) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	n, err := r.e.st.RecordPageDigests(ctx, r.fence, batch)
+	wctx, cancel, err := r.flushContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	n, err := r.e.st.RecordPageDigests(wctx, r.fence, batch)
 	r.counts.PageDigested += n
 	return err
 }

@@ -3,6 +3,7 @@ package hashing
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -205,5 +206,60 @@ func TestPageDigestReadsDrawFromTheIOBudget(t *testing.T) {
 	refused := errors.New("budget wait cancelled")
 	if _, err := digestBook(root, target, func(int64) error { return refused }); !errors.Is(err, refused) {
 		t.Fatalf("a refusing budget: %v", err)
+	}
+}
+
+// cancelAfterBooks is a reporter that cancels the job once the digest
+// phase (the calls whose total exceeds the first call's) has counted n
+// books.
+type cancelAfterBooks struct {
+	progress
+	n      int64
+	cancel context.CancelFunc
+	base   int64 // the hash passes' total, from the first call
+	start  int64 // processed when the digest phase began; -1 before
+}
+
+func (c *cancelAfterBooks) Progress(processed, total int64) {
+	c.progress.Progress(processed, total)
+	switch {
+	case len(c.calls) == 1:
+		c.base, c.start = total, -1
+	case total > c.base && c.start < 0:
+		c.start = processed
+	case c.start >= 0 && processed == c.start+c.n:
+		c.cancel()
+	}
+}
+
+// TestPageDigestPhaseProgressAndCancel: the digest phase's books join the
+// job's progress (9 more than the hash passes' files, ending at total),
+// and a cancel after the third book still writes the three books already
+// digested, as a cancel in the hash passes keeps their batch.
+func TestPageDigestPhaseProgressAndCancel(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	samebookCorpus(t, e)
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	rep := &cancelAfterBooks{n: 3, cancel: cancel}
+	if _, err := e.exec.Execute(ctx, e.job, rep); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run: %v, want context.Canceled", err)
+	}
+	if rep.start < 0 || rep.calls[len(rep.calls)-1][1] != rep.base+9 {
+		t.Fatalf("progress calls %v: want the total raised by the 9 candidate books", rep.calls)
+	}
+	n, err := storetest.QueryInt(e.ctx, e.control, `SELECT count(DISTINCT file_id) FROM page_digests`)
+	if err != nil || n != 3 {
+		t.Fatalf("%d books have page digests after a cancel at the third (%v), want 3", n, err)
+	}
+
+	res, p, err := e.run(t, e.ctx)
+	if err != nil || res["page_digested"] != 6 {
+		t.Fatalf("next run: %v %v, want the other 6 books digested", res, err)
+	}
+	last := p.calls[len(p.calls)-1]
+	if last[0] != last[1] {
+		t.Fatalf("next run ended at progress %v, want processed = total", last)
 	}
 }
