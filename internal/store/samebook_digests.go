@@ -104,10 +104,14 @@ func digestGroups(books []digestedBook, contains int) []SameBookGroup {
 	}
 	containing := map[string][]SameBook{}
 	for _, b := range books {
+		// A book is in a contains group once, at its first cut (fewest
+		// pages, those at the start first): [x x x] holds [x] at either end.
+		held := map[string]bool{}
 		for k := 1; k <= contains && k < len(b.pages); k++ {
 			for _, cut := range []struct{ start, end int }{{k, 0}, {0, k}} {
 				key := listKey(b.pages[cut.start : len(b.pages)-cut.end])
-				if _, ok := byKey[key]; ok {
+				if _, ok := byKey[key]; ok && !held[key] {
+					held[key] = true
 					x := b.SameBook
 					x.ExtraStart, x.ExtraEnd = cut.start, cut.end
 					containing[key] = append(containing[key], x)
