@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 
 	"github.com/bindery-nas/bindery/internal/bench"
@@ -28,8 +29,7 @@ func run(args []string) int {
 	scale := fs.String("scale", envOr("BENCH_SCALE", "small"), "small (a few minutes) or full (up to 30 minutes) (env BENCH_SCALE)")
 	write := fs.String("write", "", "write the report as Markdown to this file (e.g. docs/PERFORMANCE.md)")
 	note := fs.String("note", "", "text placed above the table in the -write file (e.g. the machine's state)")
-	only := fs.String("only", "", "run only the workloads matching this regexp: rescan, first-scan, hash-large, hash-small, duplicates, visible, "+
-		"covers, video-covers, claim, claim-postgres, rescan-postgres, api, api-postgres, duplicates-store, wal")
+	only := fs.String("only", "", "run only the workloads matching this regexp: "+strings.Join(bench.WorkloadNames(), ", "))
 	data := fs.String("data", "", "folder in which the run makes its own folder for generated data and binaries (default: the OS temp dir)")
 	keep := fs.Bool("keep", false, "keep the run's data folder afterwards (default: removed)")
 	cache := fs.String("cache", "", "keep the benchmarks' generated corpora in this folder between runs (default: none)")

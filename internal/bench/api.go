@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -255,21 +254,7 @@ func (c *controld) settle(ctx context.Context, max time.Duration) {
 }
 
 // peakRSSMB is the child's VmHWM.
-func (c *controld) peakRSSMB() float64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
+func (c *controld) peakRSSMB() float64 { return vmHWMMB(c.cmd.Process.Pid) }
 
 // stop sends SIGTERM (a graceful shutdown) and kills after 15 s.
 func (c *controld) stop() {

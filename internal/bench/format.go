@@ -28,7 +28,17 @@ func workloads() []workload {
 		{"wal", walRows},
 		{"resolve", resolveRows},
 		{"first-run", firstRunRows},
+		{"scale", scaleRows},
 	}
+}
+
+// WorkloadNames are the workloads' names, in order (what -only matches).
+func WorkloadNames() []string {
+	var out []string
+	for _, w := range workloads() {
+		out = append(out, w.name)
+	}
+	return out
 }
 
 // count formats an integer with thousands separators: 100,000.

@@ -1,0 +1,279 @@
+package bench
+
+import (
+	"archive/zip"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bindery-nas/bindery/internal/fixtures"
+)
+
+// scaleRows: whether the per-file cost stays flat as a library grows
+// (issue 40). Small stored cbz books (one tiny page and a ComicInfo.xml,
+// 100 per folder) go through both daemons on SQLite, covers off (their
+// cost has rows of its own): the first scan, the hash job that follows
+// it, and a rescan of the unchanged tree beside `find -printf` on the
+// same tree; then each daemon's peak RSS and the database's size per
+// file. Sizes run in one process tree each, smallest first, so the rate
+// at the largest size is set beside the rate at the smallest of the same
+// run.
+func scaleRows(ctx context.Context, r *runner) []Row {
+	sizes := r.pick([]int{2000, 10_000}, []int{10_000, 1_000_000})
+	var rows []Row
+	var base float64 // first-scan files/s at the smallest size
+	for i, n := range sizes {
+		res, err := scaleRun(ctx, r, n)
+		if err != nil {
+			rows = append(rows, notRun("scale: first scan through both daemons", count(n)+" files", "files/s at 1M ≥ 0.8× files/s at 10k", err))
+			continue
+		}
+		if i == 0 {
+			base = res.scanRate()
+		}
+		rows = append(rows, res.rows(base, n == sizes[len(sizes)-1] && len(sizes) > 1)...)
+	}
+	return rows
+}
+
+// scaleResult is one size's measurements.
+type scaleResult struct {
+	files                int
+	scan, hash, rescan   time.Duration
+	find                 time.Duration
+	ctlRSS, wrkRSS, dbMB float64
+	scanJobs, hashJobs   int
+}
+
+func (s scaleResult) scanRate() float64 { return float64(s.files) / s.scan.Seconds() }
+
+func (s scaleResult) rows(base float64, last bool) []Row {
+	size := count(s.files) + " files"
+	first := Row{Workload: "scale: first scan through both daemons (covers off)", Size: size,
+		Bindery:  fmt.Sprintf("%s (%s files/s; scan jobs: %d)", secsD(s.scan), num(s.scanRate()), s.scanJobs),
+		Baseline: fmt.Sprintf("the smallest size of this run: %s files/s", num(base)),
+		Ratio:    ratio(s.scanRate(), base) + " the smallest size's rate", Target: "files/s at the largest size ≥ 0.8× the smallest's", Status: Info}
+	if last {
+		first.Status = verdict(s.scanRate() >= 0.8*base)
+	}
+	rescan := Row{Workload: "scale: rescan of the unchanged tree through both daemons", Size: size,
+		Bindery: secsD(s.rescan), Baseline: "find -printf: " + secsD(s.find),
+		Ratio: ratio(float64(s.rescan), float64(s.find)) + " find's time", Target: "≤ 3× find -printf",
+		Status: verdict(s.find > 0 && s.rescan <= 3*s.find)}
+	hash := Row{Workload: "scale: the hash job after the first scan", Size: size,
+		Bindery:  fmt.Sprintf("%s (%s files/s; hash jobs: %d)", secsD(s.hash), num(float64(s.files)/s.hash.Seconds()), s.hashJobs),
+		Baseline: "—", Ratio: "—", Target: "measured", Status: Info}
+	rss := Row{Workload: "scale: peak RSS of both daemons, and the database", Size: size,
+		Bindery:  fmt.Sprintf("workerd %s MB, controld %s MB; database and WAL %s bytes/file", num(s.wrkRSS), num(s.ctlRSS), num(s.dbMB*1e6/float64(s.files))),
+		Baseline: "—", Ratio: "—", Target: "workerd ≤ 100 MB, flat", Status: Info}
+	if s.files >= 100_000 {
+		rss.Status = verdict(s.wrkRSS <= 100)
+	}
+	return []Row{first, rescan, hash, rss}
+}
+
+// scaleRun measures one size on a fresh state folder.
+func scaleRun(ctx context.Context, r *runner, n int) (scaleResult, error) {
+	res := scaleResult{files: n}
+	dir := filepath.Join(r.data, fmt.Sprintf("scale-%d", n))
+	lib := filepath.Join(dir, "libraries", "books")
+	r.logf("scale: generating %d books", n)
+	if err := scaleTree(lib, n); err != nil {
+		return res, err
+	}
+	ctlBin, err := r.bins.build(ctx, "./cmd/controld")
+	if err != nil {
+		return res, err
+	}
+	wrkBin, err := r.bins.build(ctx, "./cmd/workerd")
+	if err != nil {
+		return res, err
+	}
+	if res.find, err = timeFind(ctx, lib); err != nil {
+		return res, err
+	}
+	v := &visible{lib: lib}
+	if err := v.start(ctx, ctlBin, wrkBin, dir, "bench-scale"); err != nil {
+		return res, err
+	}
+	defer v.stop()
+	var l struct{ ID int64 }
+	if err := v.call(ctx, "PATCH", "/settings", map[string]any{"scan.cover.mode": "off"}, nil); err != nil {
+		return res, err
+	}
+	if err := v.call(ctx, "POST", "/libraries", map[string]any{"name": "books", "path": lib}, &l); err != nil {
+		return res, err
+	}
+	r.logf("scale: first scan and hash of %d books", n)
+	first, err := v.scanUntilIdle(ctx, l.ID, "scan", "hash")
+	if err != nil {
+		return res, err
+	}
+	res.scan, res.scanJobs = first.ran("scan")
+	res.hash, res.hashJobs = first.ran("hash")
+	r.logf("scale: rescan of %d books", n)
+	again, err := v.scanUntilIdle(ctx, l.ID, "scan")
+	if err != nil {
+		return res, err
+	}
+	res.rescan, _ = again.ran("scan")
+	res.ctlRSS, res.wrkRSS = vmHWMMB(v.c.cmd.Process.Pid), vmHWMMB(v.worker.Process.Pid)
+	res.dbMB = fileMB(filepath.Join(dir, "state", "bindery.db")) + fileMB(filepath.Join(dir, "state", "bindery.db-wal"))
+	return res, nil
+}
+
+// scaleTree writes n small stored cbz books, 100 per folder, each unique
+// (its ComicInfo.xml names it), unless they are there already.
+func scaleTree(lib string, n int) error {
+	done := filepath.Join(lib, ".complete")
+	if _, err := os.Stat(done); err == nil {
+		return nil
+	}
+	page, err := fixtures.Image(fixtures.PNG, 4, 6, 1)
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		if i%100 == 0 {
+			if err := os.MkdirAll(filepath.Join(lib, fmt.Sprintf("Series %05d", i/100)), 0o755); err != nil {
+				return err
+			}
+		}
+		info := fmt.Sprintf("<ComicInfo><Series>Series %05d</Series><Number>%d</Number></ComicInfo>", i/100, i%100+1)
+		book, err := fixtures.Zip([]fixtures.File{{Name: "001.png", Data: page}, {Name: "ComicInfo.xml", Data: []byte(info)}}, zip.Store)
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(lib, fmt.Sprintf("Series %05d", i/100), fmt.Sprintf("Book %03d.cbz", i%100+1))
+		if err := os.WriteFile(p, book, 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(done, nil, 0o644)
+}
+
+// timeFind times `find -printf` listing the tree with sizes and mtimes,
+// what a rescan must learn; the second of two runs (the first warms the
+// inode cache, as the scan's own first run has).
+func timeFind(ctx context.Context, lib string) (time.Duration, error) {
+	var took time.Duration
+	for range 2 {
+		start := time.Now()
+		if out, err := exec.CommandContext(ctx, "find", lib, "-printf", "%p %s %T@\n").Output(); err != nil {
+			return 0, fmt.Errorf("find: %v: %.200s", err, out)
+		}
+		took = time.Since(start)
+	}
+	return took, nil
+}
+
+// scanUntilIdle requests a scan of the library and waits until no job is
+// left and a job of each of kinds has run since the request (the hash job
+// follows a first scan a dispatcher tick after it ends), then lists the
+// jobs that ran since the request.
+func (v *visible) scanUntilIdle(ctx context.Context, lib int64, kinds ...string) (jobRuns, error) {
+	var job struct{ ID int64 }
+	if err := v.call(ctx, "POST", "/jobs", map[string]any{"kind": "scan", "library_id": lib}, &job); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	for {
+		idle, err := v.idle(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if idle {
+			runs, err := v.jobsSince(ctx, job.ID)
+			if err != nil || runs.haveAll(kinds) {
+				return runs, err
+			}
+		}
+		if time.Since(start) > 2*time.Hour {
+			return nil, fmt.Errorf("scale: not idle after 2 hours: %s", tail(v.c.log))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// jobRun is one finished job's kind and run time.
+type jobRun struct {
+	kind string
+	took time.Duration
+}
+
+type jobRuns []jobRun
+
+// ran sums the run times of the jobs of kind and counts them.
+func (js jobRuns) ran(kind string) (took time.Duration, n int) {
+	for _, j := range js {
+		if j.kind == kind {
+			took += j.took
+			n++
+		}
+	}
+	return took, n
+}
+
+func (js jobRuns) haveAll(kinds []string) bool {
+	for _, k := range kinds {
+		if _, n := js.ran(k); n == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// jobsSince lists the jobs from id on, with their run times.
+func (v *visible) jobsSince(ctx context.Context, id int64) (jobRuns, error) {
+	var page struct {
+		Items []struct {
+			ID         int64      `json:"id"`
+			Kind       string     `json:"kind"`
+			Status     string     `json:"status"`
+			StartedAt  *time.Time `json:"started_at"`
+			FinishedAt *time.Time `json:"finished_at"`
+		} `json:"items"`
+	}
+	if err := v.call(ctx, "GET", "/jobs?limit=200", nil, &page); err != nil {
+		return nil, err
+	}
+	var out jobRuns
+	for _, j := range page.Items {
+		if j.ID < id || j.StartedAt == nil || j.FinishedAt == nil {
+			continue
+		}
+		if j.Status != "completed" {
+			return nil, fmt.Errorf("%s job %d ended %s", j.Kind, j.ID, j.Status)
+		}
+		out = append(out, jobRun{kind: j.Kind, took: j.FinishedAt.Sub(*j.StartedAt)})
+	}
+	return out, nil
+}
+
+// vmHWMMB is a process's peak RSS (VmHWM) in MB, 0 when unknown.
+func vmHWMMB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb float64
+			fmt.Sscan(strings.TrimSpace(v), &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func fileMB(p string) float64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return float64(fi.Size()) / 1e6
+}
