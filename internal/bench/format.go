@@ -28,6 +28,7 @@ func workloads() []workload {
 		{"wal", walRows},
 		{"resolve", resolveRows},
 		{"first-run", firstRunRows},
+		{"samebook", sameBookRows},
 		{"scale", scaleRows},
 	}
 }
