@@ -60,6 +60,10 @@ type Config struct {
 	// phase (default 200 groups of two or three copies); DeleteKills how
 	// many times the worker running its delete job is SIGKILLed (default 3).
 	DeleteGroups, DeleteKills int
+	// Repacks is how many books get a repack beside them (default 4): the
+	// same pages in another zip, which the hash job's last phase digests
+	// (issue 38), so that faults land in that phase too.
+	Repacks int
 	// Videos is how many videos the library holds besides the Files
 	// (default 6: every outcome once; negative: none); VideoKills how many
 	// workerd SIGKILLs land while the worker runs ffprobe or ffmpeg, in
@@ -118,6 +122,9 @@ func (c Config) withDefaults() Config {
 	if c.VideoKills <= 0 {
 		c.VideoKills = 2
 	}
+	if c.Repacks == 0 {
+		c.Repacks = 4
+	}
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
@@ -131,6 +138,7 @@ func (c Config) withDefaults() Config {
 type Report struct {
 	Seed                         uint64
 	Files, Broken, Videos        int
+	Repacks                      int // repacks written beside their books
 	WorkerKills, KillsWithWork   int
 	VideoKills                   int // worker kills while it ran ffmpeg/ffprobe
 	ControlKills, Reworks        int
@@ -258,7 +266,11 @@ func (h *harness) prepare(ctx context.Context) error {
 		Page: fixtures.PageOptions{W: h.cfg.PageW, H: h.cfg.PageH}}); err != nil {
 		return fmt.Errorf("generate library: %w", err)
 	}
-	h.logf("generated %d files (%d broken) in %v", h.cfg.Files, h.cfg.Broken, time.Since(start).Round(time.Millisecond))
+	var err error
+	if h.r.Repacks, err = writeRepacks(h.lib, h.cfg.Repacks); err != nil {
+		return fmt.Errorf("write repacks: %w", err)
+	}
+	h.logf("generated %d files (%d broken, %d repacks) in %v", h.cfg.Files, h.cfg.Broken, h.r.Repacks, time.Since(start).Round(time.Millisecond))
 	start = time.Now()
 	vids, err := writeVideos(h.lib, filepath.Join(h.cfg.Dir, "video-sources"), h.cfg.Videos, int(h.cfg.Seed%1000))
 	if err != nil {
@@ -450,13 +462,13 @@ func (h *harness) verify(ctx context.Context, want runState, before map[string]s
 		check{Name: "at most one active scan/hash row at every sample", OK: r.MaxActiveScanHash <= 1 && r.Samples > 0,
 			Detail: fmt.Sprintf("max %d over %d samples", r.MaxActiveScanHash, r.Samples)},
 		checkTerminal(ctx, h.ro), checkIntegrity(ctx, h.c.db), h.checkLastJobs(ctx), checkOwnerRecorded(ctx, h.ro),
-		checkDigests(ctx, h.ro))
+		checkDigests(ctx, h.ro), checkPageDigests(ctx, h.ro))
 	got, err := readState(ctx, h.ro)
 	if err != nil {
 		return err
 	}
 	r.Checks = append(r.Checks, compareFiles(got.files, want.files), compareCovers(got.covers, want.covers),
-		compareGroups(got, want), checkVideos(got, h.videos), checkCovers(ctx, h.ro, h.c.state), checkTemps(h.c.state),
+		compareGroups(got, want), compareSameBooks(got.sameBooks, want.sameBooks, h.r.Repacks), checkVideos(got, h.videos), checkCovers(ctx, h.ro, h.c.state), checkTemps(h.c.state),
 		h.orphanCheck())
 	after, err := checksums(h.lib)
 	if err != nil {

@@ -21,6 +21,7 @@ type runState struct {
 	// groupsSeen is how many hash groups of two files or more
 	// library_files holds (the summary table must list each).
 	groupsSeen int
+	sameBooks  map[string]bool // books of one ordered page-digest list, one group a line
 }
 
 func readState(ctx context.Context, db *sql.DB) (runState, error) {
@@ -30,6 +31,9 @@ func readState(ctx context.Context, db *sql.DB) (runState, error) {
 		return s, err
 	}
 	if s.covers, err = readCovers(ctx, db); err != nil {
+		return s, err
+	}
+	if s.sameBooks, err = readSameBooks(ctx, db); err != nil {
 		return s, err
 	}
 	s.groups, s.groupsSeen, err = readGroups(ctx, db)
