@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -308,19 +309,22 @@ func benchExecutor(b *testing.B, dir string, files []string, alg protocol.HashAl
 		b.Fatal(err)
 	}
 	// One transaction for all rows (BEGIN/COMMIT on the one writer conn).
-	stmt := "BEGIN;"
+	var stmt strings.Builder
+	stmt.WriteString("BEGIN;")
 	for i, p := range files {
 		fi, err := os.Stat(p)
 		if err != nil {
 			b.Fatal(err)
 		}
 		rel, _ := filepath.Rel(dir, p)
-		stmt += fmt.Sprintf("INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, '%s', %d, %d, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000');", rel, fi.Size(), fi.ModTime().UnixNano())
+		fmt.Fprintf(&stmt, "INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at) VALUES (1, '%s', %d, %d, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000');", rel, fi.Size(), fi.ModTime().UnixNano())
 		if i%5000 == 4999 || i == len(files)-1 {
-			if _, err := storetest.Exec(ctx, e.control, stmt+"COMMIT;"); err != nil {
+			stmt.WriteString("COMMIT;")
+			if _, err := storetest.Exec(ctx, e.control, stmt.String()); err != nil {
 				b.Fatal(err)
 			}
-			stmt = "BEGIN;"
+			stmt.Reset()
+			stmt.WriteString("BEGIN;")
 		}
 	}
 	e.exec = New(e.worker, Config{LibraryRoots: pathsafe.Roots{filepath.Dir(dir)}})

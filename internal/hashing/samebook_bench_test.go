@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +59,8 @@ func bookPagesSized(seed uint64, n, size int) []page {
 // signAll records every book's page signature as the scanner does, in
 // transactions of 2,000 rows.
 func signAll(b *testing.B, e *env, dir string, paths []string) {
-	stmt := "BEGIN;"
+	var stmt strings.Builder
+	stmt.WriteString("BEGIN;")
 	for i, p := range paths {
 		a, err := archive.Open(p)
 		if err != nil {
@@ -70,13 +72,15 @@ func signAll(b *testing.B, e *env, dir string, paths []string) {
 		}
 		a.Close()
 		rel, _ := filepath.Rel(dir, p)
-		stmt += fmt.Sprintf("UPDATE library_files SET format = 'zip', total_pages = %d, page_signature = X'%x', pages_key = X'%x' WHERE relative_path = '%s';",
+		fmt.Fprintf(&stmt, "UPDATE library_files SET format = 'zip', total_pages = %d, page_signature = X'%x', pages_key = X'%x' WHERE relative_path = '%s';",
 			len(pages), pagesig.Encode(pages), pagesig.Key(pages), rel)
 		if i%2000 == 1999 || i == len(paths)-1 {
-			if _, err := storetest.Exec(e.ctx, e.control, stmt+"COMMIT;"); err != nil {
+			stmt.WriteString("COMMIT;")
+			if _, err := storetest.Exec(e.ctx, e.control, stmt.String()); err != nil {
 				b.Fatal(err)
 			}
-			stmt = "BEGIN;"
+			stmt.Reset()
+			stmt.WriteString("BEGIN;")
 		}
 	}
 }
