@@ -15,6 +15,7 @@ fi
 $only || {
 pkg-config --exists vips 2>/dev/null || need+=(libvips-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+pkg-config --exists liblzma 2>/dev/null || need+=(liblzma-dev) # 7z's LZMA through cgo (libvips-dev pulls it in too)
 command -v vipsthumbnail >/dev/null || need+=(libvips-tools)
 command -v 7zz >/dev/null || need+=(7zip)
 command -v b3sum >/dev/null || need+=(b3sum)

@@ -8,6 +8,7 @@ import (
 	"github.com/bodgit/sevenzip"
 
 	"github.com/bindery-nas/bindery/internal/archive/deflate64"
+	"github.com/bindery-nas/bindery/internal/archive/liblzma"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -20,6 +21,8 @@ func init() {
 		}
 		return rs[0], nil
 	})
+	sevenzip.RegisterDecompressor([]byte{0x03, 0x01, 0x01}, lzmaDecompressor(liblzma.NewLZMA))
+	sevenzip.RegisterDecompressor([]byte{0x21}, lzmaDecompressor(liblzma.NewLZMA2))
 	sevenzip.RegisterDecompressor([]byte{0x04, 0x01, 0x09}, func(_ []byte, _ uint64, rs []io.ReadCloser) (io.ReadCloser, error) {
 		if len(rs) != 1 {
 			return nil, errors.New("deflate64: need exactly one stream")
@@ -27,6 +30,32 @@ func init() {
 		return deflate64.NewReader(rs[0]), nil
 	})
 }
+
+// lzmaDecompressor is a sevenzip decoder of LZMA or LZMA2 through
+// liblzma (twice sevenzip's own speed), its window under MaxDictionary.
+func lzmaDecompressor(open func([]byte, uint64, io.Reader, uint64) (*liblzma.Reader, error)) sevenzip.Decompressor {
+	return func(props []byte, size uint64, rs []io.ReadCloser) (io.ReadCloser, error) {
+		if len(rs) != 1 {
+			return nil, errors.New("lzma: need exactly one stream")
+		}
+		r, err := open(props, size, rs[0], MaxDictionary)
+		if errors.Is(err, liblzma.ErrWindowTooLarge) {
+			return nil, codedf(protocol.ErrSourceTooLarge, "7z LZMA window over the limit of %d MiB", MaxDictionary>>20)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return readCloser{r, func() error { return errors.Join(r.Close(), rs[0].Close()) }}, nil
+	}
+}
+
+// readCloser is a reader with its own Close.
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
 
 type sevenZipArchive struct {
 	common
