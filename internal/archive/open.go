@@ -225,16 +225,27 @@ func (c *common) Close() error {
 
 // readBounded reads r to the end but never more than limit+1 bytes, so a
 // header that lies about the size cannot make us allocate more than limit.
+// The buffer starts at the size the header gives, plus the one byte that
+// finds the end, so an honest entry is read with one allocation and no
+// copy; it never grows past limit+1.
 func readBounded(r io.Reader, e Entry, limit int64) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(e.Size, limit, 64<<20))+1))
-	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
+	buf := make([]byte, 0, max(0, min(e.Size, limit, 64<<20))+1)
+	for {
+		if len(buf) == cap(buf) { // longer than it said: grow, never past limit+1
+			buf = append(make([]byte, 0, min(2*int64(cap(buf)), limit+1)), buf...)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, errTooLarge(e.Name, int64(len(buf)), limit)
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if n > limit {
-		return nil, errTooLarge(e.Name, n, limit)
-	}
-	return buf.Bytes(), nil
 }
 
 // embedScan is how far into a file a self-extracting stub may push the
