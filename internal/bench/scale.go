@@ -126,18 +126,20 @@ func scaleRun(ctx context.Context, r *runner, n int) (scaleResult, error) {
 	return res, nil
 }
 
-// scaleTree writes n small stored cbz books, 100 per folder, each unique
-// (its ComicInfo.xml names it), unless they are there already.
+// scaleTree writes n small stored cbz books, 100 per folder, each with a
+// page and a ComicInfo.xml of its own, unless they are there already.
 func scaleTree(lib string, n int) error {
 	done := filepath.Join(lib, ".complete")
 	if _, err := os.Stat(done); err == nil {
 		return nil
 	}
-	page, err := fixtures.Image(fixtures.PNG, 4, 6, 1)
-	if err != nil {
-		return err
-	}
 	for i := range n {
+		// A page of its own: books that share pages are candidates for
+		// the same-book phase, which a real library's books are not.
+		page, err := fixtures.Image(fixtures.PNG, 4, 6, i+1)
+		if err != nil {
+			return err
+		}
 		if i%100 == 0 {
 			if err := os.MkdirAll(filepath.Join(lib, fmt.Sprintf("Series %05d", i/100)), 0o755); err != nil {
 				return err
