@@ -16,9 +16,6 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// sharedSets are the folders of ../shared/fixtures that hold archives.
-var sharedSets = []string{"komga", "kavita", "libarchive", "sevenzip", "realworld"}
-
 // TestSharedArchivesAgainstTools opens every archive of ../shared/fixtures
 // (skipped where it is absent), reads every entry, and compares Bindery's
 // class with what the real readers say at test time: 7zz l -slt / 7zz t
@@ -74,7 +71,7 @@ type sharedFile struct{ name, path string }
 // no later volume of a set (its first volume reads it).
 func sharedArchives(t *testing.T) []sharedFile {
 	var out []sharedFile
-	for _, set := range sharedSets {
+	for _, set := range testutil.SharedArchiveSets {
 		dir := testutil.SharedFixture(t, set)
 		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || notArchive(d.Name()) || laterVolume(p) {

@@ -20,10 +20,6 @@ import (
 	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
-// sharedCorpora are the fixture folders of real archives from other
-// projects (../shared/fixtures).
-var sharedCorpora = []string{"komga", "kavita", "libarchive", "sevenzip", "realworld"}
-
 // TestSharedFixturesFormNoFalseGroup: every archive of the shared corpora
 // that has pages goes into one library, signed as the scanner signs it,
 // and a hash job digests the candidates. Each same-book group then listed
@@ -43,7 +39,7 @@ func TestSharedFixturesFormNoFalseGroup(t *testing.T) {
 	}
 	e := setup(t)
 	books := 0
-	for _, corpus := range sharedCorpora {
+	for _, corpus := range testutil.SharedArchiveSets {
 		dir := testutil.SharedFixture(t, corpus)
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {

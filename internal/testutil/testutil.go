@@ -56,6 +56,10 @@ func SharedFixture(tb testing.TB, parts ...string) string {
 	return p
 }
 
+// SharedArchiveSets are the folders of ../shared/fixtures that hold
+// archives (opds holds schemas).
+var SharedArchiveSets = []string{"komga", "kavita", "libarchive", "sevenzip", "realworld"}
+
 // CIVar is the environment variable CI services set to "true"; .ci/run
 // sets it too.
 const CIVar = "CI"
