@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,6 +57,43 @@ func (e *env) writeCBZ(rel string, pages map[string][]byte, mtime time.Time) {
 	e.must(err)
 	e.must(zw.Close())
 	e.write(rel, buf.String(), mtime)
+}
+
+// repack is a cbz of pages written the i-th way: stored or deflated,
+// entries in page order or reversed, with a ComicInfo.xml or not; each way
+// gives other bytes and the same pages.
+func repack(t testing.TB, pages map[string][]byte, i int) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	names := slices.Sorted(maps.Keys(pages))
+	if i%2 == 1 {
+		slices.Reverse(names)
+	}
+	if i >= 2 {
+		names = append(names, "ComicInfo.xml")
+	}
+	for _, name := range names {
+		method := zip.Store
+		if i%2 == 1 {
+			method = zip.Deflate
+		}
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: method})
+		if err == nil {
+			data, ok := pages[name]
+			if !ok {
+				data = []byte(fmt.Sprintf("<ComicInfo><Notes>%d</Notes></ComicInfo>", i))
+			}
+			_, err = w.Write(data)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
 }
 
 // writeCB7 packs pages with 7zz (a solid LZMA2 7z), or skips the test
