@@ -148,6 +148,7 @@ func TestDaemonsRunAsUnits(t *testing.T) {
 	foldersThroughAPI(t, client, library)
 	videosThroughAPI(t, client, library)
 	resolveThroughAPI(t, client, library)
+	sameBookThroughAPI(t, client, library)
 
 	wrk.stop(t, stopTimeout)
 	if out, code := runEnv(t, env, "bash", deployPath(t, "healthcheck.sh"), "workerd"); code == 0 {

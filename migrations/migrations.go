@@ -37,6 +37,7 @@ func goMigrations() []*goose.Migration {
 		goose.NewGoMigration(17, &goose.GoFunc{RunTx: addVideo}, nil),
 		goose.NewGoMigration(20, &goose.GoFunc{RunTx: addDeleteSafety}, nil),
 		goose.NewGoMigration(22, &goose.GoFunc{RunTx: addReaders}, nil),
+		goose.NewGoMigration(28, &goose.GoFunc{RunTx: addSameBookPlans}, nil),
 	}
 }
 

@@ -80,11 +80,34 @@ func TestPostgresSchema(t *testing.T) {
 			`INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, format, created_at, updated_at)
 				VALUES (1, 'x', 1, 1, 'mp4', ` + pgNow + `, ` + pgNow + `)`,
 			`UPDATE libraries SET media = 'Comics'`,
+			`INSERT INTO delete_plans (policy, group_count, remove_count, bytes_freed, created_at, expires_at)
+				VALUES ('largest', 0, 0, 0, ` + pgNow + `, ` + pgNow + `)`,
+			`INSERT INTO delete_plans (policy, group_kind, group_count, remove_count, bytes_freed, created_at, expires_at)
+				VALUES ('smallest', 'contains', 0, 0, 0, ` + pgNow + `, ` + pgNow + `)`,
 		} {
 			if err := exec(t, q); sqlState(err) != "23514" {
 				t.Errorf("%s: %v, want a check violation", q, err)
 			}
 		}
+	})
+	t.Run("same-book plans (migration 28)", func(t *testing.T) {
+		must(t, `INSERT INTO delete_plans (id, policy, group_kind, group_count, remove_count, bytes_freed, created_at, expires_at)
+			VALUES (50, 'prefer_format', 'same_pages', 0, 0, 0, `+pgNow+`, `+pgNow+`)`)
+		must(t, `INSERT INTO delete_plans (id, policy, group_count, remove_count, bytes_freed, created_at, expires_at)
+			VALUES (51, 'smallest', 0, 0, 0, `+pgNow+`, `+pgNow+`)`)
+		var kind string
+		if err := db.QueryRowContext(ctx, `SELECT group_kind FROM delete_plans WHERE id = 51`).Scan(&kind); err != nil || kind != "bytes" {
+			t.Fatalf("default group_kind %q, %v", kind, err)
+		}
+		for _, n := range []int{31, 33} {
+			err := exec(t, `INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id, relative_path, decision,
+				size_bytes, mtime_ns, hash_algorithm, content_hash, group_key)
+				VALUES (50, 0, 0, 1, 1, 'a', 'keep', 1, 1, 'blake3', decode(repeat('aa', 32), 'hex'), decode(repeat('bb', $1), 'hex'))`, n)
+			if sqlState(err) != "23514" {
+				t.Errorf("a %d-byte group key: %v, want a check violation", n, err)
+			}
+		}
+		must(t, `DELETE FROM delete_plans WHERE id IN (50, 51)`)
 	})
 	t.Run("one active scan or hash job", func(t *testing.T) {
 		must(t, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('scan', 'completed', `+pgNow+`, `+pgNow+`)`)

@@ -59,6 +59,10 @@ const (
 	// a keeper; or it no longer describes the library it was made for (the
 	// library was deleted, moved, or its id names another folder).
 	CodePlanInvalid = "plan_invalid"
+	// CodeGroupReportOnly: a plan names a kind of same-book group that is
+	// a report only (contains, same_pages_by_index): only same_pages
+	// groups, and byte groups, are resolved (issue 38).
+	CodeGroupReportOnly = "group_report_only"
 	// CodeFilesBusy: a plan names a file that another plan's unfinished
 	// delete job has claimed (protocol §4.2.1).
 	CodeFilesBusy       = "files_busy"

@@ -16,11 +16,36 @@ const (
 	KeepPreferPathPrefix KeepPolicy = "prefer_path_prefix"
 	// KeepExplicit keeps the copy the request names for each group.
 	KeepExplicit KeepPolicy = "explicit"
+	// KeepPreferFormat keeps the copy whose container comes first in the
+	// given order (zip > 7z > rar, say), else the oldest (migration 28).
+	KeepPreferFormat KeepPolicy = "prefer_format"
+	// KeepSmallest keeps the smallest file, else the oldest (migration 28).
+	KeepSmallest KeepPolicy = "smallest"
 )
 
-var KeepPolicies = []KeepPolicy{KeepOldest, KeepShortestPath, KeepPreferLibrary, KeepPreferPathPrefix, KeepExplicit}
+var KeepPolicies = []KeepPolicy{KeepOldest, KeepShortestPath, KeepPreferLibrary, KeepPreferPathPrefix, KeepExplicit,
+	KeepPreferFormat, KeepSmallest}
 
 func ParseKeepPolicy(s string) (KeepPolicy, error) { return parseEnum("keep policy", s, KeepPolicies) }
+
+// PlanKind is delete_plans.group_kind (Bindery, migration 28): what the
+// groups of a plan are, and so what workerd proves before a copy moves.
+type PlanKind string
+
+const (
+	// PlanBytes: groups of byte-identical copies; a copy goes only while
+	// it and its keeper hold the plan's content hash.
+	PlanBytes PlanKind = "bytes"
+	// PlanSamePages: groups of books with equal ordered page digests in
+	// other containers (GET /duplicates/books, kind same_pages); a copy
+	// goes only while each file holds the bytes the plan saw and both,
+	// decompressed again, have equal ordered page digests.
+	PlanSamePages PlanKind = "same_pages"
+)
+
+var PlanKinds = []PlanKind{PlanBytes, PlanSamePages}
+
+func ParsePlanKind(s string) (PlanKind, error) { return parseEnum("plan kind", s, PlanKinds) }
 
 // DeleteAction is delete_plans.action (Bindery): what happens to a copy.
 type DeleteAction string

@@ -19,8 +19,10 @@ import (
 
 // planBody is POST /duplicates/plans: which groups (group_keys, or all
 // with optional filters), how to pick the keeper of each, and what to do
-// with the other copies.
+// with the other copies. kind same_pages selects same-book groups of
+// GET /duplicates/books instead of byte-identical ones.
 type planBody struct {
+	Kind             string             `json:"kind"`
 	GroupKeys        []string           `json:"group_keys"`
 	All              bool               `json:"all"`
 	LibraryID        int64              `json:"library_id"`
@@ -28,6 +30,7 @@ type planBody struct {
 	Policy           string             `json:"policy"`
 	PreferLibraryID  int64              `json:"prefer_library_id"`
 	PreferPathPrefix string             `json:"prefer_path_prefix"`
+	PreferFormats    []string           `json:"prefer_formats"`
 	Keep             map[string]int64   `json:"keep"`
 	Remove           map[string][]int64 `json:"remove"`
 	Action           string             `json:"action"`
@@ -44,6 +47,12 @@ func (s *Server) createPlan(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	vals, err := settings.Load(ctx, s.st)
+	if err != nil {
+		return err
+	}
+	sel.Rules = store.SameBookRules{Contains: int(vals.Int(settings.SameBookContainsPages)),
+		CommonMinSeries: int(vals.Int(settings.SameBookCommonPagesMinSeries))}
 	groups, err := s.st.PlanGroups(ctx, sel)
 	if err != nil {
 		return err
@@ -52,12 +61,8 @@ func (s *Server) createPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vals, err := settings.Load(ctx, s.st)
-	if err != nil {
-		return err
-	}
 	request, _ := json.Marshal(b)
-	plan, err := s.st.CreatePlan(ctx, store.NewPlan{Policy: pol.Name, Action: action, Request: string(request),
+	plan, err := s.st.CreatePlan(ctx, store.NewPlan{Policy: pol.Name, Action: action, Kind: sel.Kind, Request: string(request),
 		Groups: planned, TTL: time.Duration(vals.Int(settings.DeletePlanTTLHours)) * time.Hour})
 	if err != nil {
 		return err
@@ -69,6 +74,11 @@ func (s *Server) createPlan(c echo.Context) error {
 func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAction, error) {
 	var sel store.PlanSelection
 	var pol dedup.Policy
+	kind, err := b.kind()
+	if err != nil {
+		return sel, pol, "", err
+	}
+	sel.Kind = kind
 	switch {
 	case b.All == (len(b.GroupKeys) > 0):
 		return sel, pol, "", fieldf("group_keys", "want a list of group keys, or all: true")
@@ -78,20 +88,28 @@ func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAct
 		return sel, pol, "", fieldf("library_id", "library_id and min_size_bytes filter all: true")
 	case b.LibraryID < 0 || b.MinSizeBytes < 0:
 		return sel, pol, "", fieldf("min_size_bytes", "want a non-negative number")
+	case kind == protocol.PlanSamePages && b.MinSizeBytes != 0:
+		return sel, pol, "", fieldf("min_size_bytes", "min_size_bytes filters byte groups only")
 	}
 	seen := map[string]bool{}
 	for _, k := range b.GroupKeys {
-		key, err := protocol.ParseGroupKey(k)
-		if err != nil {
-			return sel, pol, "", apiErr(protocol.CodeInvalidGroupKey, "%v", err)
+		if err := checkGroupKey(kind, k); err != nil {
+			return sel, pol, "", err
 		}
-		if !seen[k] {
-			seen[k] = true
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if kind == protocol.PlanSamePages {
+			key, _ := store.ParseSameKey(k)
+			sel.SameKeys = append(sel.SameKeys, key)
+		} else {
+			key, _ := protocol.ParseGroupKey(k)
 			sel.Keys = append(sel.Keys, key)
 		}
 	}
 	sel.LibraryID, sel.MinSizeBytes = b.LibraryID, b.MinSizeBytes
-	pol, err := b.policy()
+	pol, err = b.policy(kind)
 	if err != nil {
 		return sel, pol, "", err
 	}
@@ -105,7 +123,62 @@ func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAct
 	return sel, pol, action, nil
 }
 
-func (b planBody) policy() (dedup.Policy, error) {
+// kind is the kind of groups the plan resolves: byte groups (the
+// default), or same_pages groups; the other kinds of /duplicates/books
+// are a report only.
+func (b planBody) kind() (protocol.PlanKind, error) {
+	switch b.Kind {
+	case "", string(protocol.PlanBytes):
+		return protocol.PlanBytes, nil
+	case string(protocol.PlanSamePages):
+		return protocol.PlanSamePages, nil
+	case store.KindContains, store.KindSamePagesByIndex:
+		return "", apiErr(protocol.CodeGroupReportOnly, "%s groups are a report only: a plan resolves same_pages groups "+
+			"(equal ordered page digests) and byte-identical groups; move or remove such a book yourself", b.Kind)
+	}
+	return "", fieldf("kind", "want bytes or same_pages")
+}
+
+// checkGroupKey checks a group key of a kind's form: algorithm:hex for
+// byte groups, 64 hex characters for same_pages groups.
+func checkGroupKey(kind protocol.PlanKind, k string) error {
+	var err error
+	if kind == protocol.PlanSamePages {
+		_, err = store.ParseSameKey(k)
+	} else {
+		_, err = protocol.ParseGroupKey(k)
+	}
+	if err != nil {
+		return apiErr(protocol.CodeInvalidGroupKey, "%v", err)
+	}
+	return nil
+}
+
+// formatAliases are the book extensions prefer_formats also accepts for
+// their containers.
+var formatAliases = map[string]protocol.FileFormat{"cbz": protocol.FormatZip, "cb7": protocol.FormatSevenZip, "cbr": protocol.FormatRar}
+
+// preferFormats reads prefer_formats: containers (library_files.format,
+// or cbz, cb7, cbr), each once, most wanted first.
+func preferFormats(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for _, f := range in {
+		format, ok := formatAliases[f]
+		if !ok {
+			var err error
+			if format, err = protocol.ParseFileFormat(f); err != nil {
+				return nil, fieldf("prefer_formats", "%q is not a format: want %v, or cbz, cb7, cbr", f, protocol.FileFormats)
+			}
+		}
+		if slices.Contains(out, string(format)) {
+			return nil, fieldf("prefer_formats", "%q is listed twice", format)
+		}
+		out = append(out, string(format))
+	}
+	return out, nil
+}
+
+func (b planBody) policy(kind protocol.PlanKind) (dedup.Policy, error) {
 	name, err := protocol.ParseKeepPolicy(b.Policy)
 	if err != nil {
 		return dedup.Policy{}, fieldf("policy", "want one of %v", protocol.KeepPolicies)
@@ -124,14 +197,20 @@ func (b planBody) policy() (dedup.Policy, error) {
 		return pol, fieldf("keep", "explicit needs a keeper for each group")
 	case name != protocol.KeepExplicit && (len(b.Keep) > 0 || len(b.Remove) > 0):
 		return pol, fieldf("keep", "keep and remove are only for policy explicit")
+	case name == protocol.KeepPreferFormat && len(b.PreferFormats) == 0:
+		return pol, fieldf("prefer_formats", "prefer_format needs an order of formats, e.g. [\"cbz\", \"cb7\", \"cbr\"]")
+	case name != protocol.KeepPreferFormat && len(b.PreferFormats) > 0:
+		return pol, fieldf("prefer_formats", "only with policy prefer_format")
 	}
 	keys := slices.AppendSeq(slices.Collect(maps.Keys(b.Keep)), maps.Keys(b.Remove))
 	for _, k := range keys {
-		if _, err := protocol.ParseGroupKey(k); err != nil {
-			return pol, apiErr(protocol.CodeInvalidGroupKey, "%v", err)
+		if err := checkGroupKey(kind, k); err != nil {
+			return pol, err
 		}
 	}
-	return pol, nil
+	formats, err := preferFormats(b.PreferFormats)
+	pol.Formats = formats
+	return pol, err
 }
 
 // cleanPrefix accepts "Comics/Marvel" or "Comics/Marvel/": relative, clean,

@@ -24,6 +24,7 @@ func (e *env) hashed(id int64, h string, mtime int64) {
 
 type planView struct {
 	ID          int64
+	Kind        string
 	Policy      string
 	Action      string
 	GroupCount  int64 `json:"group_count"`

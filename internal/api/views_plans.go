@@ -1,12 +1,15 @@
 package api
 
 import (
+	"encoding/hex"
+
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 type planSummaryJSON struct {
 	ID          int64                 `json:"id"`
+	Kind        protocol.PlanKind     `json:"kind"`
 	Policy      protocol.KeepPolicy   `json:"policy"`
 	Action      protocol.DeleteAction `json:"action"`
 	TrashJobID  *int64                `json:"trash_job_id"`
@@ -48,7 +51,7 @@ type planFileJSON struct {
 }
 
 func planSummary(p store.Plan) planSummaryJSON {
-	return planSummaryJSON{ID: p.ID, Policy: p.Policy, Action: p.Action, TrashJobID: nint(p.TrashJobID), GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
+	return planSummaryJSON{ID: p.ID, Kind: p.GroupKind, Policy: p.Policy, Action: p.Action, TrashJobID: nint(p.TrashJobID), GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
 		BytesFreed: p.BytesFreed, JobID: nint(p.JobID), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		ExecutedAt: p.ExecutedAt}
 }
@@ -62,8 +65,11 @@ func planView(p store.Plan, files []store.PlanFile, results []store.DeleteResult
 	for _, f := range files {
 		pf := planFileJSON{FileID: f.FileID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes, MtimeNS: f.MtimeNS}
 		if f.Decision == store.DecisionKeep {
-			key := protocol.GroupKey{Algorithm: f.HashAlgorithm, Hash: f.ContentHash}
-			v.Groups = append(v.Groups, planGroupJSON{GroupKey: key.String(), Keep: pf, Remove: []planFileJSON{}})
+			key := protocol.GroupKey{Algorithm: f.HashAlgorithm, Hash: f.ContentHash}.String()
+			if f.GroupKey != nil { // a same_pages group: its key as /duplicates/books lists it
+				key = hex.EncodeToString(f.GroupKey)
+			}
+			v.Groups = append(v.Groups, planGroupJSON{GroupKey: key, Keep: pf, Remove: []planFileJSON{}})
 			continue
 		}
 		if r, ok := byFile[f.FileID]; ok {

@@ -2,6 +2,10 @@
 // each stays and which go. It is pure: the store reads the groups and keeps
 // the plan, controld authorizes it, workerd carries it out.
 //
+// A group is byte-identical copies, or a same_pages group of books (one
+// book in other containers), whose copies go only when their whole page
+// list is their keeper's.
+//
 // Only whole books are ever planned for removal: a page of a folder book
 // or a series' cover art is a part of something else, and a multi-volume
 // RAR book is several files. Such members can be the keeper, never a copy
@@ -10,6 +14,7 @@ package dedup
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,6 +38,10 @@ type Policy struct {
 	// RemoveIn, when set, narrows the copies removed to those in this
 	// library (all + library_id); the keeper may lie anywhere.
 	RemoveIn int64
+	// Formats is prefer_format's order of containers (library_files.format
+	// values: zip, 7z, rar, ...), most wanted first; a format not listed
+	// comes after every listed one.
+	Formats []string
 }
 
 func invalid(format string, args ...any) error {
@@ -52,7 +61,7 @@ func Decide(groups []store.PlanGroup, p Policy) ([]store.PlannedGroup, error) {
 			return nil, err
 		}
 		if len(remove) > 0 {
-			out = append(out, store.PlannedGroup{Key: g.Key, Keep: keep, Remove: remove})
+			out = append(out, store.PlannedGroup{Key: g.Key, SameKey: g.SameKey, Keep: keep, Remove: remove})
 		}
 	}
 	return out, nil
@@ -62,15 +71,21 @@ func Decide(groups []store.PlanGroup, p Policy) ([]store.PlannedGroup, error) {
 // file.
 func removable(m store.PlanMember) bool { return m.Role == protocol.RoleBook && m.Volumes == 0 }
 
+// samePages reports whether m holds the keeper's pages, all of them: in a
+// same_pages group, books are grouped with common pages (a scanlator's
+// credit) left out, but a copy goes only when its whole ordered page list
+// is its keeper's. Members of a byte group have no page lists.
+func samePages(m, keep store.PlanMember) bool { return m.Pages == keep.Pages }
+
 func (p Policy) keeper(g store.PlanGroup) (store.PlanMember, error) {
 	if p.Name == protocol.KeepExplicit {
-		id, ok := p.Keep[g.Key.String()]
+		id, ok := p.Keep[g.Name()]
 		if !ok {
-			return store.PlanMember{}, invalid("no keeper named for group %s", g.Key)
+			return store.PlanMember{}, invalid("no keeper named for group %s", g.Name())
 		}
 		m, ok := member(g, id)
 		if !ok {
-			return store.PlanMember{}, invalid("file %d is not in group %s", id, g.Key)
+			return store.PlanMember{}, invalid("file %d is not in group %s", id, g.Name())
 		}
 		return m, nil
 	}
@@ -95,11 +110,28 @@ func (p Policy) before(a, b store.PlanMember) bool {
 		if pa, pb := under(a.RelativePath, p.PathPrefix), under(b.RelativePath, p.PathPrefix); pa != pb {
 			return pa
 		}
+	case protocol.KeepPreferFormat:
+		if ra, rb := p.formatRank(a), p.formatRank(b); ra != rb {
+			return ra < rb
+		}
+	case protocol.KeepSmallest:
+		if a.SizeBytes != b.SizeBytes {
+			return a.SizeBytes < b.SizeBytes
+		}
 	}
 	if a.MtimeNS != b.MtimeNS {
 		return a.MtimeNS < b.MtimeNS
 	}
 	return a.FileID < b.FileID
+}
+
+// formatRank is m's place in prefer_format's order; unlisted formats
+// (and none) come last, together.
+func (p Policy) formatRank(m store.PlanMember) int {
+	if i := slices.Index(p.Formats, m.Format.String); m.Format.Valid && i >= 0 {
+		return i
+	}
+	return len(p.Formats)
 }
 
 // under reports whether rel lies in the folder prefix ("Comics/Marvel"
@@ -110,11 +142,11 @@ func under(rel, prefix string) bool {
 }
 
 func (p Policy) removals(g store.PlanGroup, keep store.PlanMember) ([]store.PlanMember, error) {
-	ids, narrowed := p.Remove[g.Key.String()]
+	ids, narrowed := p.Remove[g.Name()]
 	if !narrowed {
 		var out []store.PlanMember
 		for _, m := range g.Members {
-			if m.FileID != keep.FileID && removable(m) && (p.RemoveIn == 0 || m.LibraryID == p.RemoveIn) {
+			if m.FileID != keep.FileID && removable(m) && samePages(m, keep) && (p.RemoveIn == 0 || m.LibraryID == p.RemoveIn) {
 				out = append(out, m)
 			}
 		}
@@ -126,11 +158,13 @@ func (p Policy) removals(g store.PlanGroup, keep store.PlanMember) ([]store.Plan
 		m, ok := member(g, id)
 		switch {
 		case !ok:
-			return nil, invalid("file %d is not in group %s", id, g.Key)
+			return nil, invalid("file %d is not in group %s", id, g.Name())
 		case id == keep.FileID:
-			return nil, invalid("file %d is the keeper of group %s and cannot be removed", id, g.Key)
+			return nil, invalid("file %d is the keeper of group %s and cannot be removed", id, g.Name())
 		case !removable(m):
 			return nil, invalid("file %d is a %s, not a whole book: only books are removed", id, describe(m))
+		case !samePages(m, keep):
+			return nil, invalid("file %d of group %s has pages its keeper %d lacks or the other way round (pages common to many books are ignored when books are grouped, never when one is removed)", id, g.Name(), keep.FileID)
 		case seen[id]:
 			continue
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/settings"
@@ -105,17 +104,21 @@ func digestBook(root *libRoot, t store.PageDigestTarget, take func(n int64) erro
 	if fi.Size() != t.SizeBytes || fi.ModTime().UnixNano() != t.MtimeNS {
 		return store.BookPageDigests{}, fmt.Errorf("%s changed since it was scanned", t.RelativePath)
 	}
-	pages, err := digestPages(budgeted(f, take), fi)
+	pages, err := PageDigests(budgeted(f, take), fi.Size(), fi.Name())
 	if err != nil {
 		return store.BookPageDigests{}, fmt.Errorf("%s: %w", t.RelativePath, err)
 	}
 	return store.BookPageDigests{FileID: t.ID, SizeBytes: t.SizeBytes, MtimeNS: t.MtimeNS, Pages: pages}, nil
 }
 
-// digestPages digests the pages of the archive in r (the file fi), in
-// page order.
-func digestPages(r io.ReaderAt, fi os.FileInfo) ([]store.PageDigest, error) {
-	a, err := archive.OpenReaderAt(r, fi.Size(), fi.Name())
+// PageDigests decompresses every page of the archive in r (size bytes,
+// named name) and digests it with BLAKE3, in page order (the archive's
+// images in natural order; archive.Archive.Pages leaves out ComicInfo.xml,
+// Thumbs.db and every other non-page entry). It is the one definition of
+// a book's page digests: the hash job stores them, and a same_pages delete
+// job (internal/trash) reads both books again with it before a copy goes.
+func PageDigests(r io.ReaderAt, size int64, name string) ([]store.PageDigest, error) {
+	a, err := archive.OpenReaderAt(r, size, name)
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func digestAll(b *testing.B, paths []string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if pages, err := digestPages(f, fi); err != nil || len(pages) != 24 {
+		if pages, err := PageDigests(f, fi.Size(), fi.Name()); err != nil || len(pages) != 24 {
 			b.Fatalf("%s: %d pages, %v", p, len(pages), err)
 		}
 		f.Close()

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -31,32 +33,63 @@ type PlanMember struct {
 	Role         protocol.FileRole `db:"role"`
 	// Volumes counts the volumes of a multi-volume RAR book, 0 otherwise.
 	Volumes int64 `db:"volumes"`
+	// Format is the file's container (zip, rar, 7z, ...), for
+	// prefer_format.
+	Format sql.NullString `db:"format"`
+	// HashAlgorithm and ContentHash are, in a same_pages group, this
+	// book's own current content hash (a byte group's is its key).
+	HashAlgorithm protocol.HashAlgorithm `db:"hash_algorithm"`
+	ContentHash   []byte                 `db:"content_hash"`
+	// Pages is, in a same_pages group, the key of the book's whole ordered
+	// list of page digests, common pages included: a copy is planned only
+	// when it equals its keeper's.
+	Pages string `db:"-"`
 }
 
-// PlanGroup is a duplicate group with every present, hashed member.
+// PlanGroup is a duplicate group with every present, hashed member: a
+// group of byte-identical copies (Key), or a same_pages group of books
+// (SameKey, samebook_plans.go).
 type PlanGroup struct {
 	Key     protocol.GroupKey
+	SameKey []byte
 	Members []PlanMember
+}
+
+// Name is the group's key as the API lists it.
+func (g PlanGroup) Name() string { return groupName(g.Key, g.SameKey) }
+
+func groupName(k protocol.GroupKey, same []byte) string {
+	if same != nil {
+		return hex.EncodeToString(same)
+	}
+	return k.String()
 }
 
 // PlanSelection is the groups a plan covers: the listed keys, or all
 // groups with at least one member in LibraryID (0: any) whose files are at
-// least MinSizeBytes.
+// least MinSizeBytes. Kind same_pages selects same-book groups by
+// SameKeys instead, compared by Rules.
 type PlanSelection struct {
+	Kind         protocol.PlanKind
 	Keys         []protocol.GroupKey
+	SameKeys     [][]byte
 	LibraryID    int64
 	MinSizeBytes int64
+	Rules        SameBookRules
 }
 
 var planRow = rowKind{protocol.CodePlanNotFound, "plan"}
 
-const planMembersQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role, COALESCE(volumes, 0) AS volumes
+const planMembersQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role, COALESCE(volumes, 0) AS volumes, format
 	FROM library_files WHERE hash_algorithm = ? AND content_hash = ? AND ` + groupQualifies + ` ORDER BY id LIMIT ?`
 
 // PlanGroups reads the groups of a selection with their members. A listed
 // key that is no longer a group (fewer than two present copies) is
 // group_not_found.
 func (s *Store) PlanGroups(ctx context.Context, sel PlanSelection) ([]PlanGroup, error) {
+	if sel.Kind == protocol.PlanSamePages {
+		return s.samePagesPlanGroups(ctx, sel)
+	}
 	if len(sel.Keys) > 0 {
 		out := make([]PlanGroup, 0, len(sel.Keys))
 		for _, k := range sel.Keys {
@@ -123,15 +156,22 @@ func (g PlanGroup) touches(libraryID int64) bool {
 
 // PlannedGroup is what a plan decided for one group.
 type PlannedGroup struct {
-	Key    protocol.GroupKey
-	Keep   PlanMember
-	Remove []PlanMember
+	Key     protocol.GroupKey
+	SameKey []byte
+	Keep    PlanMember
+	Remove  []PlanMember
 }
+
+// Name is the group's key as the API lists it.
+func (g PlannedGroup) Name() string { return groupName(g.Key, g.SameKey) }
 
 // NewPlan is the input of CreatePlan.
 type NewPlan struct {
 	Policy protocol.KeepPolicy
 	Action protocol.DeleteAction
+	// Kind is what the groups are: byte-identical copies (the zero value
+	// is bytes) or same_pages books.
+	Kind protocol.PlanKind
 	// Request is the client's request, kept for the record (JSON).
 	Request string
 	Groups  []PlannedGroup
@@ -154,10 +194,12 @@ type Plan struct {
 	CreatedAt  protocol.Time     `db:"created_at"`
 	ExpiresAt  protocol.Time     `db:"expires_at"`
 	ExecutedAt protocol.NullTime `db:"executed_at"`
+	// GroupKind is what its groups are (bytes or same_pages).
+	GroupKind protocol.PlanKind `db:"group_kind"`
 }
 
 const planCols = `id, policy, action, request, group_count, remove_count, bytes_freed, job_id, trash_job_id, created_at,
-	expires_at, executed_at`
+	expires_at, executed_at, group_kind`
 
 // PlanFile is a row of delete_plan_files: one member of a planned group
 // with the identity the plan saw.
@@ -175,6 +217,8 @@ type PlanFile struct {
 	// LibraryPath is the library's folder when the plan was made (NULL in
 	// plans older than migration 20).
 	LibraryPath sql.NullString `db:"library_path"`
+	// GroupKey is a same_pages group's key (NULL in other plans).
+	GroupKey []byte `db:"group_key"`
 }
 
 // Decisions of delete_plan_files.decision.
@@ -198,11 +242,12 @@ func (s *Store) CreatePlan(ctx context.Context, p NewPlan) (Plan, error) {
 			freed += m.SizeBytes
 		}
 	}
+	kind := cmp.Or(p.Kind, protocol.PlanBytes)
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &plan, `INSERT INTO delete_plans (policy, action, request, group_count, remove_count,
-				bytes_freed, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+planCols,
+				bytes_freed, created_at, expires_at, group_kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+planCols,
 			string(p.Policy), string(p.Action), p.Request, len(p.Groups), removes, freed,
-			protocol.FormatTime(now), protocol.FormatTime(now.Add(p.TTL)))
+			protocol.FormatTime(now), protocol.FormatTime(now.Add(p.TTL)), string(kind))
 		if err != nil {
 			return err
 		}
@@ -223,8 +268,14 @@ func insertPlanFiles(ctx context.Context, tx *sqlx.Tx, planID int64, groups []Pl
 	seq := 0
 	for gi, g := range groups {
 		add := func(m PlanMember, decision string) error {
+			// A byte group's members hold its key's hash; a same_pages
+			// group's each hold their own, and the group has its key.
+			alg, hash, key := g.Key.Algorithm, g.Key.Hash, []byte(nil)
+			if g.SameKey != nil {
+				alg, hash, key = m.HashAlgorithm, m.ContentHash, g.SameKey
+			}
 			_, err := stmt.ExecContext(ctx, planID, seq, gi, m.FileID, m.LibraryID, m.RelativePath, decision,
-				m.SizeBytes, m.MtimeNS, string(g.Key.Algorithm), g.Key.Hash, nil)
+				m.SizeBytes, m.MtimeNS, string(alg), hash, nil, key)
 			seq++
 			return err
 		}
@@ -243,8 +294,8 @@ func insertPlanFiles(ctx context.Context, tx *sqlx.Tx, planID int64, groups []Pl
 // insertPlanFile stores one plan member with its library's folder: the
 // library's path now, unless ?12 gives the one an earlier plan recorded.
 const insertPlanFile = `INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id,
-		relative_path, decision, size_bytes, mtime_ns, hash_algorithm, content_hash, library_path)
-	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, COALESCE(?12, (SELECT path FROM libraries WHERE id = ?5)))`
+		relative_path, decision, size_bytes, mtime_ns, hash_algorithm, content_hash, library_path, group_key)
+	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, COALESCE(?12, (SELECT path FROM libraries WHERE id = ?5)), ?13)`
 
 // GetPlan returns one plan or plan_not_found.
 func (s *Store) GetPlan(ctx context.Context, id int64) (Plan, error) {
@@ -266,7 +317,7 @@ func (s *Store) ListPlans(ctx context.Context, afterID int64, limit int) ([]Plan
 func (s *Store) PlanFiles(ctx context.Context, planID int64) ([]PlanFile, error) {
 	var out []PlanFile
 	err := s.r.SelectContext(ctx, &out, `SELECT seq, group_seq, file_id, library_id, relative_path, decision,
-		size_bytes, mtime_ns, hash_algorithm, content_hash, library_path FROM delete_plan_files WHERE plan_id = ? ORDER BY seq`, planID)
+		size_bytes, mtime_ns, hash_algorithm, content_hash, library_path, group_key FROM delete_plan_files WHERE plan_id = ? ORDER BY seq`, planID)
 	if err != nil {
 		return nil, fmt.Errorf("plan files: %w", err)
 	}

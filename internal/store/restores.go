@@ -97,7 +97,7 @@ func insertTrashPlan(ctx context.Context, tx *sqlx.Tx, action protocol.DeleteAct
 	}
 	for i, f := range files {
 		if _, err := tx.ExecContext(ctx, insertPlanFile, plan.ID, i, i, f.FileID, f.LibraryID, f.RelativePath, string(action),
-			f.SizeBytes, f.MtimeNS, string(f.HashAlgorithm), f.ContentHash, f.LibraryPath); err != nil {
+			f.SizeBytes, f.MtimeNS, string(f.HashAlgorithm), f.ContentHash, f.LibraryPath, nil); err != nil {
 			return model.Job{}, err
 		}
 	}

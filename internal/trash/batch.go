@@ -144,6 +144,10 @@ func (r *run) verifyGroup(ctx context.Context, keeper store.PlanFile, copies []s
 		return p, nil
 	}
 	h, kid, kv := verify(ctx, r.roots[keeper.LibraryID], keeper)
+	var kpages []store.PageDigest
+	if kv == nil {
+		kpages, kv = r.keeperPages(ctx, h, kid, keeper)
+	}
 	closeFile(h)
 	if err := ctx.Err(); err != nil {
 		return p, err // a read cut short by a cancel says nothing about the file
@@ -169,6 +173,14 @@ func (r *run) verifyGroup(ctx context.Context, keeper store.PlanFile, copies []s
 			closeFile(h)
 			p.out = append(p.out, result(f, protocol.OutcomeLastCopy, "the keeper "+keeper.RelativePath+" is this same file", ""))
 		default:
+			if pv := r.copyPagesHold(ctx, h, id, f, kpages); pv != nil {
+				closeFile(h)
+				if err := ctx.Err(); err != nil {
+					return p, err
+				}
+				p.out = append(p.out, result(f, pv.outcome, pv.message, ""))
+				continue
+			}
 			p.cands = append(p.cands, candidate{f: f, h: h, id: id})
 		}
 	}

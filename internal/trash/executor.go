@@ -15,6 +15,11 @@
 // unlink" after that last check. The intended trash path of a copy is
 // recorded before it moves, and every run of the job, however it ends,
 // reconciles what its intents left from the disk.
+//
+// A same_pages plan (issue 38) keeps every step above, with each file
+// proven against its own planned digest, and adds one: both books are
+// decompressed again from their open files and the copy goes only when
+// its ordered page digests are its keeper's (samepages.go).
 package trash
 
 import (

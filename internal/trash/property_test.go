@@ -1,6 +1,7 @@
 package trash
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/bindery-nas/bindery/internal/dedup"
+	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -33,17 +35,32 @@ import (
 //     every file that held it;
 //   - every file in the trash is recorded, by an outcome or an intent;
 //   - every restored file holds the bytes it was planned with.
-func TestDeleteStateMachine(t *testing.T) {
-	// A case makes a database: on PostgreSQL, 30 cases unless -rapid.checks
-	// says otherwise (make test-postgres runs beside the other suites).
-	if storetest.Postgres() && !flagSet("rapid.checks") {
+func TestDeleteStateMachine(t *testing.T) { stateMachine(t, protocol.PlanBytes, "", "30") }
+
+// TestSamePagesStateMachine is the same state machine over same_pages
+// plans (issue 38): each content is a book's pages, its copies zips of
+// them written differently (stored or deflated, entries in another order,
+// a ComicInfo.xml or not), so no two copies share their bytes; a content
+// lies outside the trash while some file there still holds its pages.
+func TestSamePagesStateMachine(t *testing.T) { stateMachine(t, protocol.PlanSamePages, "40", "15") }
+
+// stateMachine runs the model over plans of kind. A case makes a database
+// (and a same_pages case decompresses every book it checks): unless
+// -rapid.checks says otherwise, it runs checks cases on SQLite ("": rapid's
+// default) and pgChecks on PostgreSQL (make test-postgres runs beside the
+// other suites).
+func stateMachine(t *testing.T, kind protocol.PlanKind, checks, pgChecks string) {
+	if storetest.Postgres() {
+		checks = pgChecks
+	}
+	if checks != "" && !flagSet("rapid.checks") {
 		defer flag.Set("rapid.checks", flag.Lookup("rapid.checks").Value.String())
-		_ = flag.Set("rapid.checks", "30")
+		_ = flag.Set("rapid.checks", checks)
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		scope := &scopeTB{TB: t}
 		defer scope.end()
-		m := newDeleteModel(scope, rt)
+		m := newDeleteModel(scope, rt, kind)
 		defer m.thaw()
 		for step := range rapid.IntRange(1, 6).Draw(rt, "steps") {
 			switch rapid.SampledFrom([]string{"delete", "delete", "delete", "restore", "purge", "edit"}).Draw(rt, "op") {
@@ -71,9 +88,13 @@ func TestDeleteStateMachine(t *testing.T) {
 
 type deleteModel struct {
 	e       *env
+	kind    protocol.PlanKind
 	paths   []string          // every file the library started with
-	content map[string]string // path → its planned bytes
-	touched map[string]bool   // paths the user changed, replaced, moved or removed
+	content map[string]string // path → its planned content (bytes plans: its bytes; same_pages: its book)
+	planned map[string]string // path → its planned bytes
+	// books are, in a same_pages model, the book of each whole page list.
+	books   map[string]string
+	touched map[string]bool // paths the user changed, replaced, moved or removed
 	// userLost are contents whose last copy outside the trash the user
 	// changed after jobs had trashed the others.
 	userLost map[string]bool
@@ -103,15 +124,27 @@ func (s *scopeTB) end() {
 	}
 }
 
-func newDeleteModel(t testing.TB, rt *rapid.T) *deleteModel {
-	files := map[string]string{}
+func newDeleteModel(t testing.TB, rt *rapid.T, kind protocol.PlanKind) *deleteModel {
+	files, content := map[string]string{}, map[string]string{}
 	for c := range rapid.IntRange(1, 3).Draw(rt, "contents") {
 		for i := range rapid.IntRange(2, 4).Draw(rt, "copies") {
-			files[fmt.Sprintf("d%d/c%d-%d.cbz", i%2, c, i)] = fmt.Sprintf("content %d", c)
+			rel := fmt.Sprintf("d%d/c%d-%d.cbz", i%2, c, i)
+			content[rel], files[rel] = fmt.Sprintf("content %d", c), fmt.Sprintf("content %d", c)
+			if kind == protocol.PlanSamePages {
+				files[rel] = repack(t, pageSet(uint64(c), 2), i)
+			}
 		}
 	}
-	m := &deleteModel{e: setup(t, files), content: files, touched: map[string]bool{}, userLost: map[string]bool{}}
+	m := &deleteModel{e: setup(t, files), kind: kind, content: content, planned: files, books: map[string]string{},
+		touched: map[string]bool{}, userLost: map[string]bool{}}
 	m.e.exec(`UPDATE libraries SET allow_unlink = 1`)
+	if kind == protocol.PlanSamePages {
+		for rel := range files {
+			pages := m.e.readDigests(rel)
+			m.e.storeDigests(rel, pages)
+			m.books[pageListKey(pages)] = content[rel]
+		}
+	}
 	m.paths = slices.Sorted(func(yield func(string) bool) {
 		for p := range files {
 			if !yield(p) {
@@ -147,13 +180,13 @@ func (m *deleteModel) userEdit(rel string) {
 // files are free.
 func (m *deleteModel) delete(rt *rapid.T) {
 	e := m.e
-	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{})
+	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{Kind: m.kind, Rules: store.SameBookRules{CommonMinSeries: 5}})
 	if err != nil || len(groups) == 0 {
 		return
 	}
 	keep := map[string]int64{}
 	for _, g := range groups {
-		keep[g.Key.String()] = rapid.SampledFrom(g.Members).Draw(rt, "keeper").FileID
+		keep[g.Name()] = rapid.SampledFrom(g.Members).Draw(rt, "keeper").FileID
 	}
 	planned, err := dedup.Decide(groups, dedup.Policy{Name: protocol.KeepExplicit, Keep: keep})
 	e.must(err)
@@ -161,7 +194,8 @@ func (m *deleteModel) delete(rt *rapid.T) {
 		return
 	}
 	action := rapid.SampledFrom([]protocol.DeleteAction{protocol.ActionTrash, protocol.ActionUnlink}).Draw(rt, "action")
-	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: protocol.KeepExplicit, Action: action, Groups: planned, TTL: time.Hour})
+	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: protocol.KeepExplicit, Action: action, Kind: m.kind,
+		Groups: planned, TTL: time.Hour})
 	e.must(err)
 	job, _, err := e.control.AuthorizePlan(e.ctx, plan.ID)
 	if protocol.CodeOf(err, "") == protocol.CodeFilesBusy {
@@ -288,8 +322,8 @@ func (m *deleteModel) restore(rt *rapid.T) {
 			continue
 		}
 		rel := m.pathOf(r.FileID)
-		if got := m.e.read(rel); got != m.content[rel] {
-			rt.Fatalf("%s restored with %q, planned %q", rel, got, m.content[rel])
+		if got := m.e.read(rel); got != m.planned[rel] {
+			rt.Fatalf("%s restored with other bytes than planned (%d bytes, planned %d)", rel, len(got), len(m.planned[rel]))
 		}
 	}
 }
@@ -339,10 +373,32 @@ func (m *deleteModel) scan() (outside map[string]bool, trash []string) {
 			return nil
 		}
 		b, err := os.ReadFile(p)
-		outside[string(b)] = true
+		outside[m.contentOf(b)] = true
 		return err
 	}))
 	return outside, trash
+}
+
+// contentOf is the content a file's bytes hold: the bytes themselves, or,
+// in a same_pages model, the book whose pages they are ("" for none).
+func (m *deleteModel) contentOf(b []byte) string {
+	if m.kind != protocol.PlanSamePages {
+		return string(b)
+	}
+	pages, err := hashing.PageDigests(bytes.NewReader(b), int64(len(b)), "book.cbz")
+	if err != nil {
+		return ""
+	}
+	return m.books[pageListKey(pages)]
+}
+
+// pageListKey is an ordered list of page digests as one string.
+func pageListKey(pages []store.PageDigest) string {
+	var k strings.Builder
+	for _, p := range pages {
+		k.Write(p.Digest)
+	}
+	return k.String()
 }
 
 // check holds the invariants after a step.

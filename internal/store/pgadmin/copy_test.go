@@ -48,6 +48,13 @@ func TestCopyToPostgres(t *testing.T) {
 		`INSERT INTO jobs (kind, status, library_id, worker_id, lease_expires_at, created_at, updated_at)
 		VALUES ('scan', 'running', ?1, 'gone', ?2, ?2, ?2)`,
 		`INSERT INTO settings (key, value, updated_at) VALUES ('scan.cover.width', '512', ?2) ON CONFLICT (key) DO UPDATE SET value = '512' WHERE ?1 = ?1`,
+		// A same-book plan (migration 28): its kind and its group key.
+		`INSERT INTO delete_plans (id, policy, group_kind, group_count, remove_count, bytes_freed, created_at, expires_at)
+		VALUES (1, 'prefer_format', 'same_pages', 1, 1, 1000, ?2, ?2)`,
+		`INSERT INTO delete_plan_files (plan_id, seq, group_seq, file_id, library_id, relative_path, decision, size_bytes, mtime_ns,
+			hash_algorithm, content_hash, library_path, group_key)
+		SELECT 1, 0, 0, id, ?1, relative_path, 'keep', size_bytes, mtime_ns, 'blake3', content_hash, '/libraries/comics', content_hash
+		FROM library_files WHERE id = 1 AND ?2 = ?2`,
 	} {
 		if _, err := storetest.Exec(ctx, src, q, lib.ID, now); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -65,6 +72,8 @@ func TestCopyToPostgres(t *testing.T) {
 		`SELECT count(*) FROM library_files`, `SELECT sum(id) FROM library_files`, `SELECT count(*) FROM thumbnails`,
 		`SELECT count(*) FROM jobs WHERE status = 'running'`, `SELECT count(*) FROM duplicate_groups`,
 		`SELECT count(*) FROM settings WHERE key = 'scan.cover.width' AND value = '512'`,
+		`SELECT count(*) FROM delete_plans WHERE group_kind = 'same_pages' AND policy = 'prefer_format'`,
+		`SELECT count(*) FROM delete_plan_files WHERE length(group_key) = 32`,
 	} {
 		want, err := storetest.QueryInt(ctx, src, q)
 		if err != nil {
