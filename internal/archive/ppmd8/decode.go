@@ -59,9 +59,10 @@ func (m *model) decodeInStats(rc *rangeDecoder, mc uint32) (int, bool) {
 		return int(sym), true
 	}
 	m.prevSucc = 0
-	for i := m.numStats(mc); i > 0; i-- {
+	st := m.mem[s+stateSize : s+(m.numStats(mc)+1)*stateSize]
+	for ; len(st) >= stateSize; st = st[stateSize:] {
 		s += stateSize
-		f = m.freq(s)
+		f = uint32(st[1])
 		if count -= f; int32(count) < 0 {
 			rc.decode(hiCnt-count-f, f)
 			rc.normalize()
@@ -85,8 +86,8 @@ func (m *model) decodeInStats(rc *rangeDecoder, mc uint32) (int, bool) {
 func (m *model) maskAll(mc uint32) {
 	m.resetMask()
 	s := m.stats(mc)
-	for i := uint32(0); i <= m.numStats(mc); i++ {
-		m.mask[m.symbol(s+i*stateSize)] = 0
+	for st := m.mem[s : s+(m.numStats(mc)+1)*stateSize]; len(st) >= stateSize; st = st[stateSize:] {
+		m.mask[st[0]] = 0
 	}
 }
 
@@ -127,11 +128,15 @@ func (m *model) decodeBinary(rc *rangeDecoder, mc uint32) (int, bool) {
 	return 0, false
 }
 
-func (m *model) resetMask() {
-	for i := range m.mask {
-		m.mask[i] = 0xFF
+func (m *model) resetMask() { m.mask = noneMasked }
+
+// noneMasked is the mask at the start of an escape: no symbol excluded.
+var noneMasked = func() (a [256]byte) {
+	for i := range a {
+		a[i] = 0xFF
 	}
-}
+	return a
+}()
 
 // decodeMasked decodes in the context mc reached by an escape, counting
 // only symbols not yet masked, with the escape frequency from SEE.
@@ -139,8 +144,8 @@ func (m *model) decodeMasked(rc *rangeDecoder, mc, numMasked uint32) (int, bool)
 	var hiCnt uint32
 	stats := m.stats(mc)
 	end := stats + (m.numStats(mc)+1)*stateSize
-	for s := stats; s != end; s += stateSize {
-		hiCnt += m.freq(s) & uint32(m.mask[m.symbol(s)])
+	for st := m.mem[stats:end]; len(st) >= stateSize; st = st[stateSize:] {
+		hiCnt += uint32(st[1] & m.mask[st[0]])
 	}
 	see, freqSum := m.makeEscFreq(numMasked)
 	freqSum += hiCnt
@@ -171,8 +176,8 @@ func (m *model) decodeMasked(rc *rangeDecoder, mc, numMasked uint32) (int, bool)
 	}
 	rc.decode(hiCnt, total-hiCnt)
 	see.summ += uint16(freqSum)
-	for s := stats; s != end; s += stateSize {
-		m.mask[m.symbol(s)] = 0
+	for st := m.mem[stats:end]; len(st) >= stateSize; st = st[stateSize:] {
+		m.mask[st[0]] = 0
 	}
 	return 0, false
 }

@@ -241,7 +241,8 @@ func (m *model) createSuccessors(skip bool, s1, c uint32) uint32 {
 // which holds it.
 func (m *model) findSymbol(c, sym uint32) uint32 {
 	s := m.stats(c)
-	for m.symbol(s) != sym {
+	b := byte(sym)
+	for st := m.mem[s:]; st[0] != b; st = st[stateSize:] {
 		s += stateSize
 	}
 	return s
