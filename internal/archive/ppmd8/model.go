@@ -81,6 +81,7 @@ type model struct {
 	orderFall, initEsc, prevSucc uint32
 	maxOrder                     uint32
 	restore                      RestoreMethod
+	restores                     int // times the heap filled, for tests
 	runLength, initRL            int32
 	freeList, stamps             [numIndexes]uint32
 	mask                         [256]byte // symbols not yet excluded during an escape: 0xFF

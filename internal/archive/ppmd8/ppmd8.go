@@ -115,8 +115,9 @@ func NewReader(r io.Reader, p Params) (*Reader, error) {
 	return d, nil
 }
 
-// NewZipReader reads the zip header from r and returns its params, and a
-// reader of the rest once accept (which may refuse the memory) agrees.
+// NewZipReader reads the zip header from r, passes its params to accept
+// (which may refuse the memory, before anything is allocated) and returns
+// a reader of the rest.
 func NewZipReader(r io.Reader, accept func(Params) error) (*Reader, error) {
 	var h [2]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {

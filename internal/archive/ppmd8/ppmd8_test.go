@@ -12,43 +12,36 @@ import (
 // TestDecode7ZipZips decodes zips 7zz writes over the orders, memory
 // sizes and both restore methods, each with an image page, ComicInfo.xml,
 // a nearly incompressible and a highly compressible entry and a text
-// larger than a 1 MiB model, and compares every entry byte for byte with
-// what 7zz x extracts (and, through archive/zip, with its CRC).
+// that fills a 1 MiB order-16 model several times over, and compares every
+// entry byte for byte with what 7zz x extracts (and, through archive/zip,
+// with its CRC).
 func TestDecode7ZipZips(t *testing.T) {
 	t.Parallel()
 	need7zz(t)
 	cases := []struct {
 		args []string
 		want Params // the header 7zz must write: the test covers what it says
+		full bool   // the text fills the model: it restarts or is cut off
 	}{
-		{[]string{"-mx=1"}, Params{Order: 4, Memory: 1 << 20, Restore: Restart}},
-		{[]string{"-mx=5", "-mmem=1m", "-mo=2"}, Params{Order: 2, Memory: 1 << 20, Restore: Restart}},
-		{[]string{"-mx=9", "-mmem=1m", "-mo=16"}, Params{Order: 16, Memory: 1 << 20, Restore: CutOff}},
-		{[]string{"-mx=3", "-mmem=1m", "-mo=16", "-ma=0"}, Params{Order: 16, Memory: 1 << 20, Restore: Restart}},
-		{[]string{"-mx=7", "-mmem=8m", "-mo=6", "-ma=1"}, Params{Order: 6, Memory: 8 << 20, Restore: CutOff}},
-		// 7-Zip lowers the memory to 16 times the entry's size: 32 MiB here.
-		{[]string{"-mx=9", "-mmem=64m", "-mo=16"}, Params{Order: 16, Memory: 32 << 20, Restore: CutOff}},
+		{[]string{"-mx=1"}, Params{Order: 4, Memory: 1 << 20, Restore: Restart}, false},
+		{[]string{"-mx=5", "-mmem=1m", "-mo=2"}, Params{Order: 2, Memory: 1 << 20, Restore: Restart}, false},
+		{[]string{"-mx=9", "-mmem=1m", "-mo=16"}, Params{Order: 16, Memory: 1 << 20, Restore: CutOff}, true},
+		{[]string{"-mx=3", "-mmem=1m", "-mo=16", "-ma=0"}, Params{Order: 16, Memory: 1 << 20, Restore: Restart}, true},
+		{[]string{"-mx=7", "-mmem=8m", "-mo=6", "-ma=1"}, Params{Order: 6, Memory: 8 << 20, Restore: CutOff}, false},
 	}
-	entries := bookEntries(t, 1_300_000)
+	entries := bookEntries(t, 300_000)
 	for _, c := range cases {
 		t.Run(c.want.String(), func(t *testing.T) {
 			path := sevenZip(t, entries, c.args...)
 			want := sevenZipExtract(t, path)
 			zr := openZip(t, path)
-			zr.RegisterDecompressor(zipMethodPPMd, func(r io.Reader) io.ReadCloser {
-				d, err := NewZipReader(r, func(Params) error { return nil })
-				if err != nil {
-					t.Fatal(err)
-				}
-				return d
-			})
 			ppmd := map[string]bool{}
 			for _, f := range zr.File {
 				if f.Method == zipMethodPPMd {
 					ppmd[f.Name] = true
-					if p := header(rawStream(t, f)); f.Name == "text.txt" && p != c.want {
-						t.Fatalf("%s: 7zz wrote %v", f.Name, p)
-					}
+				}
+				if f.Name == "text.txt" {
+					checkText(t, rawStream(t, f), want[f.Name], c.want, c.full)
 				}
 				got := readEntry(t, f)
 				if !bytes.Equal(got, want[f.Name]) || len(got) != len(entries[f.Name]) {
@@ -61,6 +54,36 @@ func TestDecode7ZipZips(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Read from stdin, 7-Zip keeps the memory asked for: a 64 MiB model.
+	t.Run("cutoff-o16-64m", func(t *testing.T) {
+		text := entries["text.txt"]
+		path := sevenZipStdin(t, text, "-mx=9", "-mmem=64m", "-mo=16")
+		f := openZip(t, path).File[0]
+		checkText(t, rawStream(t, f), sevenZipExtract(t, path)["text.txt"], Params{Order: 16, Memory: 64 << 20, Restore: CutOff}, false)
+		if got := readEntry(t, f); !bytes.Equal(got, text) {
+			t.Fatalf("decoded %d bytes that differ from the %d written", len(got), len(text))
+		}
+	})
+}
+
+// checkText decodes a text entry's stream: its header must say want, its
+// bytes be 7-Zip's, and its model must have filled when full says so.
+func checkText(t *testing.T, stream, extracted []byte, want Params, full bool) {
+	t.Helper()
+	if p := header(stream); p != want {
+		t.Fatalf("7zz wrote %v, want %v", p, want)
+	}
+	r, err := NewZipReader(bytes.NewReader(stream), func(Params) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(got, extracted) {
+		t.Fatalf("text: %d bytes, %v; 7zz extracts %d", len(got), err, len(extracted))
+	}
+	if filled := r.m.restores > 0; filled != full {
+		t.Fatalf("text: the model filled %d times", r.m.restores)
 	}
 }
 

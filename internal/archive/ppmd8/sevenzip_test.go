@@ -113,6 +113,21 @@ func sevenZip(tb testing.TB, entries map[string][]byte, args ...string) string {
 	return out
 }
 
+// sevenZipStdin has 7zz write data, read from its standard input, to a
+// PPMd zip: not knowing the size, 7-Zip keeps the model memory asked for
+// (for a file it lowers it to 16 times the file's size).
+func sevenZipStdin(tb testing.TB, data []byte, args ...string) string {
+	tb.Helper()
+	need7zz(tb)
+	out := filepath.Join(tb.TempDir(), "stdin.zip")
+	cmd := exec.Command("7zz", append(append([]string{"a", "-tzip", "-bd", "-mm=PPMd", "-mmt=1", "-sitext.txt"}, args...), out)...)
+	cmd.Stdin = bytes.NewReader(data)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("7zz %v: %v: %s", args, err, b)
+	}
+	return out
+}
+
 // sevenZipExtract returns what 7zz x extracts from path, by entry name.
 func sevenZipExtract(tb testing.TB, path string) map[string][]byte {
 	tb.Helper()
@@ -164,6 +179,7 @@ func header(stream []byte) Params {
 	return p
 }
 
+// openZip opens path with this package's decoder for method 98.
 func openZip(tb testing.TB, path string) *zip.ReadCloser {
 	tb.Helper()
 	zr, err := zip.OpenReader(path)
@@ -171,8 +187,19 @@ func openZip(tb testing.TB, path string) *zip.ReadCloser {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { zr.Close() })
+	zr.RegisterDecompressor(zipMethodPPMd, func(r io.Reader) io.ReadCloser {
+		d, err := NewZipReader(r, func(Params) error { return nil })
+		if err != nil {
+			return io.NopCloser(errorReader{err})
+		}
+		return d
+	})
 	return zr
 }
+
+type errorReader struct{ err error }
+
+func (e errorReader) Read([]byte) (int, error) { return 0, e.err }
 
 // firstPPMd returns the raw stream of the first PPMd entry of path.
 func firstPPMd(tb testing.TB, path string) []byte {

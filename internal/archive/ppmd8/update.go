@@ -154,6 +154,7 @@ func (m *model) addSymbol(c, ns, s0, fFreq, fSymbol, successor uint32) bool {
 // frequencies of [ctxError, minContext), then restarts the model or, for
 // CutOff, prunes it until at most three quarters of the heap is used.
 func (m *model) restoreModel(ctxError uint32) {
+	m.restores++
 	m.text = 0
 	c := m.maxContext
 	for ; c != ctxError; c = m.suffix(c) {
