@@ -14,8 +14,8 @@ import (
 // text and the mixed entries of the tests) through archive/zip, checking
 // every CRC, beside `7zz t -mmt=1` on the same file: 7-Zip's single-thread
 // decompression floor, process start included (a few ms of the run). At
-// -mx=5 (order 6, restart) and -mx=9 (order 32 is not zip's: order 16,
-// cut off); bytes per second are the entries' decoded bytes.
+// -mx=5 (order 6, restart) and -mx=9 (order 12, cut off, a 64 MiB model
+// for the text); bytes per second are the entries' decoded bytes.
 func BenchmarkDecode(b *testing.B) {
 	need7zz(b)
 	entries := bookEntries(b, 4<<20)
