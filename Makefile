@@ -100,6 +100,7 @@ FUZZTIME ?= 5m
 fuzz:
 	for t in FuzzOpenZip FuzzOpenRar FuzzOpen7z; do \
 	  $(GO) test ./internal/archive -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	$(GO) test ./internal/archive/ppmd8 -run '^$$' -fuzz '^FuzzPPMd8$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/comicinfo -run '^$$' -fuzz '^FuzzComicInfo$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/natsort -run '^$$' -fuzz '^FuzzNatsortLess$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pagesig -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)

@@ -146,18 +146,18 @@ func TestKomgaFixtures(t *testing.T) {
 	}
 }
 
-// TestZipUnsupportedMethod: a method without a decoder (PPMd) is not
+// TestZipUnsupportedMethod: a method without a decoder (Implode) is not
 // corruption.
 func TestZipUnsupportedMethod(t *testing.T) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
-	w, err := zw.CreateRaw(&zip.FileHeader{Name: "p.jpg", Method: zipMethodPPMd, CompressedSize64: 3, UncompressedSize64: 3})
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "p.jpg", Method: 6, CompressedSize64: 3, UncompressedSize64: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Write([]byte("abc"))
 	zw.Close()
-	a := mustOpen(t, setup(t, "ppmd.cbz", buf.Bytes()))
+	a := mustOpen(t, setup(t, "implode.cbz", buf.Bytes()))
 	if len(a.Pages()) != 1 {
 		t.Fatalf("pages %q", pageNames(a))
 	}

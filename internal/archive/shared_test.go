@@ -192,7 +192,6 @@ const (
 	noRiscV     = "7z RISC-V filter (method 0b): Bindery has no decoder, 7-Zip does"
 	noARMT      = "7z ARM Thumb filter (03 03 07 01): Bindery has no decoder, 7-Zip does"
 	noIA64      = "7z IA64 filter (03 03 04 01): Bindery has no decoder, 7-Zip does"
-	noZipPPMd   = "zip PPMd (method 98): Bindery has no decoder, 7-Zip does; its page is unsupported_compression"
 	noShrink    = "zip Shrink (1) and Implode (6): Bindery has no decoder, 7-Zip does; the page is stored, so a scan reads it (TestRealworldVerdicts)"
 	noReduce    = "zip Reduce: neither decodes it, but Bindery stops first at a Shrink entry 7-Zip reads; pageClass names Reduce (TestRealworldVerdicts)"
 	noRar15     = "RAR 1.5 compression: no Go decoder; Bindery names it (lsar decodes Rar15.rar, fails on the commented ones)"
@@ -215,9 +214,6 @@ var toolExceptions = map[string]string{
 	"realworld/sharpcompress/7Zip.ARMT.7z":                               noARMT,
 	"realworld/py7zr/lzma2_bcj_ia64.7z":                                  noIA64,
 	"realworld/sharpcompress/7Zip.IA64.7z":                               noIA64,
-	"realworld/sharpcompress/Zip.ppmd.zip":                               noZipPPMd,
-	"realworld/sharpcompress/Zip.ppmd.dd.zip":                            noZipPPMd,
-	"realworld/sharpcompress/Zip.ppmd.noEmptyDirs.zip":                   noZipPPMd,
 	"realworld/sharpcompress/Zip.shrink.zip":                             noShrink,
 	"realworld/sharpcompress/Zip.implode.zip":                            noShrink,
 	"realworld/sharpcompress/Zip.reduce1.zip":                            noReduce,

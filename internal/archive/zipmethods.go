@@ -14,6 +14,7 @@ import (
 	"github.com/ulikunitz/xz/lzma"
 
 	"github.com/bindery-nas/bindery/internal/archive/deflate64"
+	"github.com/bindery-nas/bindery/internal/archive/ppmd8"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -28,9 +29,11 @@ const (
 	zipMethodPPMd      = 98
 )
 
-// MaxDictionary caps the window of the LZMA, XZ and Zstandard decoders,
-// which allocate what the archive declares: 7-Zip's largest preset (-mx9)
-// uses 64 MiB. More is refused as source_too_large, never allocated.
+// MaxDictionary caps the window of the LZMA, XZ and Zstandard decoders
+// and the model of the PPMd one, which allocate what the archive declares:
+// 7-Zip's largest preset (-mx9) uses 64 MiB (for PPMd in zip 256 MiB, but
+// only for an entry over 8 MiB: 7-Zip uses at most 16 times the entry's
+// size). More is refused as source_too_large, never allocated.
 const MaxDictionary = 128 << 20
 
 // zipMethodNames name the methods a user may meet, for the message of
@@ -46,11 +49,12 @@ var zipMethodNames = map[uint16]string{
 }
 
 // registerZipMethods adds the decompressors Go has maintained libraries
-// for, and Bindery's own Deflate64. PPMd has none: its entries are listed
-// (the page count comes from the central directory) but read as
-// unsupported_compression.
+// for, and Bindery's own Deflate64 and PPMd var.I. Other methods' entries
+// are listed (the page count comes from the central directory) but read
+// as unsupported_compression.
 func registerZipMethods(zr *zip.Reader) {
 	zr.RegisterDecompressor(zipMethodDeflate64, deflate64.NewReader)
+	zr.RegisterDecompressor(zipMethodPPMd, openZipPPMd)
 	zr.RegisterDecompressor(zipMethodBzip2, func(r io.Reader) io.ReadCloser { return io.NopCloser(bzip2.NewReader(r)) })
 	zr.RegisterDecompressor(zipMethodZstd, func(r io.Reader) io.ReadCloser {
 		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
@@ -71,6 +75,26 @@ func registerZipMethods(zr *zip.Reader) {
 		}
 		return io.NopCloser(x)
 	})
+}
+
+// openZipPPMd reads the entry's 2-byte PPMd header and starts the decoder;
+// a model over MaxDictionary is refused before it is allocated, and the
+// freeze restore method, which 7-Zip does not decode either, is
+// unsupported_compression.
+func openZipPPMd(r io.Reader) io.ReadCloser {
+	d, err := ppmd8.NewZipReader(r, func(p ppmd8.Params) error {
+		if p.Memory > MaxDictionary {
+			return codedf(protocol.ErrSourceTooLarge, "PPMd model of %d MiB exceeds the limit of %d MiB", p.Memory>>20, MaxDictionary>>20)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ppmd8.ErrUnsupported):
+		return errReader{codedf(protocol.ErrUnsupportedCompression, "zip method %d (PPMd): %v", zipMethodPPMd, err)}
+	case err != nil:
+		return errReader{err}
+	}
+	return d
 }
 
 // openZipEntry opens f for reading; LZMA needs the entry's header (its

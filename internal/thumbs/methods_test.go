@@ -28,7 +28,7 @@ func TestRenderEveryMethod(t *testing.T) {
 		{"BZip2.cbz", fixtures.SevenZipOptions{Zip: true, Method: "BZip2"}, true},
 		{"LZMA.cbz", fixtures.SevenZipOptions{Zip: true, Method: "LZMA"}, true},
 		{"XZ.cbz", fixtures.SevenZipOptions{Zip: true, Method: "XZ"}, true},
-		{"PPMd.cbz", fixtures.SevenZipOptions{Zip: true, Method: "PPMd"}, false},
+		{"PPMd.cbz", fixtures.SevenZipOptions{Zip: true, Method: "PPMd"}, true},
 		{"Deflate64.cbz", fixtures.SevenZipOptions{Zip: true, Method: "Deflate64"}, true},
 		{"LZMA2.cb7", fixtures.SevenZipOptions{Method: "LZMA2"}, true},
 		{"PPMd.cb7", fixtures.SevenZipOptions{Method: "PPMd"}, true},
@@ -37,6 +37,7 @@ func TestRenderEveryMethod(t *testing.T) {
 		{"BCJ2.cb7", fixtures.SevenZipOptions{Filter: "BCJ2"}, true},
 		{"ARM64.cb7", fixtures.SevenZipOptions{Filter: "ARM64"}, true},
 		{"Deflate64.cb7", fixtures.SevenZipOptions{Method: "Deflate64"}, true},
+		{"RISCV.cb7", fixtures.SevenZipOptions{Filter: "RISCV"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(e.lib, c.name)
