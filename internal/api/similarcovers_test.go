@@ -4,39 +4,22 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-	"image"
-	"image/color"
 	"image/jpeg"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bindery-nas/bindery/internal/fixtures"
 	"github.com/bindery-nas/bindery/internal/thumbs"
 )
-
-// scanPicture draws one 600×900 picture per seed: bands and blocks of
-// seeded greys, different enough between seeds to be different covers.
-func scanPicture(seed int) *image.RGBA {
-	img := image.NewRGBA(image.Rect(0, 0, 600, 900))
-	for y := range 900 {
-		for x := range 600 {
-			v := uint8((x*(seed+3) + y*(7-seed%5)) / 9 % 256)
-			if (x/(60+seed*13)+y/(90+seed*7))%2 == 0 {
-				v = 255 - v
-			}
-			img.SetRGBA(x, y, color.RGBA{v, v / 2, 255 - v, 255})
-		}
-	}
-	return img
-}
 
 // coverHashOf renders the picture encoded at JPEG quality q as workerd
 // does and returns its cover hash.
 func coverHashOf(t *testing.T, seed, q int) int64 {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, scanPicture(seed), &jpeg.Options{Quality: q}); err != nil {
+	if err := jpeg.Encode(&buf, fixtures.CoverArt(600, 900, uint64(seed)), &jpeg.Options{Quality: q}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := thumbs.RenderCover(buf.Bytes(), thumbs.Options{})

@@ -4,55 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"image"
-	"image/color"
 	"image/draw"
 	"image/jpeg"
 	"math/bits"
-	"math/rand/v2"
 	"testing"
 
+	"github.com/bindery-nas/bindery/internal/fixtures"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// coverArt draws a w×h cover-like picture from seed: a vertical gradient
-// background and forty filled rectangles and discs of seeded colours and
-// places, so that two seeds are two unrelated pictures.
-func coverArt(w, h int, seed uint64) *image.RGBA {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	top, bottom := randColor(rng), randColor(rng)
-	for y := range h {
-		c := mix(top, bottom, float64(y)/float64(h))
-		draw.Draw(img, image.Rect(0, y, w, y+1), &image.Uniform{c}, image.Point{}, draw.Src)
-	}
-	for i := range 40 {
-		c := randColor(rng)
-		x0, y0 := rng.IntN(w), rng.IntN(h)
-		rw, rh := w/10+rng.IntN(w/3), h/10+rng.IntN(h/3)
-		if i%2 == 0 {
-			draw.Draw(img, image.Rect(x0, y0, x0+rw, y0+rh), &image.Uniform{c}, image.Point{}, draw.Src)
-			continue
-		}
-		for y := max(0, y0-rh/2); y < min(h, y0+rh/2); y++ {
-			for x := max(0, x0-rw/2); x < min(w, x0+rw/2); x++ {
-				dx, dy := float64(x-x0)/float64(rw/2), float64(y-y0)/float64(rh/2)
-				if dx*dx+dy*dy <= 1 {
-					img.SetRGBA(x, y, c)
-				}
-			}
-		}
-	}
-	return img
-}
-
-func randColor(rng *rand.Rand) color.RGBA {
-	return color.RGBA{uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256)), 255}
-}
-
-func mix(a, b color.RGBA, t float64) color.RGBA {
-	f := func(x, y uint8) uint8 { return uint8(float64(x)*(1-t) + float64(y)*t) }
-	return color.RGBA{f(a.R, b.R), f(a.G, b.G), f(a.B, b.B), 255}
-}
+// coverArt is fixtures.CoverArt: unrelated pictures for unrelated seeds.
+func coverArt(w, h int, seed uint64) *image.RGBA { return fixtures.CoverArt(w, h, seed) }
 
 // brighten adds delta to every channel, clamped at 255.
 func brighten(src *image.RGBA, delta int) *image.RGBA {
