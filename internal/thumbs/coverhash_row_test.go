@@ -113,27 +113,14 @@ func TestRenderStoresCoverHash(t *testing.T) {
 		}
 	})
 
-	t.Run("hash row renders when the cache is gone", func(t *testing.T) {
-		id := e.put(t, "b/book.cbz", book)
-		th := e.claim(t, id, protocol.ImageWebP)
-		if _, err := e.finish(t, th); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Remove(filepath.Join(e.state, filepath.FromSlash(th.OutputRelpath))); err != nil {
-			t.Fatal(err)
-		}
-		before := e.r.Stats()
-		hr := e.hashRow(t, id)
-		if _, err := e.finish(t, hr); err != nil {
-			t.Fatal(err)
-		}
-		if after := e.r.Stats(); after.Renders != before.Renders+1 || after.CachedHashes != before.CachedHashes {
-			t.Fatalf("stats %+v after %+v: want a render", after, before)
-		}
-		if stored, ok := e.storedHash(t, hr.ID); !ok || stored != int64(want) {
-			t.Fatalf("re-rendered cover hash %016x (%v), want %016x", stored, ok, want)
-		}
-	})
+	for name, spoil := range map[string]func(path string) error{
+		"gone":    os.Remove,
+		"corrupt": func(path string) error { return os.WriteFile(path, []byte("not a cover"), 0o644) },
+	} {
+		t.Run("hash row renders when the cache is "+name, func(t *testing.T) {
+			hashRowRenders(t, e, "b-"+name+"/book.cbz", book, spoil, want)
+		})
+	}
 
 	t.Run("a lost lease writes no hash", func(t *testing.T) {
 		id := e.put(t, "c/book.cbz", book)
@@ -164,6 +151,31 @@ func TestRenderStoresCoverHash(t *testing.T) {
 			t.Fatalf("AdmitCoverHashes after a failed hash row = %d, %v; want 0", n, err)
 		}
 	})
+}
+
+// hashRowRenders: a hash row whose cached cover spoil made unusable
+// renders the cover again (the book is there) and stores its hash.
+func hashRowRenders(t *testing.T, e *env, rel string, book []byte, spoil func(string) error, want uint64) {
+	t.Helper()
+	id := e.put(t, rel, book)
+	th := e.claim(t, id, protocol.ImageWebP)
+	if _, err := e.finish(t, th); err != nil {
+		t.Fatal(err)
+	}
+	if err := spoil(filepath.Join(e.state, filepath.FromSlash(th.OutputRelpath))); err != nil {
+		t.Fatal(err)
+	}
+	before := e.r.Stats()
+	hr := e.hashRow(t, id)
+	if _, err := e.finish(t, hr); err != nil {
+		t.Fatal(err)
+	}
+	if after := e.r.Stats(); after.Renders != before.Renders+1 || after.CachedHashes != before.CachedHashes {
+		t.Fatalf("stats %+v after %+v: want a render", after, before)
+	}
+	if stored, ok := e.storedHash(t, hr.ID); !ok || stored != int64(want) {
+		t.Fatalf("re-rendered cover hash %016x (%v), want %016x", stored, ok, want)
+	}
 }
 
 func mustVersion(t *testing.T, e *env, id int64) int64 {
