@@ -135,6 +135,22 @@ func ParseThumbnailStatus(s string) (ThumbnailStatus, error) {
 	return parseEnum("thumbnail status", s, ThumbnailStatuses)
 }
 
+// ThumbnailTask is what a thumbnail row asks of workerd (thumbnails.task):
+// render the cover, or only hash the cover already cached (a cover
+// rendered before covers had hashes; rendered when its file is gone).
+type ThumbnailTask string
+
+const (
+	TaskRender ThumbnailTask = "render"
+	TaskHash   ThumbnailTask = "hash"
+)
+
+var ThumbnailTasks = []ThumbnailTask{TaskRender, TaskHash}
+
+func ParseThumbnailTask(s string) (ThumbnailTask, error) {
+	return parseEnum("thumbnail task", s, ThumbnailTasks)
+}
+
 type MediaType string
 
 const (

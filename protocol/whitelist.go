@@ -33,7 +33,7 @@ var Whitelist = map[string]map[WritePath][]string{
 	"thumbnails": {
 		PathClaim:     {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "started_at", "updated_at", "lease_epoch"},
 		PathHeartbeat: {"worker_heartbeat_at", "lease_expires_at", "updated_at"},
-		PathSucceed:   {"status", "width", "height", "bytes_size", "error_code", "error_message", "error_count", "retry_after", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
+		PathSucceed:   {"status", "width", "height", "bytes_size", "cover_hash", "error_code", "error_message", "error_count", "retry_after", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathFail:      {"status", "error_code", "error_message", "error_count", "retry_after", "finished_at", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathRecover:   {"status", "recovered_count", "error_code", "error_message", "finished_at", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},
 		PathRelease:   {"status", "worker_id", "worker_heartbeat_at", "lease_expires_at", "updated_at"},

@@ -206,6 +206,7 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/duplicates/groups/:key/files", s.listDuplicateFiles)
 	g.GET("/duplicates/books", s.listSameBooks)
 	g.GET("/duplicates/pages", s.listCommonPages)
+	g.GET("/duplicates/covers", s.listSimilarCovers)
 	g.POST("/duplicates/plans", s.createPlan)
 	g.GET("/duplicates/plans", s.listPlans)
 	g.GET("/duplicates/plans/:id", s.getPlan)

@@ -35,6 +35,9 @@ type Reconciler interface {
 // ThumbnailResult is what a successful render reports.
 type ThumbnailResult struct {
 	Width, Height, BytesSize int64
+	// CoverHash is the cover's 64-bit dHash as a signed integer; nil
+	// when the executor computes none.
+	CoverHash *int64
 }
 
 // ThumbnailExecutor renders one claimed thumbnail row. A *protocol.Error

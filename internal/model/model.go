@@ -79,6 +79,12 @@ type Thumbnail struct {
 	Width         *int64
 	Height        *int64
 	BytesSize     *int64
+	// Task is render or hash (protocol.ThumbnailTask).
+	Task protocol.ThumbnailTask
+	// CoverHash is the ready cover's 64-bit dHash (its bit pattern as a
+	// signed integer); nil before the row is ready or for covers rendered
+	// before migration 29.
+	CoverHash *int64
 	Lease
 	ErrorCode      *string
 	ErrorMessage   *string

@@ -265,6 +265,27 @@ func TestFollowUps(t *testing.T) {
 			t.Fatalf("%d present files still flagged", n)
 		}
 	})
+	t.Run("covers rendered before cover hashes get hash rows", func(t *testing.T) {
+		e := setup(t, 1)
+		now := protocol.FormatTime(e.control.Now())
+		for i := range 3 {
+			id, err := storetest.InsertID(e.ctx, e.control, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns,
+				created_at, updated_at) VALUES (?, ?, 1, 1, ?, ?) RETURNING id`, e.libs[0], fmt.Sprint(i, ".cbz"), now, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO thumbnails (file_id, library_id, group_key, status, format,
+				output_relpath, created_at, updated_at) VALUES (?, ?, ?, 'ready', 'webp', ?, ?, ?)`,
+				id, e.libs[0], fmt.Sprint("library:", e.libs[0]), fmt.Sprint("covers/000/", id, ".webp"), now, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.start(t, fastConfig(nil))
+		waitFor(t, "hash rows", func() bool {
+			n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM thumbnails WHERE status = 'pending' AND task = 'hash'`)
+			return n == 3
+		})
+	})
 	t.Run("hash mode off: no hash job", func(t *testing.T) {
 		e := setup(t, 1)
 		if err := e.control.PutSettings(e.ctx, map[string]string{"scan.hash.mode": "off"}); err != nil {

@@ -41,13 +41,20 @@ func (s *Scheduler) dispatchOnce(ctx context.Context) (int64, error) {
 }
 
 // admitCoversTick admits covers for every library with flagged files
-// (that is what a running scan produces, batch by batch).
+// (that is what a running scan produces, batch by batch), then, in the
+// capacity they leave, one batch of hash rows for covers rendered before
+// covers had hashes (store.AdmitCoverHashes).
 func (s *Scheduler) admitCoversTick(ctx context.Context) (int64, error) {
 	v, err := settings.Load(ctx, s.st)
 	if err != nil {
 		return 0, err
 	}
-	return s.admitCovers(ctx, v)
+	n, err := s.admitCovers(ctx, v)
+	if err != nil {
+		return n, err
+	}
+	hashes, err := s.st.AdmitCoverHashes(ctx, s.cfg.CoverBatch, v.Int(settings.ThumbnailQueueCapacity))
+	return n + hashes, err
 }
 
 // maxAdmitBatches bounds one tick's admission per library, so one huge

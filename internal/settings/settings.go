@@ -119,6 +119,7 @@ var (
 	HashAlgorithm                = defineEnum("hash.algorithm", "blake3", "Content hash algorithm; changing it rehashes lazily.", "blake3", "sha256")
 	HashIODepth                  = defineInt("hash.io_depth", 16, 1, 256, "Small files a hash job reads at once, ahead of the hash workers; lower it for a single spinning disk.")
 	SameBookCommonPagesMinSeries = defineInt("samebook.common_pages_min_series", 5, 2, 1000000, "A page digest found in books of this many series is a common page (credits, ads), ignored when books are compared.")
+	SameBookCoverDistance        = defineInt("samebook.cover_distance", 6, 0, 16, "Two books whose cover hashes differ in at most this many of 64 bits are listed as similar covers (probably another scan of one issue).")
 	SameBookContainsPages        = defineInt("samebook.contains_pages", 3, 0, 16, "Extra pages at the start or end (credit pages) with which a book still \"contains\" another; its page-signature candidates are digested.")
 	ScanCancelCheckIntervalMS    = defineInt("scan.cancel_check.interval_ms", 500, 50, 60000, "How often a running job checks for a cancel request, in ms.")
 	ScanCoverMode                = defineEnum("scan.cover.mode", "scan", "scan: render covers for new/changed files; off: never automatically.", "scan", "off")

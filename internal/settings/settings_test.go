@@ -50,3 +50,22 @@ func TestTypedKeys(t *testing.T) {
 		Values{}.Int(ScanCoverWidth)
 	})
 }
+
+// TestCoverDistance: samebook.cover_distance takes 0 to 16 bits (the
+// store's bound on banding); anything else is refused with the key named.
+func TestCoverDistance(t *testing.T) {
+	if got := Defaults().Int(SameBookCoverDistance); got != 6 {
+		t.Fatalf("default %d, want 6", got)
+	}
+	for _, ok := range []string{"0", "6", "16"} {
+		if _, err := Normalize(map[string]string{"samebook.cover_distance": ok}); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"-1", "17", "64", "x", "", "6.5"} {
+		_, err := Normalize(map[string]string{"samebook.cover_distance": bad})
+		if err == nil || !strings.Contains(err.Error(), "samebook.cover_distance") {
+			t.Errorf("%q: %v, want an error naming the key", bad, err)
+		}
+	}
+}

@@ -67,17 +67,21 @@ func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.
 // ThumbnailDone is a successful render.
 type ThumbnailDone struct {
 	Width, Height, BytesSize int64
+	// CoverHash is the ready cover's dHash (thumbs.CoverHash); nil writes
+	// NULL.
+	CoverHash *int64
 }
 
-// FinishThumbnail ends the thumbnail of claim f as ready, clearing the
-// error fields and the retry time (protocol §7.2 success path). The UPDATE
+// FinishThumbnail ends the thumbnail of claim f as ready with its size and
+// cover hash, clearing the error fields and the retry time (protocol §7.2
+// success path). The UPDATE
 // matches the claim's token (fenceWhere): a row recovered, claimed
 // again, or whose lease ran out is not written (ErrLeaseLost).
 func (s *Store) FinishThumbnail(ctx context.Context, f model.Fence, d ThumbnailDone) error {
 	ts := s.nowText()
 	return s.endLease(ctx, "finish thumbnail", f, `UPDATE thumbnails SET status = 'ready', width = ?, height = ?,
-		bytes_size = ?, error_code = NULL, error_message = NULL, retry_after = NULL, finished_at = ?,
-		lease_expires_at = NULL, updated_at = ? WHERE `+fenceWhere, d.Width, d.Height, d.BytesSize, ts, ts)
+		bytes_size = ?, cover_hash = ?, error_code = NULL, error_message = NULL, retry_after = NULL, finished_at = ?,
+		lease_expires_at = NULL, updated_at = ? WHERE `+fenceWhere, d.Width, d.Height, d.BytesSize, d.CoverHash, ts, ts)
 }
 
 // FailThumbnail ends the thumbnail of claim f as failed with code and

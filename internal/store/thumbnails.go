@@ -90,6 +90,11 @@ func (s *Store) admitThumbnail(ctx context.Context, fileID int64, format protoco
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		created = false
 		now := s.nowText()
+		if _, err := tx.ExecContext(ctx, `UPDATE thumbnails SET task = 'render', output_relpath = ?, updated_at = ?
+			WHERE file_id = ? AND format = ? AND status = 'pending' AND task = 'hash'`,
+			CoverRelPath(fileID, shardCount, format), now, fileID, format); err != nil {
+			return err // a pending hash row becomes the render asked for (upgradeHashRows)
+		}
 		err := tx.GetContext(ctx, &t, admitOne, format, CoverRelPath(fileID, shardCount, format), now, now,
 			fileID, format, !force, capacity)
 		if err == nil {
@@ -166,6 +171,9 @@ func (s *Store) AdmitPendingCovers(ctx context.Context, libraryID int64, limit i
 		if err := tx.GetContext(ctx, &active, `SELECT count(*) FROM thumbnails WHERE status IN ('pending','running')`); err != nil {
 			return err
 		}
+		if err := upgradeHashRows(ctx, tx, libraryID, shardCount, format, now); err != nil {
+			return err
+		}
 		n := min(int64(limit), capacity-active)
 		if n <= 0 {
 			return queueFullIfFlagged(ctx, tx, libraryID)
@@ -210,6 +218,19 @@ func (s *Store) AdmitPendingCovers(ctx context.Context, libraryID int64, limit i
 		return 0, fmt.Errorf("admit pending covers of library %d: %w", libraryID, err)
 	}
 	return admitted, nil
+}
+
+// upgradeHashRows turns the pending hash rows (AdmitCoverHashes) of the
+// library's flagged files into renders in the current layout: the file
+// changed, so hashing its cached cover would hash the old one, and the
+// pending row already holds the (file, format)'s one active place. The
+// flag is then cleared like that of any file with a pending render.
+func upgradeHashRows(ctx context.Context, tx *sqlx.Tx, libraryID, shardCount int64, format protocol.ImageFormat, now string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE thumbnails SET task = 'render', output_relpath = `+relpathSQL("file_id")+`, updated_at = ?
+		WHERE status = 'pending' AND task = 'hash' AND format = ? AND file_id IN (SELECT id FROM library_files
+			WHERE library_id = ? AND needs_cover = 1 AND is_missing = 0)`,
+		shardPattern(shardCount), max(shardCount, 1), format.Ext(), now, format, libraryID)
+	return err
 }
 
 func queueFullIfFlagged(ctx context.Context, tx *sqlx.Tx, libraryID int64) error {

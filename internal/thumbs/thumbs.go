@@ -15,7 +15,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -76,7 +78,7 @@ type Renderer struct {
 	settings settings.Values
 	loadedAt time.Time
 
-	renders, encodes, overBudget atomic.Int64
+	renders, encodes, overBudget, cachedHashes atomic.Int64
 }
 
 // NewRenderer returns a renderer writing under cfg.StateDir/covers. It
@@ -96,11 +98,15 @@ type Stats struct {
 	Encodes int64
 	// OverBudget counts covers kept over the byte budget at quality_min.
 	OverBudget int64
+	// CachedHashes counts hash rows served from the cached cover, without
+	// a render.
+	CachedHashes int64
 }
 
 // Stats returns the counters.
 func (r *Renderer) Stats() Stats {
-	return Stats{Renders: r.renders.Load(), Encodes: r.encodes.Load(), OverBudget: r.overBudget.Load()}
+	return Stats{Renders: r.renders.Load(), Encodes: r.encodes.Load(), OverBudget: r.overBudget.Load(),
+		CachedHashes: r.cachedHashes.Load()}
 }
 
 // Result is the outcome of a render.
@@ -108,8 +114,11 @@ type Result struct {
 	Width, Height, BytesSize int64
 	// Version is the file's new cover_updated_at.
 	Version int64
-	// Attempts is how many encodes the cover took.
+	// Attempts is how many encodes the cover took (0: a hash row served
+	// from the cached cover).
 	Attempts int
+	// Hash is the cover's CoverHash.
+	Hash uint64
 }
 
 var _ engine.ThumbnailExecutor = (*Renderer)(nil)
@@ -120,13 +129,16 @@ func (r *Renderer) Render(ctx context.Context, t model.Thumbnail) (engine.Thumbn
 	if err != nil {
 		return engine.ThumbnailResult{}, err
 	}
-	return engine.ThumbnailResult{Width: res.Width, Height: res.Height, BytesSize: res.BytesSize}, nil
+	h := int64(res.Hash) // the bit pattern, as the signed column stores it
+	return engine.ThumbnailResult{Width: res.Width, Height: res.Height, BytesSize: res.BytesSize, CoverHash: &h}, nil
 }
 
-// RenderRow renders the cover of row t into t.OutputRelpath and gives the
-// file a new cover version. Errors are *protocol.Error with codes
-// source_missing, path_violation, archive_encrypted, source_too_large,
-// decode_error or io_error.
+// RenderRow renders the cover of row t into t.OutputRelpath, hashes it
+// (CoverHash) and gives the file a new cover version. A row of task hash
+// only hashes the cover already cached at t.OutputRelpath, when there is
+// one that decodes, and leaves the version alone. Errors are
+// *protocol.Error with codes source_missing, path_violation,
+// archive_encrypted, source_too_large, decode_error or io_error.
 func (r *Renderer) RenderRow(ctx context.Context, t model.Thumbnail) (Result, error) {
 	format, err := protocol.ParseImageFormat(string(t.Format))
 	if err != nil {
@@ -139,6 +151,12 @@ func (r *Renderer) RenderRow(ctx context.Context, t model.Thumbnail) (Result, er
 	dst, err := r.cache.target(t.OutputRelpath)
 	if err != nil {
 		return Result{}, err
+	}
+	if t.Task == protocol.TaskHash {
+		if res, ok := hashCached(dst); ok {
+			r.cachedHashes.Add(1)
+			return res, nil
+		}
 	}
 	src, err := r.st.CoverSource(ctx, t.FileID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -163,6 +181,10 @@ func (r *Renderer) RenderRow(ctx context.Context, t model.Thumbnail) (Result, er
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
+	hash, err := CoverHash(cover.Data)
+	if err != nil {
+		return Result{}, err
+	}
 	if err := r.cache.write(dst, cover.Data, nil); err != nil {
 		return Result{}, err
 	}
@@ -175,7 +197,35 @@ func (r *Renderer) RenderRow(ctx context.Context, t model.Thumbnail) (Result, er
 	}
 	r.renders.Add(1)
 	return Result{Width: int64(cover.Width), Height: int64(cover.Height), BytesSize: int64(len(cover.Data)),
-		Version: v, Attempts: cover.Attempts}, nil
+		Version: v, Attempts: cover.Attempts, Hash: hash}, nil
+}
+
+// maxCachedCover bounds the read of a cached cover to hash: covers are
+// tens of KiB; anything larger is not one of ours and is rendered again.
+const maxCachedCover = 16 << 20
+
+// hashCached hashes the cover cached at dst (a path target checked). ok is
+// false when there is none, it is too large or it does not decode: the
+// caller renders the cover instead.
+func hashCached(dst string) (Result, bool) {
+	f, err := os.Open(dst)
+	if err != nil {
+		return Result{}, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxCachedCover+1))
+	if err != nil || len(data) > maxCachedCover {
+		return Result{}, false
+	}
+	w, h, err := header(data)
+	if err != nil {
+		return Result{}, false
+	}
+	hash, err := CoverHash(data)
+	if err != nil {
+		return Result{}, false
+	}
+	return Result{Width: int64(w), Height: int64(h), BytesSize: int64(len(data)), Hash: hash}, true
 }
 
 // renderPage renders the cover from a comic's cover page.

@@ -12,6 +12,7 @@ const pages = {
   browse: () => import('./pages/browse.js'),
   jobs: () => import('./pages/jobs.js'),
   duplicates: () => import('./pages/duplicates.js'),
+  samebook: () => import('./pages/samebook.js'),
   settings: () => import('./pages/settings.js'),
   maintenance: () => import('./pages/maintenance.js'),
   read: () => import('./pages/read.js'),
