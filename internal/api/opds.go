@@ -261,8 +261,12 @@ func (s *Server) bookEntry(b store.Book) opds.Entry {
 	if b.SeriesName.Valid {
 		e.Content = opds.Text(b.SeriesName.String + " · " + b.LibraryTitle)
 	}
+	kind := opds.MIME(b.Format.String)
+	if isVolumeSet(b.FileRecord) {
+		kind = cbzType // a volume set downloads as one cbz
+	}
 	e.Links = append(e.Links, opds.Link{Rel: opds.RelAcquisition, Href: Base + "/files/" + id + "/download",
-		Type: opds.MIME(b.Format.String), Title: "Download"})
+		Type: kind, Title: "Download"})
 	if b.TotalPages.Valid && b.TotalPages.Int64 > 0 {
 		stream := opds.Link{Rel: opds.RelStream, Type: "image/jpeg", Count: &b.TotalPages.Int64,
 			Href: opdsV1 + "/files/" + id + "/pages/{pageNumber}?width={maxWidth}"}
