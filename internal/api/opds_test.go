@@ -183,11 +183,24 @@ func TestOPDSSearch(t *testing.T) {
 			t.Fatalf("search %q: %d entries, want %d (%v)", q, len(d.Entries), want, err)
 		}
 	}
-	var d atomDoc
-	xml.Unmarshal(e.callAuth("GET", "/opds/v1.2/series?q=girls", "", ann).Body, &d)
-	if len(d.Entries) != 1 || d.Entries[0].Title != "Paper Girls" {
-		t.Fatalf("series search %+v", d.Entries)
+	// A series search goes through the search index: every word, in any
+	// order, the last a prefix; never a substring inside a word, never a
+	// series outside the grant.
+	for q, want := range map[string]string{"girls": "Paper Girls", "girls pap": "Paper Girls", "SAGA": "Saga",
+		"aper": "", "secret": "", "saga girls": ""} {
+		var d atomDoc
+		r := e.callAuth("GET", "/opds/v1.2/series?q="+url.QueryEscape(q), "", ann)
+		e.expect(r, 200, "")
+		if err := xml.Unmarshal(r.Body, &d); err != nil {
+			t.Fatal(err)
+		}
+		if (want == "" && len(d.Entries) != 0) || (want != "" && (len(d.Entries) != 1 || d.Entries[0].Title != want)) {
+			t.Fatalf("series search %q: %+v, want %q", q, d.Entries, want)
+		}
 	}
+	e.expect(e.callAuth("GET", "/opds/v1.2/series?q=%21%3F", "", ann), 400, "invalid_query")
+	e.expect(e.callAuth("GET", "/opds/v1.2/series?q=a&q=b", "", ann), 400, "invalid_query")
+	var d atomDoc
 	// A ComicInfo title is the entry's title, and searched.
 	pg := e.file(a, "Paper Girls/PG 3.cbz")
 	if _, err := storetest.Exec(e.ctx, e.worker, `INSERT INTO file_metadata (file_id, source, title, updated_at) VALUES (?, 'comicinfo', 'The Bridge', ?)`,
