@@ -23,6 +23,7 @@ for tool in jdupes rdfind fdupes; do command -v $tool >/dev/null || need+=($tool
 command -v bsdtar >/dev/null || need+=(libarchive-tools)
 command -v lsar >/dev/null || need+=(unar)
 command -v zip >/dev/null || need+=(zip) # split zips for the archive tests (zip -s)
+command -v jing >/dev/null || need+=(jing) # the OPDS 1.2 feeds are validated against their RELAX NG schema
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v python3 >/dev/null || need+=(python3) # third-party writer in tests (Python sqlite3)
 command -v gcc >/dev/null || need+=(gcc)

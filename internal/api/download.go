@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/thumbs"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -21,7 +22,8 @@ import (
 const minDownloadRate = 64 << 10 // bytes per second
 
 // downloadFile streams the file itself (Range, ETag, If-None-Match) with
-// its real media type. A folder book is no one file: not_downloadable.
+// its real media type. A folder book is no one file: not_downloadable. A
+// multi-volume RAR book is several: it downloads as one cbz (downloadSet).
 func (s *Server) downloadFile(c echo.Context) error {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -42,6 +44,13 @@ func (s *Server) downloadFile(c echo.Context) error {
 	loc, err := s.books.Locate(src)
 	if err != nil {
 		return mediaErr(err)
+	}
+	if isVolumeSet(f) {
+		vals, err := settings.Load(ctx, s.st)
+		if err != nil {
+			return err
+		}
+		return s.downloadSet(c, f, loc, vals)
 	}
 	file, err := os.Open(loc.Path)
 	if err != nil {

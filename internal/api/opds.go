@@ -142,13 +142,16 @@ func (s *Server) opdsRoot(c echo.Context) error {
 	return writeFeed(c, f, opds.TypeNavigation)
 }
 
+// seriesList pages the series of a feed: offset, limit.
+type seriesList func(offset, limit int) ([]store.Series, error)
+
 // seriesFeed lists series as navigation entries leading to their books.
-func (s *Server) seriesFeed(c echo.Context, self, title string, libraryID int64, query string) error {
+func (s *Server) seriesFeed(c echo.Context, self, title string, series seriesList) error {
 	page, err := opdsPageParam(c)
 	if err != nil {
 		return err
 	}
-	list, err := s.st.ListReaderSeries(c.Request().Context(), readerOf(c), libraryID, query, (page-1)*opdsPageSize, opdsPageSize+1)
+	list, err := series((page-1)*opdsPageSize, opdsPageSize+1)
 	if err != nil {
 		return err
 	}
@@ -174,12 +177,28 @@ func (s *Server) opdsLibrary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.seriesFeed(c, "/libraries/"+strconv.FormatInt(id, 10), lib.Name, id, "")
+	return s.seriesFeed(c, "/libraries/"+strconv.FormatInt(id, 10), lib.Name, func(o, l int) ([]store.Series, error) {
+		return s.st.ListReaderSeries(c.Request().Context(), readerOf(c), id, o, l)
+	})
 }
 
+// opdsAllSeries lists every series, or with ?q= those whose name holds
+// every word of q (the last a prefix) through the search index.
 func (s *Server) opdsAllSeries(c echo.Context) error {
-	q := strings.TrimSpace(c.QueryParam("q"))
-	return s.seriesFeed(c, "/series", "All series", 0, q)
+	ctx, r := c.Request().Context(), readerOf(c)
+	if strings.TrimSpace(c.QueryParam("q")) == "" {
+		return s.seriesFeed(c, "/series", "All series", func(o, l int) ([]store.Series, error) {
+			return s.st.ListReaderSeries(ctx, r, 0, o, l)
+		})
+	}
+	q, err := searchQuery(c)
+	if err != nil {
+		return err
+	}
+	text := c.QueryParam("q")
+	return s.seriesFeed(c, "/series?q="+url.QueryEscape(text), "Series: "+text, func(o, l int) ([]store.Series, error) {
+		return s.st.SearchSeriesByName(ctx, r, q, o, l)
+	})
 }
 
 type readerList func(ctx context.Context, r store.Reader, offset, limit int) ([]store.Book, error)
@@ -261,8 +280,12 @@ func (s *Server) bookEntry(b store.Book) opds.Entry {
 	if b.SeriesName.Valid {
 		e.Content = opds.Text(b.SeriesName.String + " · " + b.LibraryTitle)
 	}
+	kind := opds.MIME(b.Format.String)
+	if isVolumeSet(b.FileRecord) {
+		kind = cbzType // a volume set downloads as one cbz
+	}
 	e.Links = append(e.Links, opds.Link{Rel: opds.RelAcquisition, Href: Base + "/files/" + id + "/download",
-		Type: opds.MIME(b.Format.String), Title: "Download"})
+		Type: kind, Title: "Download"})
 	if b.TotalPages.Valid && b.TotalPages.Int64 > 0 {
 		stream := opds.Link{Rel: opds.RelStream, Type: "image/jpeg", Count: &b.TotalPages.Int64,
 			Href: opdsV1 + "/files/" + id + "/pages/{pageNumber}?width={maxWidth}"}

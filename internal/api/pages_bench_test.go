@@ -3,9 +3,13 @@ package api_test
 import (
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,7 +81,12 @@ func report(b *testing.B, lat []time.Duration, what string) {
 
 // BenchmarkConcurrentReaders has 50 readers, each on its own 40-page cbz,
 // ask for a page every 100 ms (10 pages/s each) for 5 s, and reports the
-// p50/p99 latency of a page. Each iteration is one such run.
+// p50/p99 latency of a page and the peak resident set (VmHWM) of the
+// process serving them. Each iteration is one such run. The server runs
+// in this process, not as a controld of its own: the peak is reset once
+// the books are written, so it counts the server and the 50 clients
+// under load (the clients' share included), an upper bound on what
+// controld would hold.
 // Run: go test -run XXX -bench ConcurrentReaders -benchtime 1x ./internal/api/
 func BenchmarkConcurrentReaders(b *testing.B) {
 	e := setup(b)
@@ -98,6 +107,7 @@ func BenchmarkConcurrentReaders(b *testing.B) {
 		}
 		ids[i] = e.book(lib, dir, name, protocol.RoleBook)
 	}
+	resetPeakRSS()
 	for range b.N {
 		lat := make(chan time.Duration, readers*reads)
 		var wg sync.WaitGroup
@@ -130,4 +140,29 @@ func BenchmarkConcurrentReaders(b *testing.B) {
 		}
 		report(b, all, "page")
 	}
+	b.ReportMetric(peakRSSMB(), "peak-RSS-MB")
+}
+
+// resetPeakRSS hands the heap's free pages back to the system and resets
+// the process's VmHWM to its current RSS (Linux's clear_refs), so that
+// peakRSSMB measures what ran after it.
+func resetPeakRSS() {
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSSMB is the process's peak resident set (VmHWM) in MB, 0 where
+// /proc does not say.
+func peakRSSMB() float64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // The lists a reader browses (OPDS, /me): each holds only what the
@@ -66,14 +65,14 @@ func (s *Store) ReaderSeries(ctx context.Context, r Reader, id int64) (Series, e
 }
 
 // ListReaderSeries pages the series of one library of the grant (all of
-// them when libraryID is 0) in natural name order; a non-empty query keeps
-// the series whose name contains it (case-insensitive).
-func (s *Store) ListReaderSeries(ctx context.Context, r Reader, libraryID int64, query string, offset, limit int) ([]Series, error) {
+// them when libraryID is 0) in natural name order. A search by name is
+// SearchSeriesByName, through the search index.
+func (s *Store) ListReaderSeries(ctx context.Context, r Reader, libraryID int64, offset, limit int) ([]Series, error) {
 	out := []Series{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s
-		WHERE s.file_count > 0 AND (? = 0 OR s.library_id = ?) AND (? = '' OR lower(s.name) LIKE ? ESCAPE '\')
+		WHERE s.file_count > 0 AND (? = 0 OR s.library_id = ?)
 		AND `+grantOfSeries+` ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?`,
-		libraryID, libraryID, query, likePattern(query), r.all(), r.UserID, limit, offset)
+		libraryID, libraryID, r.all(), r.UserID, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("list reader series: %w", err)
 	}
@@ -100,10 +99,4 @@ func (s *Store) RecentBooks(ctx context.Context, r Reader, offset, limit int) ([
 		return nil, fmt.Errorf("recent books: %w", err)
 	}
 	return out, nil
-}
-
-// likePattern is "%query%" in lower case with LIKE's wildcards escaped.
-func likePattern(q string) string {
-	q = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(strings.ToLower(q))
-	return "%" + q + "%"
 }

@@ -135,3 +135,24 @@ func (s *Store) SearchSeries(ctx context.Context, r Reader, q SearchQuery, after
 	}
 	return out, nil
 }
+
+// SearchSeriesByName pages the reader's series (with books) whose name
+// holds every word of the query, in natural name order, by offset: the
+// OPDS series search.
+func (s *Store) SearchSeriesByName(ctx context.Context, r Reader, q SearchQuery, offset, limit int) ([]Series, error) {
+	if len(q.terms) == 0 {
+		return nil, errSearchNotWords
+	}
+	match, arg := seriesMatchFTS4, q.matchFTS4()
+	if s.engine == enginePostgres {
+		match, arg = seriesMatchPG, q.tsquery()
+	}
+	out := []Series{}
+	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE`+match+`
+		AND s.file_count > 0 AND `+grantOfSeries+` ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?`,
+		arg, r.all(), r.UserID, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("search series by name: %w", err)
+	}
+	return out, nil
+}
