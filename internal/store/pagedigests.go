@@ -3,59 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/pagesig"
 )
-
-// PageDigestTarget is a candidate book (pagesig.Candidates) whose page
-// digests are missing or were read from another version of the file.
-type PageDigestTarget struct {
-	ID           int64  `db:"id"`
-	LibraryID    int64  `db:"library_id"`
-	RelativePath string `db:"relative_path"`
-	SizeBytes    int64  `db:"size_bytes"`
-	MtimeNS      int64  `db:"mtime_ns"`
-	Digested     bool   `db:"digested"`
-	Signature    []byte `db:"page_signature"`
-}
-
-// signedBooks lists the present books with a pages key, and whether page
-// digests of their current version are stored (page 0's row says so: a
-// book's rows are written together).
-const signedBooks = `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, f.page_signature,
-	EXISTS (SELECT 1 FROM page_digests d WHERE d.file_id = f.id AND d.page_seq = 0
-		AND d.file_size_bytes = f.size_bytes AND d.file_mtime_ns = f.mtime_ns) AS digested
-	FROM library_files f
-	WHERE f.pages_key IS NOT NULL AND f.page_signature IS NOT NULL AND f.is_missing = 0 AND f.role = 'book'
-	ORDER BY f.id`
-
-// PageDigestTargets returns, in id order, the candidate books of every
-// library that still need page digests (groups are global: a book's twin
-// in another library is read by the same job, as partial digests are).
-// One pass over the signed books, whose signatures (about 7 bytes a
-// page) are compared in memory.
-func (s *Store) PageDigestTargets(ctx context.Context, contains int) ([]PageDigestTarget, error) {
-	var rows []PageDigestTarget
-	if err := s.r.SelectContext(ctx, &rows, signedBooks); err != nil {
-		return nil, fmt.Errorf("page digest targets: %w", err)
-	}
-	books := make([]pagesig.Book, 0, len(rows))
-	for _, r := range rows {
-		pages, err := pagesig.Decode(r.Signature)
-		if err != nil {
-			continue // a signature this build cannot read names no candidate
-		}
-		books = append(books, pagesig.Book{ID: r.ID, Pages: pages})
-	}
-	cands := pagesig.Candidates(books, contains)
-	return slices.DeleteFunc(rows, func(r PageDigestTarget) bool {
-		return r.Digested || !cands[r.ID]
-	}), nil
-}
 
 // BookPageDigests are the page digests of one book read at the file
 // version SizeBytes/MtimeNS, in page order.

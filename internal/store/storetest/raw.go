@@ -48,3 +48,28 @@ func QueryRow(ctx context.Context, st *store.Store, query string, args ...any) *
 	_, r := pools.Of(st)
 	return r.QueryRowContext(ctx, query, args...)
 }
+
+// QueryRows runs a query on st's reader pool.
+func QueryRows(ctx context.Context, st *store.Store, query string, args ...any) (*sql.Rows, error) {
+	_, r := pools.Of(st)
+	return r.QueryContext(ctx, query, args...)
+}
+
+// QueryInts runs a query returning one integer column on st's reader
+// pool.
+func QueryInts(ctx context.Context, st *store.Store, query string, args ...any) ([]int64, error) {
+	rows, err := QueryRows(ctx, st, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}

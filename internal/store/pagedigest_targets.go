@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/internal/pagesig"
+)
+
+// PageDigestTarget is a candidate book (pagesig.Candidates' rule) whose
+// page digests are missing or were read from another version of the file.
+type PageDigestTarget struct {
+	ID           int64  `db:"id"`
+	LibraryID    int64  `db:"library_id"`
+	RelativePath string `db:"relative_path"`
+	SizeBytes    int64  `db:"size_bytes"`
+	MtimeNS      int64  `db:"mtime_ns"`
+	Digested     bool   `db:"digested"`
+}
+
+// signedWhere are the books that can be candidates: present, with a
+// pages key (every page has a CRC) and a signature.
+const signedWhere = `f.pages_key IS NOT NULL AND f.page_signature IS NOT NULL AND f.is_missing = 0 AND f.role = 'book'`
+
+// PageDigestTargets returns, in id order, the candidate books of every
+// library that still need page digests (groups are global: a book's twin
+// in another library is read by the same job, as partial digests are).
+// A book is a candidate when another book has its pages key, or when its
+// pages less up to contains at the start or the end have another book's
+// key (pagesig.Candidates' rule).
+//
+// Memory follows the candidates, not the library, which is streamed
+// twice. The first pass keeps, sorted, the first 8 bytes of every pages
+// key and every book's pagesig.Shape (16 bytes a book). The second keeps
+// a book whose key's prefix occurs twice, or one of whose trimmed page
+// sets has a Shape some book has and then a Key whose prefix some book
+// has (noting it): most books are ruled out by the Shape, never sorted
+// nor hashed. A third pass, when something was noted, adds the books
+// holding a noted prefix; only the candidates' rows are then read. Equal
+// prefixes or Shapes of unequal keys only add a book to read.
+func (s *Store) PageDigestTargets(ctx context.Context, contains int) ([]PageDigestTarget, error) {
+	var keys, shapes []uint64
+	err := s.eachSigned(ctx, func(_ int64, key []byte, pages []pagesig.Page) {
+		keys = append(keys, prefix(key))
+		if pages != nil {
+			shapes = append(shapes, pagesig.Shape(pages))
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("page digest targets: %w", err)
+	}
+	slices.Sort(keys)
+	slices.Sort(shapes)
+	cands, noted := map[int64]bool{}, map[uint64]bool{}
+	err = s.eachSigned(ctx, func(id int64, key []byte, pages []pagesig.Page) {
+		if count(keys, prefix(key)) > 1 {
+			cands[id] = true
+		}
+		for _, sub := range pagesig.Trimmed(pages, contains) {
+			if count(shapes, pagesig.Shape(sub)) == 0 {
+				continue
+			}
+			if p := prefix(pagesig.Key(sub)); count(keys, p) > 0 {
+				cands[id], noted[p] = true, true
+			}
+		}
+	})
+	if err == nil && len(noted) > 0 {
+		err = s.eachSigned(ctx, func(id int64, key []byte, _ []pagesig.Page) {
+			if noted[prefix(key)] {
+				cands[id] = true
+			}
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("page digest targets: %w", err)
+	}
+	return s.targetRows(ctx, cands)
+}
+
+// prefix is the first 8 bytes of a key (0 for none).
+func prefix(key []byte) uint64 {
+	if len(key) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(key)
+}
+
+// count is how often v occurs in sorted.
+func count(sorted []uint64, v uint64) int {
+	i, found := slices.BinarySearch(sorted, v)
+	if !found {
+		return 0
+	}
+	n := 0
+	for ; i < len(sorted) && sorted[i] == v; i++ {
+		n++
+	}
+	return n
+}
+
+// eachSigned streams every signed book's id, pages key and decoded pages
+// (nil when this build cannot read the signature: it names no trimmed
+// twin).
+func (s *Store) eachSigned(ctx context.Context, fn func(id int64, key []byte, pages []pagesig.Page)) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT f.id, f.pages_key, f.page_signature FROM library_files f WHERE `+signedWhere)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var id int64
+	var key, sig sql.RawBytes // valid until the next row: nothing keeps them
+	for rows.Next() {
+		if err := rows.Scan(&id, &key, &sig); err != nil {
+			return err
+		}
+		pages, err := pagesig.Decode(sig)
+		if err != nil {
+			pages = nil
+		}
+		fn(id, key, pages)
+	}
+	return rows.Err()
+}
+
+// targetRows reads the candidates' rows, 500 ids a query, and keeps those
+// whose current version has no digests.
+func (s *Store) targetRows(ctx context.Context, cands map[int64]bool) ([]PageDigestTarget, error) {
+	ids := make([]int64, 0, len(cands))
+	for id := range cands {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out []PageDigestTarget
+	for chunk := range slices.Chunk(ids, 500) {
+		q, args, err := sqlx.In(`SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns,
+			EXISTS (SELECT 1 FROM page_digests d WHERE d.file_id = f.id AND d.page_seq = 0
+				AND d.file_size_bytes = f.size_bytes AND d.file_mtime_ns = f.mtime_ns) AS digested
+			FROM library_files f WHERE f.id IN (?) AND `+signedWhere+` ORDER BY f.id`, chunk)
+		if err != nil {
+			return nil, err
+		}
+		var rows []PageDigestTarget
+		if err := s.r.SelectContext(ctx, &rows, q, args...); err != nil {
+			return nil, fmt.Errorf("page digest targets: %w", err)
+		}
+		out = append(out, slices.DeleteFunc(rows, func(r PageDigestTarget) bool { return r.Digested })...)
+	}
+	return out, nil
+}
