@@ -33,12 +33,16 @@ const (
 
 // hashCandidate holds for a file f that another present file o may equal:
 // same size, and the partial digests, where f has one, do not tell them
-// apart (unknown counts as equal). It is served by
-// ix_library_files_size_partial.
-const hashCandidate = `EXISTS (SELECT 1 FROM library_files o
-	WHERE o.is_missing = 0 AND o.size_bytes = f.size_bytes AND o.id <> f.id
-	AND (f.size_bytes <= 8192 OR f.partial_hash IS NULL OR o.partial_hash IS NULL
-	     OR o.partial_hash = f.partial_hash))`
+// apart (unknown counts as equal). Each of its three tests is one seek of
+// ix_library_files_size_partial (size, then partial digest): one test
+// with an OR over o's digest walked every file of f's size, and a size
+// shared by thousands of files made a pass quadratic.
+const hashCandidate = `(EXISTS (SELECT 1 FROM library_files o
+		WHERE o.size_bytes = f.size_bytes AND o.partial_hash = f.partial_hash AND o.is_missing = 0 AND o.id <> f.id)
+	OR EXISTS (SELECT 1 FROM library_files o
+		WHERE o.size_bytes = f.size_bytes AND o.partial_hash IS NULL AND o.is_missing = 0 AND o.id <> f.id)
+	OR ((f.size_bytes <= 8192 OR f.partial_hash IS NULL) AND EXISTS (SELECT 1 FROM library_files o
+		WHERE o.size_bytes = f.size_bytes AND o.is_missing = 0 AND o.id <> f.id)))`
 
 // PartialTargets returns up to limit present files larger than
 // NoPartialMax, in id order after afterID, whose partial digest is unknown
