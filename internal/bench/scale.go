@@ -3,10 +3,13 @@ package bench
 import (
 	"archive/zip"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,13 +136,16 @@ func scaleTree(lib string, n int) error {
 	if _, err := os.Stat(done); err == nil {
 		return nil
 	}
+	base, err := fixtures.Image(fixtures.PNG, 4, 6, 1)
+	if err != nil {
+		return err
+	}
 	for i := range n {
-		// A page of its own: books that share pages are candidates for
-		// the same-book phase, which a real library's books are not.
-		page, err := fixtures.Image(fixtures.PNG, 4, 6, i+1)
-		if err != nil {
-			return err
-		}
+		// A page of its own (a tiny picture draws the same at every seed,
+		// so a text chunk names the book): books that share pages are
+		// candidates for the same-book phase, which a real library's
+		// books are not.
+		page := pngWithText(base, fmt.Sprintf("book %d", i))
 		if i%100 == 0 {
 			if err := os.MkdirAll(filepath.Join(lib, fmt.Sprintf("Series %05d", i/100)), 0o755); err != nil {
 				return err
@@ -156,6 +162,19 @@ func scaleTree(lib string, n int) error {
 		}
 	}
 	return os.WriteFile(done, nil, 0o644)
+}
+
+// pngWithText is the PNG png with a tEXt chunk (keyword Comment) holding
+// text before its IEND chunk: the same picture, other bytes.
+func pngWithText(png []byte, text string) []byte {
+	const iend = 12 // length, "IEND", CRC
+	data := append([]byte("Comment\x00"), text...)
+	chunk := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
+	chunk = append(chunk, "tEXt"...)
+	chunk = append(chunk, data...)
+	chunk = binary.BigEndian.AppendUint32(chunk, crc32.ChecksumIEEE(chunk[4:]))
+	out := append(slices.Clone(png[:len(png)-iend]), chunk...)
+	return append(out, png[len(png)-iend:]...)
 }
 
 // timeFind times `find -printf` listing the tree with sizes and mtimes,
