@@ -202,12 +202,20 @@ func TestDownloadVolumeSet(t *testing.T) {
 
 		url := fmt.Sprintf("/api/v1/files/%d/download", id)
 		etag := e.get(url).Hdr.Get("ETag")
+		pageURL := fmt.Sprintf("/api/v1/files/%d/pages/12", id)
+		page := e.get(pageURL)
 		later := filepath.Join(dir, stem+".part3.rar")
 		writeFile(t, later, append(vols[2], 0)) // a longer last volume
 		if r := e.get(url, "If-None-Match", etag); r.Code != 200 || r.Hdr.Get("ETag") == etag {
 			t.Fatalf("after a later volume changed: %d, ETag %s", r.Code, r.Hdr.Get("ETag"))
 		}
 		writeFile(t, later, vols[2])
+		// A page's version is the set's too: after the last volume was
+		// rewritten, the page is no longer the one the client holds, and
+		// the open book is not reused.
+		if r := e.get(pageURL, "If-None-Match", page.Hdr.Get("ETag")); r.Code != 200 || r.Hdr.Get("ETag") == page.Hdr.Get("ETag") || !bytes.Equal(r.Body, page.Body) {
+			t.Fatalf("page 12 after the last volume was rewritten: %d, ETag %s (was %s)", r.Code, r.Hdr.Get("ETag"), page.Hdr.Get("ETag"))
+		}
 	}
 
 	single := filepath.Join(dir, "One.cbr")

@@ -49,6 +49,7 @@ type Book struct {
 	Path    string
 	Size    int64
 	ModTime time.Time
+	version string // Located.Version when opened
 
 	mu    sync.Mutex
 	a     archive.Archive
@@ -62,11 +63,18 @@ type Located struct {
 	FileID int64
 	Path   string
 	Info   os.FileInfo
+	// set is the version of a multi-volume RAR book's whole set (every
+	// volume's size and mtime); "" for a book of one file.
+	set string
 }
 
-// Version names the file's content as its size and mtime do; it changes
-// when the file is replaced.
+// Version names the file's content as its size and mtime do, or a
+// multi-volume book's as all its volumes' do; it changes when the file,
+// or any volume, is replaced.
 func (l Located) Version() string {
+	if l.set != "" {
+		return "s" + l.set
+	}
 	return fmt.Sprintf("%x-%x", l.Info.Size(), l.Info.ModTime().UnixNano())
 }
 
@@ -85,7 +93,15 @@ func (bs *Books) Locate(src store.CoverSource) (Located, error) {
 	if err != nil {
 		return Located{}, thumbs.SourceError(err)
 	}
-	return Located{FileID: src.FileID, Path: path, Info: st}, nil
+	l := Located{FileID: src.FileID, Path: path, Info: st}
+	if src.Volumes >= 2 {
+		v, err := VersionOfSet(path)
+		if err != nil {
+			return Located{}, err
+		}
+		l.set = v.String()
+	}
+	return l, nil
 }
 
 // Open locates src and opens it; see OpenLocated.
@@ -97,32 +113,32 @@ func (bs *Books) Open(ctx context.Context, src store.CoverSource) (*Book, error)
 	return bs.OpenLocated(ctx, l)
 }
 
-// OpenLocated returns the open book of l, reusing the open one while the
-// file's size and mtime are unchanged. Call Release when done. Errors are
+// OpenLocated returns the open book of l, reusing the open one while its
+// version (the file's, or every volume's, size and mtime) is unchanged. Call Release when done. Errors are
 // *protocol.Error (archive_* codes, source_missing, io_error).
 func (bs *Books) OpenLocated(ctx context.Context, l Located) (*Book, error) {
-	if b := bs.reuse(l.FileID, l.Path, l.Info); b != nil {
+	if b := bs.reuse(l); b != nil {
 		return b, nil
 	}
 	a, err := archive.Open(l.Path)
 	if err != nil {
 		return nil, thumbs.SourceError(err)
 	}
-	b := &Book{FileID: l.FileID, Path: l.Path, Size: l.Info.Size(), ModTime: l.Info.ModTime(), a: a}
+	b := &Book{FileID: l.FileID, Path: l.Path, Size: l.Info.Size(), ModTime: l.Info.ModTime(), version: l.Version(), a: a}
 	bs.keep(b)
 	return b, ctx.Err()
 }
 
-// reuse takes the open book of id when it is still the file at path.
-func (bs *Books) reuse(id int64, path string, st os.FileInfo) *Book {
+// reuse takes the open book of l's file when it is still that version.
+func (bs *Books) reuse(l Located) *Book {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	el, ok := bs.byID[id]
+	el, ok := bs.byID[l.FileID]
 	if !ok {
 		return nil
 	}
 	b := el.Value.(*Book)
-	if b.Path != path || b.Size != st.Size() || !b.ModTime.Equal(st.ModTime()) {
+	if b.Path != l.Path || b.version != l.Version() {
 		bs.dropLocked(el)
 		return nil
 	}

@@ -259,6 +259,8 @@ type CoverSource struct {
 	// DurationMS is a video's duration from its probe; NULL when it has
 	// none.
 	DurationMS sql.NullInt64 `db:"duration_ms"`
+	// Volumes counts the volumes of a multi-volume RAR book, 0 otherwise.
+	Volumes int64 `db:"volumes"`
 }
 
 // CoverSource looks up the file of a thumbnail row with its library root
@@ -267,7 +269,7 @@ type CoverSource struct {
 func (s *Store) CoverSource(ctx context.Context, fileID int64) (CoverSource, error) {
 	var c CoverSource
 	err := s.r.GetContext(ctx, &c, `SELECT f.id AS file_id, f.library_id, l.path AS library_path, f.relative_path,
-			f.format, f.is_missing, m.front_cover_page, f.cover_updated_at, v.duration_ms
+			f.format, f.is_missing, m.front_cover_page, f.cover_updated_at, v.duration_ms, COALESCE(f.volumes, 0) AS volumes
 		FROM library_files f JOIN libraries l ON l.id = f.library_id
 		LEFT JOIN file_metadata m ON m.file_id = f.id
 		LEFT JOIN video_probes v ON v.file_id = f.id
