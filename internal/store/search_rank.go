@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bindery-nas/bindery/internal/model"
+)
+
+// Ranked book search. A book whose title (ComicInfo's, file_metadata.title)
+// holds every word of the query ranks 1; a book found only through its
+// path, series or people ranks 0. Results come by rank, then by id, and
+// the keyset anchor is (rank, id), so paging neither repeats nor skips.
+//
+// The rank is computed at query time from the indexes of migration 26; no
+// column of them holds the title alone:
+//
+//   - SQLite: book_search's title column is the title, a space and the
+//     relative path. offsets() lists every hit as (column, term, byte
+//     offset, size); a hit in column 0 that starts before the title's
+//     byte length lies in the title. The rank is 1 when the terms hit
+//     there are all the terms hit anywhere (every term hits somewhere,
+//     the query requiring them all). The list is read with json_each.
+//   - PostgreSQL: the title alone is cut and turned into a tsvector as
+//     book_search_source does for the whole document and matched against
+//     the same tsquery.
+//
+// Either costs a little per matching row, and the whole match set is
+// sorted before LIMIT: a query matching most of a large library pays for
+// it (see search_bench_test.go).
+
+// SearchHit is a book a search found, with its rank.
+type SearchHit struct {
+	Book
+	Rank int `db:"search_rank"`
+}
+
+// Anchor is the hit's place in ranked order.
+func (h SearchHit) Anchor() model.SearchAnchor { return model.SearchAnchor{Rank: h.Rank, ID: h.ID} }
+
+// titleRankFTS4 reads h.hits, the offsets() of the row's match.
+const titleRankFTS4 = `CASE WHEN (SELECT count(DISTINCT json_extract(a.j, '$[' || (e.key + 1) || ']'))
+		FROM (SELECT '[' || replace(h.hits, ' ', ',') || ']' AS j) a, json_each(a.j) e
+		WHERE e.key % 4 = 0 AND e.value = 0
+		  AND json_extract(a.j, '$[' || (e.key + 2) || ']') < length(CAST(coalesce(m.title, '') AS BLOB)))
+	= (SELECT count(DISTINCT e.value) FROM json_each('[' || replace(h.hits, ' ', ',') || ']') e WHERE e.key % 4 = 1)
+	THEN 1 ELSE 0 END`
+
+// titleRankPG binds the tsquery.
+const titleRankPG = `CASE WHEN to_tsvector('simple', regexp_replace(coalesce(m.title, ''), '[^[:alnum:]]+', ' ', 'g'))
+	@@ to_tsquery('simple', ?) THEN 1 ELSE 0 END`
+
+// rankedIDs is the engine's query of every readable match's id (hit_id)
+// and search_rank, and its arguments (the grant's included).
+func (s *Store) rankedIDs(r Reader, q SearchQuery) (string, []any) {
+	const from = ` FROM library_files f LEFT JOIN file_metadata m ON m.file_id = f.id`
+	if s.engine == enginePostgres {
+		arg := q.tsquery()
+		return `SELECT f.id AS hit_id, ` + titleRankPG + ` AS search_rank` + from + `
+			WHERE f.id IN (SELECT file_id FROM book_search WHERE doc @@ to_tsquery('simple', ?)) AND` + readable,
+			[]any{arg, arg, r.all(), r.UserID}
+	}
+	return `SELECT f.id AS hit_id, ` + titleRankFTS4 + ` AS search_rank` + from + `
+		JOIN (SELECT docid, offsets(book_search) AS hits FROM book_search WHERE book_search MATCH ?) h ON h.docid = f.id
+		WHERE` + readable, []any{q.matchFTS4(), r.all(), r.UserID}
+}
+
+// SearchBooks pages the reader's books whose title, path, series or people
+// hold every word of the query, ranked (title matches first) then by id:
+// after the anchor (nil: from the first), skipping offset rows (OPDS pages
+// by offset, the API by anchor). The page is chosen over ids and ranks
+// alone; only its rows are then read in full (covers, progress), so a
+// query matching many books does not read them all.
+func (s *Store) SearchBooks(ctx context.Context, r Reader, q SearchQuery, after *model.SearchAnchor, offset, limit int) ([]SearchHit, error) {
+	if len(q.terms) == 0 {
+		return nil, errSearchNotWords
+	}
+	ranked, rargs := s.rankedIDs(r, q)
+	where := ""
+	if after != nil {
+		where = ` WHERE search_rank < ? OR (search_rank = ? AND hit_id > ?)`
+		rargs = append(rargs, after.Rank, after.Rank, after.ID)
+	}
+	args := append(append([]any{r.UserID}, rargs...), limit, offset)
+	out := []SearchHit{}
+	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+`, hit.search_rank`+bookFrom+`
+		JOIN (SELECT hit_id, search_rank FROM (`+ranked+`) ranked`+where+`
+			ORDER BY search_rank DESC, hit_id LIMIT ? OFFSET ?) hit ON hit.hit_id = f.id
+		ORDER BY hit.search_rank DESC, f.id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("search books: %w", err)
+	}
+	return out, nil
+}
