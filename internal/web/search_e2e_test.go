@@ -51,7 +51,8 @@ func writeSearchBooks(t *testing.T, lib string) {
 // controld and workerd: typing shows books and series, "More books"
 // follows the cursor to the last book without repeating one, a book opens
 // in the reader and a series in Browse, a query of no words is refused
-// with the API's reason and a query without results says so.
+// with the API's reason and a query without results says so. The one
+// book whose title matches comes first (the API ranks it).
 func TestSearchPage(t *testing.T) {
 	buildWorkerd(t)
 	e := setup(t)
@@ -77,6 +78,9 @@ func TestSearchPage(t *testing.T) {
 		waitJS(`document.body.dataset.page === "overview"`), page("search"),
 		fill("#search-q", "drag"), waitJS(`document.querySelector('#search-results')?.dataset.state === "results"`),
 		waitJS(books+`.length === 20`), waitJS(`document.querySelector('#search-series')?.dataset.count === "1"`))
+	if first := eval[string](t, ctx, books+`[0].querySelector('a.read').textContent`); first != "Quiet 01.cbz" {
+		t.Errorf("the book whose title matches is not first: %s", first)
+	}
 	if got := eval[string](t, ctx, `location.hash`); got != "#/search?q=drag" {
 		t.Errorf("the query is not in the URL: %s", got)
 	}
