@@ -25,13 +25,17 @@ import (
 //     (about twice as fast as reading it with json_each in SQL).
 //   - PostgreSQL: the title alone is cut and turned into a tsvector as
 //     book_search_source does for the whole document and matched against
-//     the same tsquery.
+//     the same tsquery. The matches drive a LATERAL lookup of each file
+//     (OFFSET 0 keeps the planner from flattening it): joined plainly,
+//     the planner hash-joins the matches with a sequential scan of
+//     library_files, several times slower for a few thousand matches.
 //
 // Either costs a little per matching row, and the whole match set is
 // ranked and sorted before LIMIT: a query matching most of a large library
-// pays for it. BenchmarkSearch/index/author42 (200 matches of 100,000
-// books, SQLite, the shared machine): about 6 ms a page in id order,
-// 12 ms ranked, offsets() being most of the difference.
+// pays for it. BenchmarkSearch/index/author42 (the last word is a prefix:
+// 2,200 matches of 100,000 books; the shared machine): SQLite about 6 ms a
+// page in id order, 12 ms ranked, offsets() being most of the difference;
+// PostgreSQL 9 ms in id order, 31 ms ranked.
 
 // SearchHit is a book a search found, with its rank.
 type SearchHit struct {
@@ -45,19 +49,19 @@ func (h SearchHit) Anchor() model.SearchAnchor { return model.SearchAnchor{Rank:
 // titleRankFTS4 reads h.hits, the offsets() of the row's match.
 const titleRankFTS4 = `bindery_title_rank(h.hits, length(CAST(coalesce(m.title, '') AS BLOB)))`
 
-// titleRankPG binds the tsquery.
+// titleRankPG reads the query's tsquery as qq.tq.
 const titleRankPG = `CASE WHEN to_tsvector('simple', regexp_replace(coalesce(m.title, ''), '[^[:alnum:]]+', ' ', 'g'))
-	@@ to_tsquery('simple', ?) THEN 1 ELSE 0 END`
+	@@ qq.tq THEN 1 ELSE 0 END`
 
 // rankedIDs is the engine's query of every readable match's id (hit_id)
 // and search_rank, and its arguments (the grant's included).
 func (s *Store) rankedIDs(r Reader, q SearchQuery) (string, []any) {
 	const from = ` FROM library_files f LEFT JOIN file_metadata m ON m.file_id = f.id`
 	if s.engine == enginePostgres {
-		arg := q.tsquery()
-		return `SELECT f.id AS hit_id, ` + titleRankPG + ` AS search_rank` + from + `
-			WHERE f.id IN (SELECT file_id FROM book_search WHERE doc @@ to_tsquery('simple', ?)) AND` + readable,
-			[]any{arg, arg, r.all(), r.UserID}
+		return `SELECT bs.file_id AS hit_id, x.search_rank
+			FROM (SELECT to_tsquery('simple', ?) AS tq) qq JOIN book_search bs ON bs.doc @@ qq.tq
+			CROSS JOIN LATERAL (SELECT ` + titleRankPG + ` AS search_rank` + from + `
+				WHERE f.id = bs.file_id AND` + readable + ` OFFSET 0) x`, []any{q.tsquery(), r.all(), r.UserID}
 	}
 	return `SELECT f.id AS hit_id, ` + titleRankFTS4 + ` AS search_rank` + from + `
 		JOIN (SELECT docid, offsets(book_search) AS hits FROM book_search WHERE book_search MATCH ?) h ON h.docid = f.id
