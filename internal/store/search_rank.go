@@ -53,20 +53,19 @@ const titleRankFTS4 = `bindery_title_rank(h.hits, length(CAST(coalesce(m.title, 
 const titleRankPG = `CASE WHEN to_tsvector('simple', regexp_replace(coalesce(m.title, ''), '[^[:alnum:]]+', ' ', 'g'))
 	@@ qq.tq THEN 1 ELSE 0 END`
 
-// rankedIDs is the engine's query of every readable match's id (hit_id)
-// and search_rank, and its arguments (the grant's included).
-func (s *Store) rankedIDs(r Reader, q SearchQuery) (string, []any) {
-	const from = ` FROM library_files f LEFT JOIN file_metadata m ON m.file_id = f.id`
-	if s.engine == enginePostgres {
-		return `SELECT bs.file_id AS hit_id, x.search_rank
-			FROM (SELECT to_tsquery('simple', ?) AS tq) qq JOIN book_search bs ON bs.doc @@ qq.tq
-			CROSS JOIN LATERAL (SELECT ` + titleRankPG + ` AS search_rank` + from + `
-				WHERE f.id = bs.file_id AND` + readable + ` OFFSET 0) x`, []any{q.tsquery(), r.all(), r.UserID}
-	}
-	return `SELECT f.id AS hit_id, ` + titleRankFTS4 + ` AS search_rank` + from + `
+// The engines' queries of every readable match's id (hit_id) and
+// search_rank; each binds the engine's query string, then the grant
+// (all, user id).
+const (
+	rankedFrom    = ` FROM library_files f LEFT JOIN file_metadata m ON m.file_id = f.id`
+	rankedIDsFTS4 = `SELECT f.id AS hit_id, ` + titleRankFTS4 + ` AS search_rank` + rankedFrom + `
 		JOIN (SELECT docid, offsets(book_search) AS hits FROM book_search WHERE book_search MATCH ?) h ON h.docid = f.id
-		WHERE` + readable, []any{q.matchFTS4(), r.all(), r.UserID}
-}
+		WHERE` + readable
+	rankedIDsPG = `SELECT bs.file_id AS hit_id, x.search_rank
+		FROM (SELECT to_tsquery('simple', ?) AS tq) qq JOIN book_search bs ON bs.doc @@ qq.tq
+		CROSS JOIN LATERAL (SELECT ` + titleRankPG + ` AS search_rank` + rankedFrom + `
+			WHERE f.id = bs.file_id AND` + readable + ` OFFSET 0) x`
+)
 
 // SearchBooks pages the reader's books whose title, path, series or people
 // hold every word of the query, ranked (title matches first) then by id:
@@ -78,7 +77,11 @@ func (s *Store) SearchBooks(ctx context.Context, r Reader, q SearchQuery, after 
 	if len(q.terms) == 0 {
 		return nil, errSearchNotWords
 	}
-	ranked, rargs := s.rankedIDs(r, q)
+	ranked, match := rankedIDsFTS4, q.matchFTS4()
+	if s.engine == enginePostgres {
+		ranked, match = rankedIDsPG, q.tsquery()
+	}
+	rargs := []any{match, r.all(), r.UserID}
 	where := ""
 	if after != nil {
 		where = ` WHERE search_rank < ? OR (search_rank = ? AND hit_id > ?)`
