@@ -90,6 +90,18 @@ func decodeSortCursor(s string) (model.SortAnchor, error) {
 	return c, nil
 }
 
+// decodeSearchCursor parses a ranked book search cursor: rank 0 or 1, id > 0.
+func decodeSearchCursor(s string) (model.SearchAnchor, error) {
+	var c model.SearchAnchor
+	if err := decodeCursor(s, &c); err != nil {
+		return c, err
+	}
+	if c.ID <= 0 || (c.Rank != 0 && c.Rank != 1) {
+		return c, errInvalidCursor
+	}
+	return c, nil
+}
+
 // EncodeIDCursor is the cursor of id-ordered lists: the last id as a decimal string
 // (protocol §6.3), wrapped in base64url so that it stays opaque.
 func EncodeIDCursor(id int64) string {

@@ -253,7 +253,12 @@ func (s *Server) opdsSearch(c echo.Context) error {
 	}
 	text := c.QueryParam("q")
 	return s.bookFeed(c, "/search?q="+url.QueryEscape(text), "Search: "+text, func(o, l int) ([]store.Book, error) {
-		return s.st.SearchBooks(c.Request().Context(), readerOf(c), q, 0, o, l)
+		hits, err := s.st.SearchBooks(c.Request().Context(), readerOf(c), q, nil, o, l)
+		books := make([]store.Book, len(hits))
+		for i, h := range hits {
+			books[i] = h.Book
+		}
+		return books, err
 	})
 }
 

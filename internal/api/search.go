@@ -1,34 +1,43 @@
 package api
 
 import (
+	"net/http"
+
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 // GET /api/v1/search?q= answers the books (kind=books, the default) or the
 // series (kind=series) of the caller's grant that hold every word of q, the
-// last word as a prefix, from the full-text indexes of migration 26. Pages
-// are by id with the usual limit and cursor.
+// last word as a prefix, from the full-text indexes of migration 26. Books
+// come ranked (title matches first, then by id; store.SearchBooks) and
+// page by a (rank, id) cursor; series, whose one field is the name, by id.
 func (s *Server) search(c echo.Context) error {
 	q, err := searchQuery(c)
-	if err != nil {
-		return err
-	}
-	limit, after, err := idPage(c)
 	if err != nil {
 		return err
 	}
 	ctx, r := c.Request().Context(), readerOf(c)
 	switch c.QueryParam("kind") {
 	case "", "books":
+		limit, after, err := searchPage(c)
+		if err != nil {
+			return err
+		}
 		rows, err := s.st.SearchBooks(ctx, r, q, after, 0, limit+1)
 		if err != nil {
 			return err
 		}
-		return idPageJSON(c, rows, limit, viewBook, func(b store.Book) int64 { return b.ID })
+		return c.JSON(http.StatusOK, makePage(rows, limit, func(h store.SearchHit) bookView { return viewBook(h.Book) },
+			func(h store.SearchHit) string { return EncodeCursor(h.Anchor()) }))
 	case "series":
+		limit, after, err := idPage(c)
+		if err != nil {
+			return err
+		}
 		rows, err := s.st.SearchSeries(ctx, r, q, after, 0, limit+1)
 		if err != nil {
 			return err
@@ -50,4 +59,27 @@ func searchQuery(c echo.Context) (store.SearchQuery, error) {
 		return store.SearchQuery{}, apiErr(protocol.CodeInvalidQuery, "%s", err.Error()).with("parameter", "q")
 	}
 	return q, nil
+}
+
+// searchPage reads limit and the ranked cursor of a book search (nil when
+// absent). A cursor of the id order books were listed in before ranking is
+// refused with its own message: it cannot say where to resume.
+func searchPage(c echo.Context) (int, *model.SearchAnchor, error) {
+	limit, err := pageLimit(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	cur := c.QueryParam("cursor")
+	if cur == "" {
+		return limit, nil, nil
+	}
+	a, err := decodeSearchCursor(cur)
+	if err == nil {
+		return limit, &a, nil
+	}
+	if _, idErr := decodeIDCursor(cur); idErr == nil {
+		return 0, nil, apiErr(protocol.CodeInvalidCursor, "cursor is from the id order of an older search; books are ranked now, so start again without it").
+			with("parameter", "cursor")
+	}
+	return 0, nil, invalidCursor()
 }

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bindery-nas/bindery/internal/api"
+	"github.com/bindery-nas/bindery/internal/model"
 )
 
 type searchPage struct {
@@ -20,7 +23,11 @@ type searchPage struct {
 func (e *env) searchIDs(query, auth string) []int64 {
 	e.t.Helper()
 	ids := []int64{}
-	target := "/api/v1/search?limit=2&" + query
+	limit := "limit=2&"
+	if strings.Contains(query, "limit=") {
+		limit = ""
+	}
+	target := "/api/v1/search?" + limit + query
 	for {
 		r := e.callAuth("GET", target, "", auth)
 		e.expect(r, 200, "")
@@ -32,7 +39,7 @@ func (e *env) searchIDs(query, auth string) []int64 {
 		if p.NextCursor == nil {
 			return ids
 		}
-		target = "/api/v1/search?limit=2&" + query + "&cursor=" + url.QueryEscape(*p.NextCursor)
+		target = "/api/v1/search?" + limit + query + "&cursor=" + url.QueryEscape(*p.NextCursor)
 	}
 }
 
@@ -127,4 +134,43 @@ func TestSearchFollowsThirdPartyWrites(t *testing.T) {
 	if got := e.searchIDs("q=harris", admin); len(got) != 0 {
 		t.Errorf("a deleted book is still found: %v", got)
 	}
+}
+
+// TestSearchRanksTitleMatchesAcrossPages: a book whose title holds the
+// words comes before books found by path, series or writer, whatever its
+// id; paging one book at a time gives the order of one big page, each
+// book once; an id cursor of the order before ranking, or a rank the
+// API never makes, is invalid_cursor.
+func TestSearchRanksTitleMatchesAcrossPages(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	lib := e.library("comics")
+	var byPath []int64
+	for i := 1; i <= 4; i++ {
+		byPath = append(byPath, e.file(lib, fmt.Sprintf("Moon/Moon %02d.cbz", i)))
+	}
+	byWriter := e.file(lib, "Other/Other 01.cbz")
+	e.exec(`INSERT INTO file_metadata (file_id, source, title, writer, updated_at) VALUES (?, 'comicinfo', 'Sun', 'Keith Moon', ?)`, byWriter, e.now())
+	byTitle := e.file(lib, "Zzz/Last.cbz")
+	e.exec(`INSERT INTO file_metadata (file_id, source, title, updated_at) VALUES (?, 'comicinfo', 'Moonrise', ?)`, byTitle, e.now())
+	admin := "Bearer " + testToken
+
+	want := append(append([]int64{byTitle}, byPath...), byWriter)
+	if got := e.searchIDs("q=moon&limit=100", admin); !slices.Equal(got, want) {
+		t.Errorf("one page = %v; want %v", got, want)
+	}
+	if got := e.searchIDs("q=moon&limit=1", admin); !slices.Equal(got, want) {
+		t.Errorf("one book a page = %v; want %v", got, want)
+	}
+
+	r := e.call("GET", "/api/v1/search?q=moon&cursor="+api.EncodeIDCursor(byPath[0]), "")
+	e.expect(r, 400, "invalid_cursor")
+	if !strings.Contains(string(r.Body), "ranked") {
+		t.Errorf("an old id cursor is not explained: %s", r.Body)
+	}
+	for _, bad := range []model.SearchAnchor{{Rank: 2, ID: 1}, {Rank: -1, ID: 1}, {Rank: 1, ID: 0}} {
+		e.expect(e.call("GET", "/api/v1/search?q=moon&cursor="+api.EncodeCursor(bad), ""), 400, "invalid_cursor")
+	}
+	// Series keep their id cursor.
+	e.expect(e.call("GET", "/api/v1/search?q=moon&kind=series&cursor="+api.EncodeIDCursor(1), ""), 200, "")
 }

@@ -30,3 +30,11 @@ type SortAnchor struct {
 	Key   string `json:"k"`
 	ID    int64  `json:"id"`
 }
+
+// SearchAnchor resumes a book search in ranked order (rank DESC, id): the
+// last row's rank (1 when its title holds every word of the query, else 0)
+// and id.
+type SearchAnchor struct {
+	Rank int   `json:"r"`
+	ID   int64 `json:"id"`
+}

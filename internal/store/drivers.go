@@ -22,14 +22,20 @@ var registerOnce sync.Once
 // pooled connection of workerd can write outside protocol §7.
 func registerDrivers() {
 	registerOnce.Do(func() {
-		sql.Register(driverControl, &sqlite3.SQLiteDriver{})
+		sql.Register(driverControl, &sqlite3.SQLiteDriver{ConnectHook: registerFuncs})
 		sql.Register(driverWorker, &sqlite3.SQLiteDriver{
 			ConnectHook: func(c *sqlite3.SQLiteConn) error {
 				c.RegisterAuthorizer(authorizeWorker)
-				return nil
+				return registerFuncs(c)
 			},
 		})
 	})
+}
+
+// registerFuncs adds Bindery's SQL functions to a connection: the
+// search's title rank (search_rank.go).
+func registerFuncs(c *sqlite3.SQLiteConn) error {
+	return c.RegisterFunc("bindery_title_rank", titleRankFunc, true)
 }
 
 // authorizeWorker is the SQLite authorizer of workerd connections. SQLite

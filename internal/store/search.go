@@ -87,34 +87,12 @@ func (q SearchQuery) tsquery() string {
 	return strings.Join(parts, " & ")
 }
 
-// The engines' conditions on f.id and s.id; each binds the engine's query
-// string (matchFTS4 or tsquery).
+// The engines' conditions on s.id; each binds the engine's query string
+// (matchFTS4 or tsquery). Books are matched in search_rank.go.
 const (
-	booksMatchFTS4  = ` f.id IN (SELECT docid FROM book_search WHERE book_search MATCH ?)`
-	booksMatchPG    = ` f.id IN (SELECT file_id FROM book_search WHERE doc @@ to_tsquery('simple', ?))`
 	seriesMatchFTS4 = ` s.id IN (SELECT docid FROM series_search WHERE series_search MATCH ?)`
 	seriesMatchPG   = ` to_tsvector('simple', regexp_replace(s.name, '[^[:alnum:]]+', ' ', 'g')) @@ to_tsquery('simple', ?)`
 )
-
-// SearchBooks pages the reader's books whose title, path, series or people
-// hold every word of the query, by id: after the id afterID, skipping
-// offset rows (OPDS pages by offset, the API by id).
-func (s *Store) SearchBooks(ctx context.Context, r Reader, q SearchQuery, afterID int64, offset, limit int) ([]Book, error) {
-	if len(q.terms) == 0 {
-		return nil, errSearchNotWords
-	}
-	match, arg := booksMatchFTS4, q.matchFTS4()
-	if s.engine == enginePostgres {
-		match, arg = booksMatchPG, q.tsquery()
-	}
-	out := []Book{}
-	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE`+match+` AND f.id > ? AND`+readable+`
-		ORDER BY f.id LIMIT ? OFFSET ?`, r.UserID, arg, afterID, r.all(), r.UserID, limit, offset)
-	if err != nil {
-		return nil, fmt.Errorf("search books: %w", err)
-	}
-	return out, nil
-}
 
 // SearchSeries pages the reader's series (with books) whose name holds
 // every word of the query, by id.

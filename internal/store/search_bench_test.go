@@ -42,7 +42,7 @@ func BenchmarkSearch(b *testing.B) {
 		}
 		b.Run("index/"+term, func(b *testing.B) {
 			for b.Loop() {
-				if rows, err := control.SearchBooks(ctx, store.Reader{All: true}, q, 0, 0, 50); err != nil || len(rows) == 0 {
+				if rows, err := control.SearchBooks(ctx, store.Reader{All: true}, q, nil, 0, 50); err != nil || len(rows) == 0 {
 					b.Fatalf("%d rows, %v", len(rows), err)
 				}
 			}

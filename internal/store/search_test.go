@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
@@ -87,7 +88,7 @@ func (e *searchEnv) books(t *testing.T, text string) []int64 {
 	if err != nil {
 		t.Fatalf("ParseSearch(%q): %v", text, err)
 	}
-	rows, err := e.control.SearchBooks(context.Background(), store.Reader{All: true}, q, 0, 0, 100)
+	rows, err := e.control.SearchBooks(context.Background(), store.Reader{All: true}, q, nil, 0, 100)
 	if err != nil {
 		t.Fatalf("SearchBooks(%q): %v", text, err)
 	}
@@ -205,34 +206,90 @@ func TestSearchFoldsDiacriticsOnSQLite(t *testing.T) {
 	e.expect(t, "ÉLAN", id)
 }
 
-// TestSearchPagesByID pages a search two rows at a time: every match comes
-// once, in id order, and only books (not other roles) are found.
-func TestSearchPagesByID(t *testing.T) {
+// meta gives a file its ComicInfo title and writer.
+func (e *searchEnv) meta(t *testing.T, id int64, title, writer string) {
+	t.Helper()
+	e.exec(t, `INSERT INTO file_metadata (file_id, source, title, writer, updated_at)
+		VALUES (?, 'comicinfo', ?, ?, '2026-01-01 00:00:00.000')`, id, title, writer)
+}
+
+func (e *searchEnv) file(t *testing.T, path string) int64 {
+	t.Helper()
+	return testfactory.File(t, e.worker, &testfactory.FileOpts{LibraryID: e.lib, RelativePath: path})
+}
+
+// TestSearchRanksTitleMatchesFirst: a book whose title holds every word
+// comes before one found only by its path, series or writer (one whose
+// title holds some of the words included); ties go by id.
+func TestSearchRanksTitleMatchesFirst(t *testing.T) {
 	t.Parallel()
 	e := setupSearch(t)
-	var want []int64
-	for range 5 {
-		want = append(want, testfactory.File(t, e.worker, &testfactory.FileOpts{LibraryID: e.lib, RelativePath: "X/Kill " + strings.Repeat("i", len(want)+1) + ".cbz"}))
+	byPath := e.file(t, "Kill/A.cbz")
+	byTitle := e.file(t, "Other/B.cbz")
+	e.meta(t, byTitle, "Kill Switch", "")
+	byWriter := e.file(t, "Writers/C.cbz")
+	e.meta(t, byWriter, "Something", "Kill Joy")
+	bySeries := e.file(t, "Club/D.cbz")
+	e.exec(t, `UPDATE library_files SET series_id = ? WHERE id = ?`, e.series(t, "Kill Club"), bySeries)
+	byPrefix := e.file(t, "E.cbz")
+	e.meta(t, byPrefix, "The Killing", "")
+	pathNotTitle := e.file(t, "Kill Switch/F.cbz") // a title, but the words are in the path
+	e.meta(t, pathNotTitle, "Quiet", "")
+	half := e.file(t, "Switch/G.cbz") // "kill" in the title, "switch" in the path
+	e.meta(t, half, "Kill", "")
+
+	e.expect(t, "kill", byTitle, byPrefix, half, byPath, byWriter, bySeries, pathNotTitle)
+	e.expect(t, "kill switch", byTitle, pathNotTitle, half)
+	e.expect(t, "switch kill", byTitle, pathNotTitle, half)
+	e.expect(t, "joy", byWriter)
+}
+
+// TestSearchPagesByAnchor pages a ranked search one row at a time, by
+// anchor and by offset: every match comes once, in the order of one big
+// page, and only books (not other roles) are found.
+func TestSearchPagesByAnchor(t *testing.T) {
+	t.Parallel()
+	e := setupSearch(t)
+	var titled []int64
+	for i := range 7 {
+		id := e.file(t, "X/Kill "+strings.Repeat("i", i+1)+".cbz")
+		if i%3 == 1 {
+			e.meta(t, id, "Kill Them All", "")
+			titled = append(titled, id)
+		}
+	}
+	e.exec(t, `UPDATE library_files SET role = 'page' WHERE relative_path = 'X/Kill iiiiiii.cbz'`)
+	want := e.books(t, "kill")
+	if len(want) != 6 {
+		t.Fatalf("one page holds %v; want the 6 books", want)
 	}
 	q, _ := store.ParseSearch("kill")
-	var got []int64
-	for after := int64(0); ; {
-		rows, err := e.control.SearchBooks(context.Background(), store.Reader{All: true}, q, after, 0, 2)
+	var byAnchor, byOffset []int64
+	var after *model.SearchAnchor
+	for i := 0; i < 20; i++ {
+		rows, err := e.control.SearchBooks(context.Background(), store.Reader{All: true}, q, after, 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(rows) == 0 {
 			break
 		}
-		for _, b := range rows {
-			got = append(got, b.ID)
+		byAnchor = append(byAnchor, rows[0].ID)
+		a := rows[0].Anchor()
+		after = &a
+		rows, err = e.control.SearchBooks(context.Background(), store.Reader{All: true}, q, nil, i, 1)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("offset %d: %v, %v", i, rows, err)
 		}
-		after = rows[len(rows)-1].ID
+		byOffset = append(byOffset, rows[0].ID)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("paged search = %v; want %v", got, want)
+	if !slices.Equal(byAnchor, want) || !slices.Equal(byOffset, want) {
+		t.Errorf("paged by anchor %v, by offset %v; one page %v", byAnchor, byOffset, want)
 	}
-	if _, err := e.control.SearchBooks(context.Background(), store.Reader{All: true}, store.SearchQuery{}, 0, 0, 2); err == nil {
+	if !slices.Equal(want[:2], titled) {
+		t.Errorf("the titled books %v do not come first: %v", titled, want)
+	}
+	if _, err := e.control.SearchBooks(context.Background(), store.Reader{All: true}, store.SearchQuery{}, nil, 0, 2); err == nil {
 		t.Error("a zero SearchQuery was searched")
 	}
 }

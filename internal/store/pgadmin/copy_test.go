@@ -94,7 +94,7 @@ func TestCopyToPostgres(t *testing.T) {
 	// The search index is built by the target's triggers as rows arrive.
 	q, _ := store.ParseSearch("Book 12345")
 	for _, st := range []*store.Store{src, dst} {
-		found, err := st.SearchBooks(ctx, store.Reader{All: true}, q, 0, 0, 50)
+		found, err := st.SearchBooks(ctx, store.Reader{All: true}, q, nil, 0, 50)
 		if err != nil || len(found) != 1 || !strings.HasSuffix(found[0].RelativePath, "/book 12345.cbz") {
 			t.Errorf("search after the copy: %+v, %v", found, err)
 		}

@@ -16,6 +16,7 @@ const pages = {
   settings: () => import('./pages/settings.js'),
   maintenance: () => import('./pages/maintenance.js'),
   read: () => import('./pages/read.js'),
+  search: () => import('./pages/search.js'),
 };
 
 const $ = (id) => document.getElementById(id);
