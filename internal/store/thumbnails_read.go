@@ -15,12 +15,16 @@ const thumbnailCols = `id, file_id, library_id, group_key, media_type, format, s
 
 // ThumbnailMetrics are the figures of GET /thumbnails/metrics.
 type ThumbnailMetrics struct {
+	// Pending and Running count the queue's work: renders and the cover
+	// hashes of covers rendered before migration 29 (task 'hash').
 	Pending int64
 	Running int64
-	Ready   int64
-	Failed  int64
-	// RetryBacklog: failed rows whose retry_after has passed (the next
-	// requeue pass will make them pending again).
+	// Ready and Failed count covers: render rows only, so that a cover
+	// hashed after an upgrade is not counted twice.
+	Ready  int64
+	Failed int64
+	// RetryBacklog: failed render rows whose retry_after has passed (the
+	// next requeue pass will make them pending again).
 	RetryBacklog   int64
 	CleanupPending int64
 	CleanupRunning int64
@@ -56,9 +60,9 @@ func (s *Store) ThumbnailMetrics(ctx context.Context) (ThumbnailMetrics, error) 
 	err := s.r.QueryRowContext(ctx, `SELECT
 			(SELECT count(*) FROM thumbnails WHERE status = 'pending'),
 			(SELECT count(*) FROM thumbnails WHERE status = 'running'),
-			(SELECT count(*) FROM thumbnails WHERE status = 'ready'),
-			(SELECT count(*) FROM thumbnails WHERE status = 'failed'),
-			(SELECT count(*) FROM thumbnails WHERE status = 'failed' AND retry_after IS NOT NULL AND retry_after <= ?1),
+			(SELECT count(*) FROM thumbnails WHERE status = 'ready' AND task = 'render'),
+			(SELECT count(*) FROM thumbnails WHERE status = 'failed' AND task = 'render'),
+			(SELECT count(*) FROM thumbnails WHERE status = 'failed' AND task = 'render' AND retry_after IS NOT NULL AND retry_after <= ?1),
 			(SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status = 'pending'),
 			(SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status = 'running'),
 			(SELECT count(*) FROM thumbnail_cleanup_jobs WHERE status = 'pending' AND execute_after <= ?1),
