@@ -42,6 +42,28 @@ func (a SameBookAfter) before(g SameBookGroup) bool {
 type digestedBook struct {
 	SameBook
 	pages [][]byte
+	// all is every page's digest; pages leaves out the common pages once
+	// comparableBooks has read them.
+	all [][]byte
+}
+
+// comparableBooks are the digested books as they are compared: the pages
+// found in books of at least minSeries series (CommonPages) are left out
+// of each book's pages, and kept in its all.
+func (s *Store) comparableBooks(ctx context.Context, minSeries int) ([]digestedBook, error) {
+	books, err := s.digestedBooks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	common, err := s.commonDigests(ctx, minSeries)
+	if err != nil {
+		return nil, err
+	}
+	for i := range books {
+		books[i].all = books[i].pages
+		books[i].pages = slices.DeleteFunc(slices.Clone(books[i].pages), func(d []byte) bool { return common[string(d)] })
+	}
+	return books, nil
 }
 
 // digestedBooks reads every present book's current page digests.
@@ -153,16 +175,9 @@ type SameBookRules struct {
 func (s *Store) SameBookGroups(ctx context.Context, after SameBookAfter, limit int, rules SameBookRules) ([]SameBookGroup, error) {
 	var out []SameBookGroup
 	if after.Kind != KindSamePagesByIndex {
-		books, err := s.digestedBooks(ctx)
+		books, err := s.comparableBooks(ctx, rules.CommonMinSeries)
 		if err != nil {
 			return nil, err
-		}
-		common, err := s.commonDigests(ctx, rules.CommonMinSeries)
-		if err != nil {
-			return nil, err
-		}
-		for i := range books {
-			books[i].pages = slices.DeleteFunc(books[i].pages, func(d []byte) bool { return common[string(d)] })
 		}
 		for _, g := range digestGroups(books, rules.Contains) {
 			if after.before(g) {

@@ -70,18 +70,13 @@ func (s *Store) samePagesPlanGroups(ctx context.Context, sel PlanSelection) ([]P
 // digest: the ids of each group's books by key, and each digested book's
 // whole-list key by id.
 func (s *Store) samePagesIndex(ctx context.Context, rules SameBookRules) (map[string][]int64, map[int64]string, error) {
-	books, err := s.digestedBooks(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	common, err := s.commonDigests(ctx, rules.CommonMinSeries)
+	books, err := s.comparableBooks(ctx, rules.CommonMinSeries)
 	if err != nil {
 		return nil, nil, err
 	}
 	whole := make(map[int64]string, len(books))
-	for i := range books {
-		whole[books[i].ID] = listKey(books[i].pages)
-		books[i].pages = slices.DeleteFunc(books[i].pages, func(d []byte) bool { return common[string(d)] })
+	for _, b := range books {
+		whole[b.ID] = listKey(b.all)
 	}
 	byKey := map[string][]int64{}
 	for _, g := range digestGroups(books, 0) {

@@ -123,16 +123,9 @@ func tied(a, b CoverBook, groups map[int64][]string) bool {
 // digestGroupsByBook maps each book of a same_pages or contains group
 // (as SameBookGroups computes them) to the keys of its groups.
 func (s *Store) digestGroupsByBook(ctx context.Context, rules SameBookRules) (map[int64][]string, error) {
-	books, err := s.digestedBooks(ctx)
+	books, err := s.comparableBooks(ctx, rules.CommonMinSeries)
 	if err != nil {
 		return nil, err
-	}
-	common, err := s.commonDigests(ctx, rules.CommonMinSeries)
-	if err != nil {
-		return nil, err
-	}
-	for i := range books {
-		books[i].pages = slices.DeleteFunc(books[i].pages, func(d []byte) bool { return common[string(d)] })
 	}
 	out := map[int64][]string{}
 	for _, g := range digestGroups(books, rules.Contains) {
