@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/thumbs"
 	"github.com/bindery-nas/bindery/protocol"
@@ -34,7 +35,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if f.Format.String == string(protocol.FormatFolder) || strings.HasSuffix(f.RelativePath, "/") {
+	if model.Deref(f.Format) == string(protocol.FormatFolder) || strings.HasSuffix(f.RelativePath, "/") {
 		return apiErr(protocol.CodeNotDownloadable, "file %d is a folder book; download its pages", id)
 	}
 	src, err := s.st.CoverSource(ctx, id)
@@ -62,7 +63,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 		return apiErr(protocol.CodeNotDownloadable, "file %d is not a regular file", id)
 	}
 	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, downloadType(protocol.FileFormat(f.Format.String), file, loc.Path))
+	h.Set(echo.HeaderContentType, downloadType(protocol.FileFormat(model.Deref(f.Format)), file, loc.Path))
 	h.Set(echo.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(f.RelativePath)}))
 	h.Set("ETag", fmt.Sprintf(`"f%d-%x-%x"`, id, st.Size(), st.ModTime().UnixNano()))
 	h.Set("Cache-Control", "private, no-cache")

@@ -18,7 +18,7 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-func fileID(f store.FileRecord) int64 { return f.ID }
+func fileID(f model.File) int64 { return f.ID }
 
 // listFiles pages files in natural path order (?sort=path, the default:
 // library by library, "Batman 2" before "Batman 10") or by id (?sort=id).
@@ -62,7 +62,7 @@ func (s *Server) listFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(files, limit, s.fileView, func(r store.FileRecord) string {
+	return c.JSON(http.StatusOK, makePage(files, limit, s.fileView, func(r model.File) string {
 		return EncodeCursor(model.SortAnchor{Scope: r.LibraryID, Key: r.PathKey, ID: r.ID})
 	}))
 }
@@ -101,7 +101,7 @@ func (s *Server) getFile(c echo.Context) error {
 	if m != nil {
 		v.Metadata = metadataView(*m)
 	}
-	if f.Format.String == string(protocol.FormatVideo) {
+	if model.Deref(f.Format) == string(protocol.FormatVideo) {
 		p, err := s.st.VideoProbeOf(ctx, id)
 		switch {
 		case err == nil:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -174,7 +175,7 @@ func (s *Server) listLibraries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, libs, limit, libraryView, func(l store.Library) int64 { return l.ID })
+	return idPageJSON(c, libs, limit, libraryView, func(l model.Library) int64 { return l.ID })
 }
 
 func (s *Server) getLibrary(c echo.Context) error {
@@ -198,8 +199,8 @@ func (s *Server) getLibrary(c echo.Context) error {
 			v.Watcher = &ws
 		}
 	}
-	if st.LastScanID.Valid {
-		scan, err := s.st.GetScan(ctx, st.LastScanID.Int64)
+	if st.LastScanID != nil {
+		scan, err := s.st.GetScan(ctx, model.Deref(st.LastScanID))
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}

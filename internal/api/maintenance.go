@@ -146,7 +146,7 @@ func (s *Server) listWorkers(c echo.Context) error {
 	for _, w := range ws {
 		live := !w.StoppedAt.Valid && now.Sub(w.LastSeenAt.Time) <= workerLiveWindow
 		items = append(items, workerJSON{WorkerID: w.WorkerID, Host: w.Host, PID: w.PID, Version: w.Version,
-			Live: live, StartedAt: w.StartedAt, LastSeenAt: w.LastSeenAt, StoppedAt: w.StoppedAt})
+			Live: live, StartedAt: w.StartedAt, LastSeenAt: w.LastSeenAt, StoppedAt: w.StoppedAt.Ptr()})
 	}
 	return c.JSON(http.StatusOK, page[workerJSON]{Items: items})
 }

@@ -1,13 +1,13 @@
 package api
 
 import (
-	"database/sql"
 	"encoding/json"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -55,10 +55,10 @@ func (s *Server) getMe(c echo.Context) error {
 }
 
 type progressView struct {
-	FileID    int64             `json:"file_id"`
-	Page      int64             `json:"page"`
-	Completed bool              `json:"completed"`
-	UpdatedAt protocol.NullTime `json:"updated_at"`
+	FileID    int64          `json:"file_id"`
+	Page      int64          `json:"page"`
+	Completed bool           `json:"completed"`
+	UpdatedAt *protocol.Time `json:"updated_at"`
 }
 
 func (s *Server) getProgress(c echo.Context) error {
@@ -109,7 +109,7 @@ func (s *Server) putProgress(c echo.Context) error {
 	return c.JSON(http.StatusOK, progressView(p))
 }
 
-func progressPage(n *json.Number, total sql.NullInt64) (int64, error) {
+func progressPage(n *json.Number, total *int64) (int64, error) {
 	if n == nil {
 		return 0, fieldf("page", "required")
 	}
@@ -117,8 +117,8 @@ func progressPage(n *json.Number, total sql.NullInt64) (int64, error) {
 	if err != nil || page < 1 {
 		return 0, fieldf("page", "must be a positive integer")
 	}
-	if total.Valid && page > total.Int64 {
-		return 0, fieldf("page", "the book has %d pages", total.Int64)
+	if total != nil && page > model.Deref(total) {
+		return 0, fieldf("page", "the book has %d pages", model.Deref(total))
 	}
 	return page, nil
 }
@@ -140,29 +140,29 @@ func (s *Server) deleteProgress(c echo.Context) error {
 
 // bookView is a file as a reader sees it: with the reader's progress.
 type bookView struct {
-	ID         int64             `json:"id"`
-	LibraryID  int64             `json:"library_id"`
-	SeriesID   *int64            `json:"series_id"`
-	SeriesName *string           `json:"series_name"`
-	Path       string            `json:"relative_path"`
-	TotalPages *int64            `json:"total_pages"`
-	Page       int64             `json:"page"`
-	Completed  bool              `json:"completed"`
-	ReadAt     protocol.NullTime `json:"read_at"`
+	ID         int64          `json:"id"`
+	LibraryID  int64          `json:"library_id"`
+	SeriesID   *int64         `json:"series_id"`
+	SeriesName *string        `json:"series_name"`
+	Path       string         `json:"relative_path"`
+	TotalPages *int64         `json:"total_pages"`
+	Page       int64          `json:"page"`
+	Completed  bool           `json:"completed"`
+	ReadAt     *protocol.Time `json:"read_at"`
 }
 
-func viewBook(b store.Book) bookView {
+func viewBook(b model.Book) bookView {
 	v := bookView{ID: b.ID, LibraryID: b.LibraryID, Path: b.RelativePath, Page: b.Page, Completed: b.Completed, ReadAt: b.ReadAt}
-	if b.SeriesID.Valid {
-		v.SeriesID, v.SeriesName = &b.SeriesID.Int64, &b.SeriesName.String
+	if b.SeriesID != nil {
+		v.SeriesID, v.SeriesName = b.SeriesID, b.SeriesName
 	}
-	if b.TotalPages.Valid {
-		v.TotalPages = &b.TotalPages.Int64
+	if b.TotalPages != nil {
+		v.TotalPages = b.TotalPages
 	}
 	return v
 }
 
-type bookList func(r store.Reader, offset, limit int) ([]store.Book, error)
+type bookList func(r store.Reader, offset, limit int) ([]model.Book, error)
 
 // listBooks serves a reader list as {items: [...]} (up to ?limit=).
 func listBooks(c echo.Context, list bookList) error {
@@ -182,13 +182,13 @@ func listBooks(c echo.Context, list bookList) error {
 }
 
 func (s *Server) listContinueReading(c echo.Context) error {
-	return listBooks(c, func(r store.Reader, o, l int) ([]store.Book, error) {
+	return listBooks(c, func(r store.Reader, o, l int) ([]model.Book, error) {
 		return s.st.ContinueReading(c.Request().Context(), r, o, l)
 	})
 }
 
 func (s *Server) listOnDeck(c echo.Context) error {
-	return listBooks(c, func(r store.Reader, o, l int) ([]store.Book, error) {
+	return listBooks(c, func(r store.Reader, o, l int) ([]model.Book, error) {
 		return s.st.OnDeck(c.Request().Context(), r, o, l)
 	})
 }

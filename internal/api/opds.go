@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/opds"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -143,7 +144,7 @@ func (s *Server) opdsRoot(c echo.Context) error {
 }
 
 // seriesList pages the series of a feed: offset, limit.
-type seriesList func(offset, limit int) ([]store.Series, error)
+type seriesList func(offset, limit int) ([]model.Series, error)
 
 // seriesFeed lists series as navigation entries leading to their books.
 func (s *Server) seriesFeed(c echo.Context, self, title string, series seriesList) error {
@@ -177,7 +178,7 @@ func (s *Server) opdsLibrary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.seriesFeed(c, "/libraries/"+strconv.FormatInt(id, 10), lib.Name, func(o, l int) ([]store.Series, error) {
+	return s.seriesFeed(c, "/libraries/"+strconv.FormatInt(id, 10), lib.Name, func(o, l int) ([]model.Series, error) {
 		return s.st.ListReaderSeries(c.Request().Context(), readerOf(c), id, o, l)
 	})
 }
@@ -187,7 +188,7 @@ func (s *Server) opdsLibrary(c echo.Context) error {
 func (s *Server) opdsAllSeries(c echo.Context) error {
 	ctx, r := c.Request().Context(), readerOf(c)
 	if strings.TrimSpace(c.QueryParam("q")) == "" {
-		return s.seriesFeed(c, "/series", "All series", func(o, l int) ([]store.Series, error) {
+		return s.seriesFeed(c, "/series", "All series", func(o, l int) ([]model.Series, error) {
 			return s.st.ListReaderSeries(ctx, r, 0, o, l)
 		})
 	}
@@ -196,15 +197,15 @@ func (s *Server) opdsAllSeries(c echo.Context) error {
 		return err
 	}
 	text := c.QueryParam("q")
-	return s.seriesFeed(c, "/series?q="+url.QueryEscape(text), "Series: "+text, func(o, l int) ([]store.Series, error) {
+	return s.seriesFeed(c, "/series?q="+url.QueryEscape(text), "Series: "+text, func(o, l int) ([]model.Series, error) {
 		return s.st.SearchSeriesByName(ctx, r, q, o, l)
 	})
 }
 
-type readerList func(ctx context.Context, r store.Reader, offset, limit int) ([]store.Book, error)
+type readerList func(ctx context.Context, r store.Reader, offset, limit int) ([]model.Book, error)
 
 // bookFeed renders one page of books as an acquisition feed.
-func (s *Server) bookFeed(c echo.Context, self, title string, list func(offset, limit int) ([]store.Book, error)) error {
+func (s *Server) bookFeed(c echo.Context, self, title string, list func(offset, limit int) ([]model.Book, error)) error {
 	page, err := opdsPageParam(c)
 	if err != nil {
 		return err
@@ -233,14 +234,14 @@ func (s *Server) opdsSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.bookFeed(c, "/series/"+strconv.FormatInt(id, 10), sr.Name, func(o, l int) ([]store.Book, error) {
+	return s.bookFeed(c, "/series/"+strconv.FormatInt(id, 10), sr.Name, func(o, l int) ([]model.Book, error) {
 		return s.st.SeriesBooks(c.Request().Context(), readerOf(c), id, o, l)
 	})
 }
 
 func (s *Server) opdsBookList(self, title string, list readerList) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		return s.bookFeed(c, "/"+self, title, func(o, l int) ([]store.Book, error) {
+		return s.bookFeed(c, "/"+self, title, func(o, l int) ([]model.Book, error) {
 			return list(c.Request().Context(), readerOf(c), o, l)
 		})
 	}
@@ -252,9 +253,9 @@ func (s *Server) opdsSearch(c echo.Context) error {
 		return err
 	}
 	text := c.QueryParam("q")
-	return s.bookFeed(c, "/search?q="+url.QueryEscape(text), "Search: "+text, func(o, l int) ([]store.Book, error) {
+	return s.bookFeed(c, "/search?q="+url.QueryEscape(text), "Search: "+text, func(o, l int) ([]model.Book, error) {
 		hits, err := s.st.SearchBooks(c.Request().Context(), readerOf(c), q, nil, o, l)
-		books := make([]store.Book, len(hits))
+		books := make([]model.Book, len(hits))
 		for i, h := range hits {
 			books[i] = h.Book
 		}
@@ -269,9 +270,9 @@ func (s *Server) opdsSearchDescription(c echo.Context) error {
 
 // bookTitle is the ComicInfo title when the scan kept one, else the file
 // name without its extension.
-func bookTitle(b store.Book) string {
-	if b.Title.Valid && strings.TrimSpace(b.Title.String) != "" {
-		return b.Title.String
+func bookTitle(b model.Book) string {
+	if b.Title != nil && strings.TrimSpace(model.Deref(b.Title)) != "" {
+		return model.Deref(b.Title)
 	}
 	name := path.Base(b.RelativePath)
 	return strings.TrimSuffix(name, path.Ext(name))
@@ -279,25 +280,25 @@ func bookTitle(b store.Book) string {
 
 // bookEntry is one book: download, PSE stream (pse:lastRead is 0-based
 // like {pageNumber}), cover and thumbnail.
-func (s *Server) bookEntry(b store.Book) opds.Entry {
+func (s *Server) bookEntry(b model.Book) opds.Entry {
 	id := strconv.FormatInt(b.ID, 10)
 	e := opds.Entry{Title: bookTitle(b), ID: "urn:bindery:file:" + id, Updated: opds.Time(b.UpdatedAt.Time)}
-	if b.SeriesName.Valid {
-		e.Content = opds.Text(b.SeriesName.String + " · " + b.LibraryTitle)
+	if b.SeriesName != nil {
+		e.Content = opds.Text(model.Deref(b.SeriesName) + " · " + b.LibraryTitle)
 	}
-	kind := opds.MIME(b.Format.String)
-	if isVolumeSet(b.FileRecord) {
+	kind := opds.MIME(model.Deref(b.Format))
+	if isVolumeSet(b.File) {
 		kind = cbzType // a volume set downloads as one cbz
 	}
 	e.Links = append(e.Links, opds.Link{Rel: opds.RelAcquisition, Href: Base + "/files/" + id + "/download",
 		Type: kind, Title: "Download"})
-	if b.TotalPages.Valid && b.TotalPages.Int64 > 0 {
-		stream := opds.Link{Rel: opds.RelStream, Type: "image/jpeg", Count: &b.TotalPages.Int64,
+	if b.TotalPages != nil && model.Deref(b.TotalPages) > 0 {
+		stream := opds.Link{Rel: opds.RelStream, Type: "image/jpeg", Count: b.TotalPages,
 			Href: opdsV1 + "/files/" + id + "/pages/{pageNumber}?width={maxWidth}"}
 		if b.Page > 0 {
 			last := b.Page - 1
 			stream.LastRead = &last
-			stream.LastReadDate = opds.Time(b.ReadAt.Time.Time)
+			stream.LastReadDate = opds.Time(model.Deref(b.ReadAt).Time)
 		}
 		e.Links = append(e.Links, stream)
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/reader"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/thumbs"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -169,7 +169,7 @@ func (s *Server) locateBook(c echo.Context) (reader.Located, settings.Values, er
 		return reader.Located{}, nil, err
 	}
 	if !readable(f) {
-		return reader.Located{}, nil, apiErr(protocol.CodeNotABook, "file %d is a %s (%s), not a book with pages", id, f.Role, f.Format.String)
+		return reader.Located{}, nil, apiErr(protocol.CodeNotABook, "file %d is a %s (%s), not a book with pages", id, f.Role, model.Deref(f.Format))
 	}
 	vals, err := settings.Load(ctx, s.st)
 	if err != nil {
@@ -187,8 +187,8 @@ func (s *Server) locateBook(c echo.Context) (reader.Located, settings.Values, er
 }
 
 // readable: a book or a loose image, never a video.
-func readable(f store.FileRecord) bool {
-	return f.Role.IsBook() && f.Format.String != string(protocol.FormatVideo)
+func readable(f model.File) bool {
+	return f.Role.IsBook() && model.Deref(f.Format) != string(protocol.FormatVideo)
 }
 
 func maxPageBytes(vals settings.Values) int64 { return vals.Int(settings.ThumbnailMaxSourceMB) << 20 }

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/dedup"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -230,7 +231,7 @@ func (s *Server) listPlans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, plans, limit, planSummary, func(p store.Plan) int64 { return p.ID })
+	return idPageJSON(c, plans, limit, planSummary, func(p model.Plan) int64 { return p.ID })
 }
 
 func (s *Server) getPlan(c echo.Context) error {
@@ -267,19 +268,19 @@ func (s *Server) executePlan(c echo.Context) error {
 
 // planJSON renders a plan with its groups and, once its job ran, what
 // became of each copy.
-func (s *Server) planJSON(c echo.Context, status int, plan store.Plan) error {
+func (s *Server) planJSON(c echo.Context, status int, plan model.Plan) error {
 	ctx := c.Request().Context()
 	files, err := s.st.PlanFiles(ctx, plan.ID)
 	if err != nil {
 		return err
 	}
-	var results []store.DeleteResult
+	var results []model.DeleteResult
 	var fates map[int64]protocol.DeleteOutcome
-	if plan.JobID.Valid {
-		if results, err = s.st.DeleteResults(ctx, plan.JobID.Int64); err != nil {
+	if plan.JobID != nil {
+		if results, err = s.st.DeleteResults(ctx, model.Deref(plan.JobID)); err != nil {
 			return err
 		}
-		if fates, err = s.st.TrashFates(ctx, plan.JobID.Int64); err != nil {
+		if fates, err = s.st.TrashFates(ctx, model.Deref(plan.JobID)); err != nil {
 			return err
 		}
 	}

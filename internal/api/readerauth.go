@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -223,17 +224,17 @@ func (l *failLimiter) check(c echo.Context, name, addr string) error {
 
 // mustSeeFile is nil when the caller may see file id, and file_not_found
 // (404, exactly what a missing file answers) otherwise.
-func (s *Server) mustSeeFile(c echo.Context, id int64) (store.Book, error) {
+func (s *Server) mustSeeFile(c echo.Context, id int64) (model.Book, error) {
 	return s.st.ReaderBook(c.Request().Context(), readerOf(c), id)
 }
 
 // mustSeeSeries and mustSeeLibrary are mustSeeFile for series and
 // libraries.
-func (s *Server) mustSeeSeries(c echo.Context, id int64) (store.Series, error) {
+func (s *Server) mustSeeSeries(c echo.Context, id int64) (model.Series, error) {
 	return s.st.ReaderSeries(c.Request().Context(), readerOf(c), id)
 }
 
-func (s *Server) mustSeeLibrary(c echo.Context, id int64) (store.Library, error) {
+func (s *Server) mustSeeLibrary(c echo.Context, id int64) (model.Library, error) {
 	return s.st.ReaderLibrary(c.Request().Context(), readerOf(c), id)
 }
 

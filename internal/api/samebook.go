@@ -80,7 +80,7 @@ func sameBookGroupView(g store.SameBookGroup) sameBookGroupJSON {
 	out := sameBookGroupJSON{Key: hex.EncodeToString(g.Key), Kind: g.Kind, Books: make([]sameBookJSON, 0, len(g.Books))}
 	for _, b := range g.Books {
 		out.Books = append(out.Books, sameBookJSON{ID: b.ID, LibraryID: b.LibraryID, RelativePath: b.RelativePath,
-			Format: nstr(b.Format), SizeBytes: b.SizeBytes, TotalPages: nint(b.TotalPages),
+			Format: b.Format, SizeBytes: b.SizeBytes, TotalPages: b.TotalPages,
 			ExtraStart: b.ExtraStart, ExtraEnd: b.ExtraEnd})
 	}
 	return out

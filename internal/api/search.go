@@ -42,7 +42,7 @@ func (s *Server) search(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return idPageJSON(c, rows, limit, seriesView, func(s store.Series) int64 { return s.ID })
+		return idPageJSON(c, rows, limit, seriesView, func(s model.Series) int64 { return s.ID })
 	}
 	return apiErr(protocol.CodeInvalidParameter, "kind must be books or series").with("parameter", "kind")
 }

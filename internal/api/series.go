@@ -2,12 +2,12 @@ package api
 
 import (
 	"context"
-	"database/sql"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/layout"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -20,7 +20,7 @@ func (s *Server) listSeries(c echo.Context) error {
 		return err
 	}
 	if byID {
-		return listByLibrary(c, s.st.ListSeries, seriesView, func(r store.Series) int64 { return r.ID })
+		return listByLibrary(c, s.st.ListSeries, seriesView, func(r model.Series) int64 { return r.ID })
 	}
 	limit, err := pageLimit(c)
 	if err != nil {
@@ -34,7 +34,7 @@ func (s *Server) listSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(rows, limit, seriesView, func(r store.Series) string { return sortCursor(r.SortKey, r.ID) }))
+	return c.JSON(http.StatusOK, makePage(rows, limit, seriesView, func(r model.Series) string { return sortCursor(r.SortKey, r.ID) }))
 }
 
 // getSeries returns a series with its details: ComicInfo fields of its
@@ -56,25 +56,25 @@ func (s *Server) getSeries(c echo.Context) error {
 		return err
 	}
 	v := seriesView(ser)
-	v.Details = &seriesDetailsJSON{Summary: nstr(d.Summary), Genres: splitList(d.Genre), Tags: splitList(d.Tags),
-		AgeRating: nstr(d.AgeRating), Language: nstr(d.LanguageISO), Writers: splitList(d.Writer),
-		Manga: nstr(d.Manga), RightToLeft: protocol.Manga(d.Manga.String).RightToLeft(), Count: nint(d.Count),
-		Cover: coverJSON{Status: "none"}, CoverFile: nint(d.CoverFileID)}
+	v.Details = &seriesDetailsJSON{Summary: d.Summary, Genres: splitList(d.Genre), Tags: splitList(d.Tags),
+		AgeRating: d.AgeRating, Language: d.LanguageISO, Writers: splitList(d.Writer),
+		Manga: d.Manga, RightToLeft: protocol.Manga(model.Deref(d.Manga)).RightToLeft(), Count: d.SeriesCount,
+		Cover: coverJSON{Status: "none"}, CoverFile: d.CoverFileID}
 	if v.Summary == nil {
 		v.Summary = v.Details.Summary
 	}
-	if d.FirstBook.Valid {
-		art, ok, err := s.st.SeriesArt(ctx, ser.LibraryID, layout.ArtFolders(d.FirstBook.String))
+	if d.FirstBook != nil {
+		art, ok, err := s.st.SeriesArt(ctx, ser.LibraryID, layout.ArtFolders(model.Deref(d.FirstBook)))
 		if err != nil {
 			return err
 		}
 		if ok {
-			d.CoverFileID = sql.NullInt64{Int64: art, Valid: true}
+			d.CoverFileID = &art
 			v.Details.CoverFile = &art
 		}
 	}
-	if d.CoverFileID.Valid {
-		f, err := s.st.GetFile(ctx, d.CoverFileID.Int64)
+	if d.CoverFileID != nil {
+		f, err := s.st.GetFile(ctx, model.Deref(d.CoverFileID))
 		if err != nil {
 			return err
 		}
@@ -92,7 +92,7 @@ func (s *Server) listSeriesFiles(c echo.Context) error {
 		return err
 	}
 	if byID {
-		return listUnder(c, s.st.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]store.FileRecord, error) {
+		return listUnder(c, s.st.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]model.File, error) {
 			return s.st.ListFiles(ctx, store.FileFilter{SeriesID: new(int64(id))}, after, limit)
 		}, s.fileView, fileID)
 	}
@@ -112,12 +112,12 @@ func (s *Server) listSeriesFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(rows, limit, s.fileView, func(r store.FileRecord) string { return sortCursor(r.SortKey, r.ID) }))
+	return c.JSON(http.StatusOK, makePage(rows, limit, s.fileView, func(r model.File) string { return sortCursor(r.SortKey, r.ID) }))
 }
 
 // listScans pages scan sessions newest first; the cursor is the last id.
 func (s *Server) listScans(c echo.Context) error {
-	return listByLibrary(c, s.st.ListScans, scanView, func(r store.ScanRecord) int64 { return r.ID })
+	return listByLibrary(c, s.st.ListScans, scanView, func(r model.Scan) int64 { return r.ID })
 }
 
 func (s *Server) getScan(c echo.Context) error {

@@ -12,9 +12,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/layout"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/reader"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
 )
 
 // cbzType is the media type of a cbz, which is what a multi-volume RAR
@@ -23,7 +23,7 @@ const cbzType = "application/vnd.comicbook+zip"
 
 // isVolumeSet: the scan recorded the book as a multi-volume RAR set
 // (library_files.volumes ≥ 2).
-func isVolumeSet(f store.FileRecord) bool { return f.Volumes.Valid && f.Volumes.Int64 >= 2 }
+func isVolumeSet(f model.File) bool { return f.Volumes != nil && model.Deref(f.Volumes) >= 2 }
 
 // downloadSet streams a multi-volume RAR book as one cbz (reader.CBZ):
 // every page in page order, then ComicInfo.xml, stored, its length known
@@ -31,7 +31,7 @@ func isVolumeSet(f store.FileRecord) bool { return f.Volumes.Valid && f.Volumes.
 // and mtime), so If-None-Match is answered without opening the archive.
 // Range is not served (Accept-Ranges: none): a client asking for part
 // gets the whole, as RFC 9110 allows.
-func (s *Server) downloadSet(c echo.Context, f store.FileRecord, loc reader.Located, vals settings.Values) error {
+func (s *Server) downloadSet(c echo.Context, f model.File, loc reader.Located, vals settings.Values) error {
 	ver, err := reader.VersionOfSet(loc.Path)
 	if err != nil {
 		return mediaErr(err)

@@ -65,7 +65,7 @@ func (s *Server) listSimilarCovers(c echo.Context) error {
 
 func (s *Server) similarCoversView(p store.SimilarCoverPair) similarCoversJSON {
 	book := func(b store.CoverBook) coverBookJSON {
-		return coverBookJSON{ID: b.ID, LibraryID: b.LibraryID, RelativePath: b.RelativePath, Format: nstr(b.Format),
+		return coverBookJSON{ID: b.ID, LibraryID: b.LibraryID, RelativePath: b.RelativePath, Format: b.Format,
 			SizeBytes: b.SizeBytes, CoverHash: fmt.Sprintf("%016x", uint64(b.CoverHash)),
 			CoverURL: s.signer.url(b.ID, b.CoverVersion())}
 	}

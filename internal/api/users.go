@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -38,7 +39,7 @@ type userView struct {
 	UpdatedAt  protocol.Time `json:"updated_at"`
 }
 
-func viewUser(u store.User) userView {
+func viewUser(u model.User) userView {
 	return userView{ID: u.ID, Name: u.Name, Disabled: u.Disabled, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
 }
 
@@ -101,10 +102,10 @@ func (s *Server) listUsers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, users, limit, viewUser, func(u store.User) int64 { return u.ID })
+	return idPageJSON(c, users, limit, viewUser, func(u model.User) int64 { return u.ID })
 }
 
-func (s *Server) userWithGrant(c echo.Context, u store.User) error {
+func (s *Server) userWithGrant(c echo.Context, u model.User) error {
 	v := viewUser(u)
 	var err error
 	if v.LibraryIDs, err = s.st.UserLibraries(c.Request().Context(), u.ID); err != nil {
@@ -198,14 +199,14 @@ func (s *Server) putUserLibraries(c echo.Context) error {
 }
 
 type apiKeyView struct {
-	ID         int64             `json:"id"`
-	Name       string            `json:"name"`
-	Key        string            `json:"key,omitempty"`
-	CreatedAt  protocol.Time     `json:"created_at"`
-	LastUsedAt protocol.NullTime `json:"last_used_at"`
+	ID         int64          `json:"id"`
+	Name       string         `json:"name"`
+	Key        string         `json:"key,omitempty"`
+	CreatedAt  protocol.Time  `json:"created_at"`
+	LastUsedAt *protocol.Time `json:"last_used_at"`
 }
 
-func viewAPIKey(k store.APIKey) apiKeyView {
+func viewAPIKey(k model.APIKey) apiKeyView {
 	return apiKeyView{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
 }
 

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -18,29 +17,6 @@ import (
 
 // nsTime renders a file mtime (Unix nanoseconds) in RFC 3339 UTC.
 func nsTime(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
-
-func nstr(s sql.NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	return &s.String
-}
-
-func nint(n sql.NullInt64) *int64 {
-	if !n.Valid {
-		return nil
-	}
-	return &n.Int64
-}
-
-// deref is *p, or the zero value when p is nil.
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
 
 // rawObject renders a JSON text column as JSON, or null when it is empty or
 // not valid JSON.
@@ -84,7 +60,7 @@ type libraryJSON struct {
 	AllowDelete         bool                  `json:"allow_delete"`
 	AllowUnlink         bool                  `json:"allow_unlink"`
 	Media               protocol.LibraryMedia `json:"media"`
-	LastScanRequestedAt protocol.NullTime     `json:"last_scan_requested_at"`
+	LastScanRequestedAt *protocol.Time        `json:"last_scan_requested_at"`
 	CreatedAt           protocol.Time         `json:"created_at"`
 	UpdatedAt           protocol.Time         `json:"updated_at"`
 	FileCount           *int64                `json:"file_count,omitempty"`
@@ -95,7 +71,7 @@ type libraryJSON struct {
 	Watcher             *watch.Status         `json:"watcher,omitempty"`
 }
 
-func libraryView(l store.Library) libraryJSON {
+func libraryView(l model.Library) libraryJSON {
 	return libraryJSON{ID: l.ID, Name: l.Name, Path: l.Path, ScanIntervalMinutes: l.ScanIntervalMinutes,
 		AllowDelete: l.AllowDelete, AllowUnlink: l.AllowUnlink, Media: l.Media, Watch: l.Watch,
 		LastScanRequestedAt: l.LastScanRequestedAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
@@ -126,7 +102,7 @@ func jobView(j model.Job) jobJSON {
 		Progress: j.Progress, ProcessedItems: j.ProcessedItems, TotalItems: j.TotalItems,
 		leaseJSON: leaseView(j.Lease),
 		Attempt:   j.Attempt, RetryAfter: j.RetryAfter, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage,
-		Payload: rawObject(j.Payload), Result: rawObject(deref(j.Result)), CancelRequested: j.CancelRequested,
+		Payload: rawObject(j.Payload), Result: rawObject(model.Deref(j.Result)), CancelRequested: j.CancelRequested,
 		runTimesJSON: runTimesView(j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)}
 }
 
@@ -174,11 +150,11 @@ type fileJSON struct {
 	TotalPages    *int64            `json:"total_pages"`
 	Series        *seriesRefJSON    `json:"series"`
 	IsMissing     bool              `json:"is_missing"`
-	MissingSince  protocol.NullTime `json:"missing_since"`
+	MissingSince  *protocol.Time    `json:"missing_since"`
 	HashAlgorithm *string           `json:"hash_algorithm"`
 	ContentHash   *string           `json:"content_hash"`
 	AnalysisError *analysisJSON     `json:"analysis_error"`
-	AnalyzedAt    protocol.NullTime `json:"analyzed_at"`
+	AnalyzedAt    *protocol.Time    `json:"analyzed_at"`
 	Cover         coverJSON         `json:"cover"`
 	Metadata      *metadataJSON     `json:"metadata,omitempty"`
 	Video         *videoJSON        `json:"video,omitempty"`
@@ -191,27 +167,27 @@ type analysisJSON struct {
 	Message string `json:"message"`
 }
 
-func (s *Server) fileView(f store.FileRecord) fileJSON {
+func (s *Server) fileView(f model.File) fileJSON {
 	v := fileJSON{ID: f.ID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes,
-		Mtime: nsTime(f.MtimeNS), MtimeNS: f.MtimeNS, Format: nstr(f.Format), Role: f.Role, Volumes: nint(f.Volumes), TotalPages: nint(f.TotalPages),
-		IsMissing: f.IsMissing, MissingSince: f.MissingSince, HashAlgorithm: nstr(f.HashAlgorithm),
+		Mtime: nsTime(f.MtimeNS), MtimeNS: f.MtimeNS, Format: f.Format, Role: f.Role, Volumes: f.Volumes, TotalPages: f.TotalPages,
+		IsMissing: f.IsMissing, MissingSince: f.MissingSince, HashAlgorithm: f.HashAlgorithm,
 		AnalyzedAt: f.AnalyzedAt, CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
 		Cover: coverJSON{Status: "none"}}
-	if f.SeriesID.Valid {
-		v.Series = &seriesRefJSON{ID: f.SeriesID.Int64, Name: f.SeriesName.String}
+	if f.SeriesID != nil {
+		v.Series = &seriesRefJSON{ID: model.Deref(f.SeriesID), Name: model.Deref(f.SeriesName)}
 	}
 	if len(f.ContentHash) > 0 {
 		h := hex.EncodeToString(f.ContentHash)
 		v.ContentHash = &h
 	}
-	if f.AnalysisErrorCode.Valid {
-		v.AnalysisError = &analysisJSON{Code: f.AnalysisErrorCode.String, Message: f.AnalysisErrorMessage.String}
+	if f.AnalysisErrorCode != nil {
+		v.AnalysisError = &analysisJSON{Code: model.Deref(f.AnalysisErrorCode), Message: model.Deref(f.AnalysisErrorMessage)}
 	}
-	if f.CoverStatus.Valid {
-		v.Cover.Status = f.CoverStatus.String
+	if f.CoverStatus != nil {
+		v.Cover.Status = model.Deref(f.CoverStatus)
 	}
-	if f.CoverErrorCode.Valid {
-		v.Cover.Error = &analysisJSON{Code: f.CoverErrorCode.String, Message: f.CoverErrorMessage.String}
+	if f.CoverErrorCode != nil {
+		v.Cover.Error = &analysisJSON{Code: model.Deref(f.CoverErrorCode), Message: model.Deref(f.CoverErrorMessage)}
 	}
 	if ver := f.CoverVersion(); ver != "" {
 		u := s.signer.url(f.ID, ver)
@@ -244,13 +220,13 @@ type metadataJSON struct {
 	UpdatedAt   protocol.Time `json:"updated_at"`
 }
 
-func metadataView(m store.FileMetadata) *metadataJSON {
-	return &metadataJSON{Source: m.Source, Series: nstr(m.Series), Number: nstr(m.Number), Volume: nint(m.Volume),
-		Title: nstr(m.Title), Year: nint(m.Year), Month: nint(m.Month), Publisher: nstr(m.Publisher),
-		Genre: nstr(m.Genre), Tags: nstr(m.Tags), AgeRating: nstr(m.AgeRating), LanguageISO: nstr(m.LanguageISO),
-		Writer: nstr(m.Writer), Penciller: nstr(m.Penciller), Summary: nstr(m.Summary), Web: nstr(m.Web),
-		FrontCoverPage: nint(m.FrontCoverPage), Manga: nstr(m.Manga),
-		RightToLeft: protocol.Manga(m.Manga.String).RightToLeft(), UpdatedAt: m.UpdatedAt}
+func metadataView(m model.FileMetadata) *metadataJSON {
+	return &metadataJSON{Source: m.Source, Series: m.Series, Number: m.Number, Volume: m.Volume,
+		Title: m.Title, Year: m.Year, Month: m.Month, Publisher: m.Publisher,
+		Genre: m.Genre, Tags: m.Tags, AgeRating: m.AgeRating, LanguageISO: m.LanguageISO,
+		Writer: m.Writer, Penciller: m.Penciller, Summary: m.Summary, Web: m.Web,
+		FrontCoverPage: m.FrontCoverPage, Manga: m.Manga,
+		RightToLeft: protocol.Manga(model.Deref(m.Manga)).RightToLeft(), UpdatedAt: m.UpdatedAt}
 }
 
 type seriesJSON struct {
@@ -286,9 +262,9 @@ type seriesDetailsJSON struct {
 }
 
 // splitList splits a ComicInfo list ("Action, Drama") into its items.
-func splitList(s sql.NullString) []string {
+func splitList(s *string) []string {
 	out := []string{}
-	for _, p := range strings.Split(s.String, ",") {
+	for _, p := range strings.Split(model.Deref(s), ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
 		}
@@ -296,9 +272,9 @@ func splitList(s sql.NullString) []string {
 	return out
 }
 
-func seriesView(s store.Series) seriesJSON {
-	return seriesJSON{ID: s.ID, LibraryID: s.LibraryID, Name: s.Name, Publisher: s.Publisher, Year: nint(s.Year),
-		Summary: nstr(s.Summary), FileCount: s.FileCount, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+func seriesView(s model.Series) seriesJSON {
+	return seriesJSON{ID: s.ID, LibraryID: s.LibraryID, Name: s.Name, Publisher: s.Publisher, Year: s.Year,
+		Summary: s.Summary, FileCount: s.FileCount, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
 type scanJSON struct {
@@ -310,12 +286,12 @@ type scanJSON struct {
 	ErrorCode    *string                    `json:"error_code"`
 	ErrorMessage *string                    `json:"error_message"`
 	StartedAt    protocol.Time              `json:"started_at"`
-	FinishedAt   protocol.NullTime          `json:"finished_at"`
+	FinishedAt   *protocol.Time             `json:"finished_at"`
 }
 
-func scanView(r store.ScanRecord) scanJSON {
-	return scanJSON{ID: r.ID, JobID: nint(r.JobID), LibraryID: r.LibraryID, Status: r.Status, Counts: r.ScanCounts.Map(),
-		ErrorCode: nstr(r.ErrorCode), ErrorMessage: nstr(r.ErrorMessage), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+func scanView(r model.Scan) scanJSON {
+	return scanJSON{ID: r.ID, JobID: r.JobID, LibraryID: r.LibraryID, Status: r.Status, Counts: r.ScanCounts.Map(),
+		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
 }
 
 type scanErrorJSON struct {
@@ -328,7 +304,7 @@ type scanErrorJSON struct {
 }
 
 func scanErrorView(e store.ScanErrorRecord) scanErrorJSON {
-	return scanErrorJSON{ID: e.ID, SessionID: e.SessionID, RelativePath: e.RelativePath, ErrorCode: e.Code,
+	return scanErrorJSON{ID: e.ID, SessionID: e.SessionID, RelativePath: e.RelativePath, ErrorCode: e.ErrorCode,
 		Message: e.Message, CreatedAt: e.CreatedAt}
 }
 
@@ -405,12 +381,12 @@ func checkpointView(w model.WALJob) checkpointJSON {
 }
 
 type workerJSON struct {
-	WorkerID   string            `json:"worker_id"`
-	Host       string            `json:"host"`
-	PID        int64             `json:"pid"`
-	Version    string            `json:"version"`
-	Live       bool              `json:"live"`
-	StartedAt  protocol.Time     `json:"started_at"`
-	LastSeenAt protocol.Time     `json:"last_seen_at"`
-	StoppedAt  protocol.NullTime `json:"stopped_at"`
+	WorkerID   string         `json:"worker_id"`
+	Host       string         `json:"host"`
+	PID        int64          `json:"pid"`
+	Version    string         `json:"version"`
+	Live       bool           `json:"live"`
+	StartedAt  protocol.Time  `json:"started_at"`
+	LastSeenAt protocol.Time  `json:"last_seen_at"`
+	StoppedAt  *protocol.Time `json:"stopped_at"`
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/hex"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -19,7 +20,7 @@ type planSummaryJSON struct {
 	JobID       *int64                `json:"job_id"`
 	CreatedAt   protocol.Time         `json:"created_at"`
 	ExpiresAt   protocol.Time         `json:"expires_at"`
-	ExecutedAt  protocol.NullTime     `json:"executed_at"`
+	ExecutedAt  *protocol.Time        `json:"executed_at"`
 }
 
 type planJSON struct {
@@ -50,14 +51,14 @@ type planFileJSON struct {
 	Later *protocol.DeleteOutcome `json:"later,omitempty"`
 }
 
-func planSummary(p store.Plan) planSummaryJSON {
-	return planSummaryJSON{ID: p.ID, Kind: p.GroupKind, Policy: p.Policy, Action: p.Action, TrashJobID: nint(p.TrashJobID), GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
-		BytesFreed: p.BytesFreed, JobID: nint(p.JobID), CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+func planSummary(p model.Plan) planSummaryJSON {
+	return planSummaryJSON{ID: p.ID, Kind: p.GroupKind, Policy: p.Policy, Action: p.Action, TrashJobID: p.TrashJobID, GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
+		BytesFreed: p.BytesFreed, JobID: p.JobID, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		ExecutedAt: p.ExecutedAt}
 }
 
-func planView(p store.Plan, files []store.PlanFile, results []store.DeleteResult, fates map[int64]protocol.DeleteOutcome) planJSON {
-	byFile := make(map[int64]store.DeleteResult, len(results))
+func planView(p model.Plan, files []model.PlanFile, results []model.DeleteResult, fates map[int64]protocol.DeleteOutcome) planJSON {
+	byFile := make(map[int64]model.DeleteResult, len(results))
 	for _, r := range results {
 		byFile[r.FileID] = r
 	}
@@ -74,7 +75,7 @@ func planView(p store.Plan, files []store.PlanFile, results []store.DeleteResult
 		}
 		if r, ok := byFile[f.FileID]; ok {
 			o, msg := r.Outcome, r.Message
-			pf.Outcome, pf.Message, pf.TrashPath = &o, &msg, nstr(r.TrashPath)
+			pf.Outcome, pf.Message, pf.TrashPath = &o, &msg, r.TrashPath
 		}
 		if later, ok := fates[f.FileID]; ok {
 			pf.Later = &later

@@ -1,6 +1,6 @@
 package api
 
-import "github.com/bindery-nas/bindery/internal/store"
+import "github.com/bindery-nas/bindery/internal/model"
 
 // videoJSON is what ffprobe said of a video file (GET /files/{id}).
 type videoJSON struct {
@@ -13,7 +13,7 @@ type videoJSON struct {
 	Rotation   int64   `json:"rotation"`
 }
 
-func videoView(p store.VideoProbe) *videoJSON {
-	return &videoJSON{Container: p.Container, DurationMS: p.DurationMS, Width: nint(p.Width), Height: nint(p.Height),
-		VideoCodec: nstr(p.VideoCodec), AudioCodec: nstr(p.AudioCodec), Rotation: p.Rotation}
+func videoView(p model.VideoProbe) *videoJSON {
+	return &videoJSON{Container: p.Container, DurationMS: p.DurationMS, Width: p.Width, Height: p.Height,
+		VideoCodec: p.VideoCodec, AudioCodec: p.AudioCodec, Rotation: p.Rotation}
 }

@@ -1,8 +1,6 @@
 package events
 
 import (
-	"database/sql"
-
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -56,13 +54,6 @@ type scanErrorData struct {
 }
 
 func scanErrorEvent(e store.ScanErrorEvent) scanErrorData {
-	return scanErrorData{ID: e.ID, SessionID: e.SessionID, LibraryID: e.LibraryID, JobID: nint(e.JobID),
+	return scanErrorData{ID: e.ID, SessionID: e.SessionID, LibraryID: e.LibraryID, JobID: e.JobID,
 		RelativePath: e.RelativePath, ErrorCode: e.ErrorCode, Message: e.Message}
-}
-
-func nint(n sql.NullInt64) *int64 {
-	if !n.Valid {
-		return nil
-	}
-	return &n.Int64
 }

@@ -1,6 +1,9 @@
 // Package model holds the plain row types that the engine, the executors,
 // the API and the event feed speak: the four kinds of leased work (Job,
-// Thumbnail, CleanupJob, WALJob), their Lease and the Fence of a claim.
+// Thumbnail, CleanupJob, WALJob), their Lease and the Fence of a claim;
+// the library's rows (Library, File, FileMetadata, VideoProbe, Series,
+// Scan); delete plans and their outcomes; and the readers' rows (User,
+// APIKey, Progress, Book).
 //
 // They carry protocol enums and protocol.Time, a nil pointer where the
 // column is NULL, and no database tags: the store reads a column into the

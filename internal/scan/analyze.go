@@ -2,12 +2,12 @@ package scan
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"sync"
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/layout"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/internal/pagesig"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
@@ -58,7 +58,7 @@ func (r *run) analyze(ctx context.Context) error {
 
 type fileResult struct {
 	analysis store.Analysis
-	errs     []store.ScanError
+	errs     []model.ScanError
 }
 
 // analyzeAll analyses targets with the configured number of workers and
@@ -95,7 +95,7 @@ func (r *run) analyzeFile(t store.FileTarget) fileResult {
 	res := r.readIndex(t)
 	a := &res.analysis
 	m := a.Metadata
-	a.SortKey = natsort.BookKey(m.Number.String, m.Volume.Int64, m.Volume.Valid, t.RelativePath)
+	a.SortKey = natsort.BookKey(model.Deref(m.Number), model.Deref(m.Volume), m.Volume != nil, t.RelativePath)
 	if !t.Role.IsBook() {
 		a.SeriesNameRaw = ""
 		a.NeedsCover = a.NeedsCover && t.Role == protocol.RoleSidecar
@@ -110,11 +110,11 @@ func (r *run) readIndex(t store.FileTarget) fileResult {
 	guess := layout.GuessSeries(strings.TrimSuffix(t.RelativePath, "/"))
 	res := fileResult{analysis: store.Analysis{ID: t.ID, SeriesNameRaw: guess.Name}}
 	a := &res.analysis
-	a.Metadata = store.FileMetadata{Source: string(guess.Source), Series: nullStr(guess.Name), Year: nullInt(guess.Year)}
+	a.Metadata = model.FileMetadata{Source: string(guess.Source), Series: nullStr(guess.Name), Year: nullInt(guess.Year)}
 	fail := func(err error) fileResult {
 		a.ErrorCode = protocol.CodeOf(err, protocol.ErrIOError)
 		a.ErrorMessage = err.Error()
-		res.errs = append(res.errs, store.ScanError{RelativePath: t.RelativePath, Code: a.ErrorCode, Message: a.ErrorMessage})
+		res.errs = append(res.errs, model.ScanError{RelativePath: t.RelativePath, ErrorCode: a.ErrorCode, Message: a.ErrorMessage})
 		return res
 	}
 	abs, err := pathsafe.Resolve(r.root, t.RelativePath)
@@ -136,7 +136,8 @@ func (r *run) readIndex(t store.FileTarget) fileResult {
 	}
 	defer arc.Close()
 	a.Format = string(arc.Format())
-	a.TotalPages = sql.NullInt64{Int64: int64(len(arc.Pages())), Valid: true}
+	pages := int64(len(arc.Pages()))
+	a.TotalPages = &pages
 	data, ok, err := arc.ComicInfo()
 	if err != nil {
 		return fail(err)
@@ -144,7 +145,7 @@ func (r *run) readIndex(t store.FileTarget) fileResult {
 	if ok {
 		meta, series, perr := parseComicInfo(data)
 		if perr != nil {
-			res.errs = append(res.errs, store.ScanError{RelativePath: t.RelativePath, Code: protocol.ErrArchiveCorrupt,
+			res.errs = append(res.errs, model.ScanError{RelativePath: t.RelativePath, ErrorCode: protocol.ErrArchiveCorrupt,
 				Message: "ComicInfo.xml ignored: " + perr.Error()})
 		} else {
 			a.Metadata = meta
@@ -152,13 +153,13 @@ func (r *run) readIndex(t store.FileTarget) fileResult {
 				a.SeriesNameRaw = series
 			} else {
 				a.Metadata.Series = nullStr(guess.Name)
-				if !a.Metadata.Year.Valid {
+				if a.Metadata.Year == nil {
 					a.Metadata.Year = nullInt(guess.Year)
 				}
 			}
 		}
 	}
-	if a.TotalPages.Int64 == 0 {
+	if model.Deref(a.TotalPages) == 0 {
 		return fail(protocol.Errorf(protocol.ErrNoPages, "no image pages"))
 	}
 	a.PageSignature, a.PagesKey = signature(arc.Pages())
@@ -175,6 +176,19 @@ func signature(entries []archive.Entry) (sig, key []byte) {
 	return pagesig.Encode(pages), pagesig.Key(pages)
 }
 
-func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+// nullStr is s, or nil (NULL) when it is empty.
+func nullStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
 
-func nullInt(n int) sql.NullInt64 { return sql.NullInt64{Int64: int64(n), Valid: n != 0} }
+// nullInt is n, or nil (NULL) when it is 0.
+func nullInt(n int) *int64 {
+	if n == 0 {
+		return nil
+	}
+	v := int64(n)
+	return &v
+}

@@ -1,23 +1,21 @@
 package scan
 
 import (
-	"database/sql"
-
 	"github.com/bindery-nas/bindery/internal/comicinfo"
 	"github.com/bindery-nas/bindery/internal/layout"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 // parseComicInfo turns ComicInfo.xml into a metadata row and the series
 // name it gives ("" when none). Parsing (limits, encodings, hostile input)
 // is the comicinfo package's.
-func parseComicInfo(data []byte) (store.FileMetadata, string, error) {
+func parseComicInfo(data []byte) (model.FileMetadata, string, error) {
 	ci, err := comicinfo.Parse(data)
 	if err != nil {
-		return store.FileMetadata{}, "", err
+		return model.FileMetadata{}, "", err
 	}
-	m := store.FileMetadata{
+	m := model.FileMetadata{
 		Source:      string(protocol.MetaComicInfo),
 		Series:      nullStr(layout.CleanName(ci.Series)),
 		Number:      nullStr(ci.Number),
@@ -38,7 +36,8 @@ func parseComicInfo(data []byte) (store.FileMetadata, string, error) {
 		SeriesCount: nullInt(ci.Count),
 	}
 	if ci.FrontCoverPage >= 0 {
-		m.FrontCoverPage = sql.NullInt64{Int64: int64(ci.FrontCoverPage), Valid: true}
+		page := int64(ci.FrontCoverPage)
+		m.FrontCoverPage = &page
 	}
-	return m, m.Series.String, nil
+	return m, model.Deref(m.Series), nil
 }

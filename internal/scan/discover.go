@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -194,7 +195,7 @@ func (d *discover) skipPrefix(ctx context.Context, prefix string) error {
 	}
 }
 
-func (d *discover) addError(e store.ScanError) {
+func (d *discover) addError(e model.ScanError) {
 	d.run.counts.ErrorCount++
 	d.batch.Errors = append(d.batch.Errors, e)
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -71,7 +72,7 @@ func (w *walker) folderBook(rel string, self fs.DirEntry, list []dirEntry, fn fu
 		info, err := de.ent.Info()
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) { // else deleted since the folder was read
-				w.errs(store.ScanError{RelativePath: childRel, Code: protocol.ErrIOError, Message: err.Error()})
+				w.errs(model.ScanError{RelativePath: childRel, ErrorCode: protocol.ErrIOError, Message: err.Error()})
 			}
 			continue
 		}

@@ -98,7 +98,7 @@ func (e *env) job(payload string) model.Job {
 }
 
 // scan runs one scan to completion and returns its counts.
-func (e *env) scan() store.ScanCounts {
+func (e *env) scan() model.ScanCounts {
 	e.t.Helper()
 	e.clock.Advance(time.Second)
 	res, err := e.exec.Execute(context.Background(), e.job("{}"), nil)
@@ -108,8 +108,8 @@ func (e *env) scan() store.ScanCounts {
 	return countsOf(res)
 }
 
-func countsOf(m map[string]int64) store.ScanCounts {
-	return store.ScanCounts{FilesSeen: m["files_seen"], DirectoriesSeen: m["directories_seen"], BytesSeen: m["bytes_seen"],
+func countsOf(m map[string]int64) model.ScanCounts {
+	return model.ScanCounts{FilesSeen: m["files_seen"], DirectoriesSeen: m["directories_seen"], BytesSeen: m["bytes_seen"],
 		Added: m["added"], Changed: m["changed"], Unchanged: m["unchanged"], Missing: m["missing"],
 		Restored: m["restored"], Moved: m["moved"], SeriesCreated: m["series_created"], Purged: m["purged"],
 		ErrorCount: m["error_count"]}

@@ -91,8 +91,8 @@ type run struct {
 	video bool
 	// paths: the folders a scoped scan covers (nil: the whole library).
 	paths   []string
-	session store.ScanRecord
-	counts  store.ScanCounts
+	session model.Scan
+	counts  model.ScanCounts
 }
 
 // Execute scans the job's library. The result is the session's counts. On

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/video"
 	"github.com/bindery-nas/bindery/protocol"
@@ -36,7 +37,7 @@ func (r *run) readVideo(t store.FileTarget, v *video.File, res *fileResult, fail
 	if err != nil {
 		return fail(err)
 	}
-	a.Video = &store.VideoProbe{FileID: t.ID, Container: string(info.Container),
+	a.Video = &model.VideoProbe{FileID: t.ID, Container: string(info.Container),
 		DurationMS: info.Duration.Milliseconds(), Width: nullInt(info.Width), Height: nullInt(info.Height),
 		VideoCodec: nullStr(info.VideoCodec), AudioCodec: nullStr(info.AudioCodec), Rotation: int64(info.Rotation)}
 	a.NeedsCover = r.coverMode && info.Width > 0

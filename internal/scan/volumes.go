@@ -9,7 +9,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/layout"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -81,7 +81,7 @@ func (w *walker) volumeSets(rel string, list []dirEntry) map[string]volumeSet {
 		orphans[first] = append(orphans[first], name)
 	}
 	for first, names := range orphans {
-		w.errs(store.ScanError{RelativePath: path.Join(rel, first), Code: protocol.ErrArchiveIncomplete,
+		w.errs(model.ScanError{RelativePath: path.Join(rel, first), ErrorCode: protocol.ErrArchiveIncomplete,
 			Message: strings.Join(names, ", ") + " continue a multi-volume archive whose first volume, " + first + ", is not in the folder"})
 	}
 	return sets
@@ -204,7 +204,7 @@ func (w *walker) splitZipOrphans(rel string, list []dirEntry) {
 			}
 		}
 		parts, _ := layout.SplitZipParts(zipName, names)
-		w.errs(store.ScanError{RelativePath: path.Join(rel, zipName), Code: protocol.ErrArchiveIncomplete,
+		w.errs(model.ScanError{RelativePath: path.Join(rel, zipName), ErrorCode: protocol.ErrArchiveIncomplete,
 			Message: strings.Join(parts, ", ") + " begin a split zip whose last part, " + zipName + ", is not in the folder"})
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/layout"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -47,7 +48,7 @@ type walker struct {
 	exts map[string]bool
 	// dirs counts folders read; errs receives per-path problems.
 	dirs int64
-	errs func(store.ScanError)
+	errs func(model.ScanError)
 }
 
 type dirEntry struct {
@@ -79,7 +80,7 @@ func (w *walker) folder(ctx context.Context, rel string, fn func(item) error) er
 		return nil
 	}
 	if err != nil {
-		w.errs(store.ScanError{RelativePath: rel + "/", Code: protocol.ErrIOError, Message: err.Error()})
+		w.errs(model.ScanError{RelativePath: rel + "/", ErrorCode: protocol.ErrIOError, Message: err.Error()})
 		return fn(item{rel: rel + "/", opaque: true})
 	}
 	for _, name := range strings.Split(rel, "/") {
@@ -148,7 +149,7 @@ func (w *walker) entry(ctx context.Context, rel string, de dirEntry, role protoc
 	case t.IsDir():
 		ents, err := os.ReadDir(abs)
 		if err != nil {
-			w.errs(store.ScanError{RelativePath: rel + "/", Code: protocol.ErrIOError, Message: err.Error()})
+			w.errs(model.ScanError{RelativePath: rel + "/", ErrorCode: protocol.ErrIOError, Message: err.Error()})
 			return fn(item{rel: rel + "/", opaque: true})
 		}
 		return w.dir(ctx, rel, e, ents, fn)
@@ -163,13 +164,13 @@ func (w *walker) entry(ctx context.Context, rel string, de dirEntry, role protoc
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // deleted since the folder was read
 			}
-			w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrIOError, Message: err.Error()})
+			w.errs(model.ScanError{RelativePath: rel, ErrorCode: protocol.ErrIOError, Message: err.Error()})
 			return nil
 		}
 		return fn(item{rel: rel, stat: statOf(rel, info, role)})
 	}
 	if de.wanted { // a pipe, socket or device named like a comic
-		w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrIOError, Message: "not a regular file: " + e.Type().String()})
+		w.errs(model.ScanError{RelativePath: rel, ErrorCode: protocol.ErrIOError, Message: "not a regular file: " + e.Type().String()})
 	}
 	return nil
 }
@@ -182,12 +183,12 @@ func (w *walker) symlink(rel, abs string, role protocol.FileRole, fn func(item) 
 	target, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		if w.wanted(rel) {
-			w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrIOError, Message: "broken symlink: " + err.Error()})
+			w.errs(model.ScanError{RelativePath: rel, ErrorCode: protocol.ErrIOError, Message: "broken symlink: " + err.Error()})
 		}
 		return nil
 	}
 	if !within(w.root, target) {
-		w.errs(store.ScanError{RelativePath: rel, Code: protocol.ErrSymlinkEscape,
+		w.errs(model.ScanError{RelativePath: rel, ErrorCode: protocol.ErrSymlinkEscape,
 			Message: "symlink leads outside the library to " + target})
 		return nil
 	}
@@ -229,6 +230,6 @@ func (w *walker) badName(rel string, dir bool) {
 	if dir {
 		shown, what = shown+"/", "folder (not walked)"
 	}
-	w.errs(store.ScanError{RelativePath: shown, Code: protocol.ErrIOError,
+	w.errs(model.ScanError{RelativePath: shown, ErrorCode: protocol.ErrIOError,
 		Message: fmt.Sprintf("the %s name is not valid UTF-8 (%q): rename it to index it", what, path.Base(rel))})
 }

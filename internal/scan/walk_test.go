@@ -11,7 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -48,7 +48,7 @@ func TestWalkOrder(t *testing.T) {
 			want = append(want, rel)
 		}
 		sort.Strings(want)
-		w := &walker{root: root, exts: map[string]bool{".cbz": true}, errs: func(e store.ScanError) {
+		w := &walker{root: root, exts: map[string]bool{".cbz": true}, errs: func(e model.ScanError) {
 			rt.Fatalf("walk error %+v", e)
 		}}
 		var got []string

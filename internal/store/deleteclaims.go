@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -70,7 +71,7 @@ func busyFiles(ctx context.Context, tx *sqlx.Tx, planID int64) error {
 }
 
 // filesBusy reports whether a live claim holds any of the files.
-func filesBusy(ctx context.Context, tx *sqlx.Tx, files []PlanFile) (bool, error) {
+func filesBusy(ctx context.Context, tx *sqlx.Tx, files []model.PlanFile) (bool, error) {
 	for _, f := range files {
 		var busy bool
 		err := tx.GetContext(ctx, &busy, `SELECT EXISTS (SELECT 1 FROM delete_claims WHERE file_id = ? AND NOT `+deadClaims+`)`, f.FileID)

@@ -12,20 +12,9 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// DeleteResult is what a delete job did with one planned copy.
-type DeleteResult struct {
-	JobID   int64                  `db:"job_id"`
-	FileID  int64                  `db:"file_id"`
-	Outcome protocol.DeleteOutcome `db:"outcome"`
-	Message string                 `db:"message"`
-	// TrashPath is where a trashed copy went, relative to its library.
-	TrashPath sql.NullString `db:"trash_path"`
-	CreatedAt protocol.Time  `db:"created_at"`
-}
-
 // DeleteResults returns what a delete job has recorded so far, by file.
-func (s *Store) DeleteResults(ctx context.Context, jobID int64) ([]DeleteResult, error) {
-	var out []DeleteResult
+func (s *Store) DeleteResults(ctx context.Context, jobID int64) ([]model.DeleteResult, error) {
+	var out []model.DeleteResult
 	err := s.r.SelectContext(ctx, &out, `SELECT job_id, file_id, outcome, message, trash_path, created_at
 		FROM delete_outcomes WHERE job_id = ? ORDER BY file_id`, jobID)
 	if err != nil {
@@ -89,8 +78,8 @@ func (s *Store) DropDeleteIntents(ctx context.Context, job model.Job, fileIDs []
 }
 
 // RecordDeleteResult stores the outcome of one copy; see RecordDeleteResults.
-func (s *Store) RecordDeleteResult(ctx context.Context, job model.Job, r DeleteResult) error {
-	return s.RecordDeleteResults(ctx, job, []DeleteResult{r})
+func (s *Store) RecordDeleteResult(ctx context.Context, job model.Job, r model.DeleteResult) error {
+	return s.RecordDeleteResults(ctx, job, []model.DeleteResult{r})
 }
 
 // RecordDeleteResults stores the outcomes of copies in one transaction,
@@ -99,7 +88,7 @@ func (s *Store) RecordDeleteResult(ctx context.Context, job model.Job, r DeleteR
 // in the same transaction, so groups and counts update at once; a rescan
 // agrees. A worker that no longer owns the job writes nothing
 // (ErrLeaseLost, an ErrNotOwner): the job's new owner reconciles the files from the disk.
-func (s *Store) RecordDeleteResults(ctx context.Context, job model.Job, results []DeleteResult) error {
+func (s *Store) RecordDeleteResults(ctx context.Context, job model.Job, results []model.DeleteResult) error {
 	now := s.nowText()
 	err := s.fenced(ctx, job.Fence(), func(tx *sqlx.Tx) error {
 		for _, r := range results {
@@ -115,7 +104,7 @@ func (s *Store) RecordDeleteResults(ctx context.Context, job model.Job, results 
 	return nil
 }
 
-func recordDeleteResult(ctx context.Context, tx *sqlx.Tx, jobID int64, r DeleteResult, now string) error {
+func recordDeleteResult(ctx context.Context, tx *sqlx.Tx, jobID int64, r model.DeleteResult, now string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM delete_intents WHERE job_id = ? AND file_id = ?`, jobID, r.FileID); err != nil {
 		return err
 	}

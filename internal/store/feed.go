@@ -263,13 +263,13 @@ func (s *Store) ScanErrorsAfter(ctx context.Context, afterID int64, limit int) (
 
 // ScanErrorEvent is a scan error with its session's library and job.
 type ScanErrorEvent struct {
-	ID           int64         `db:"id"`
-	SessionID    int64         `db:"session_id"`
-	RelativePath string        `db:"relative_path"`
-	ErrorCode    string        `db:"error_code"`
-	Message      string        `db:"message"`
-	LibraryID    int64         `db:"library_id"`
-	JobID        sql.NullInt64 `db:"job_id"`
+	ID           int64  `db:"id"`
+	SessionID    int64  `db:"session_id"`
+	RelativePath string `db:"relative_path"`
+	ErrorCode    string `db:"error_code"`
+	Message      string `db:"message"`
+	LibraryID    int64  `db:"library_id"`
+	JobID        *int64 `db:"job_id"`
 }
 
 // LastScanErrorID is the newest scan error id, 0 when there is none; the

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -104,8 +103,8 @@ type fencedWrite struct {
 func (f *fencedFixture) fencedWrites(session int64) []fencedWrite {
 	sum := make([]byte, 32)
 	sum[0] = 7
-	counts := store.ScanCounts{FilesSeen: 3}
-	errs := []store.ScanError{{RelativePath: "x/", Code: protocol.ErrIOError, Message: "unreadable"}}
+	counts := model.ScanCounts{FilesSeen: 3}
+	errs := []model.ScanError{{RelativePath: "x/", ErrorCode: protocol.ErrIOError, Message: "unreadable"}}
 	hash := store.FileHash{Algorithm: "blake3", Sum: sum, SizeBytes: 10, MtimeNS: 1}
 	return []fencedWrite{
 		{"ApplyDiscovery", func(ctx context.Context, w *store.Store, fe model.Fence) error {
@@ -115,8 +114,8 @@ func (f *fencedFixture) fencedWrites(session int64) []fencedWrite {
 		}},
 		{"ApplyAnalysis", func(ctx context.Context, w *store.Store, fe model.Fence) error {
 			return w.ApplyAnalysis(ctx, fe, &store.AnalysisBatch{SessionID: session, Counts: counts, Results: []store.Analysis{{
-				ID: f.due, Format: "zip", TotalPages: sql.NullInt64{Int64: 2, Valid: true}, SeriesNameRaw: "Zombie",
-				Metadata: store.FileMetadata{Source: "filename"}, SortKey: "z"}}})
+				ID: f.due, Format: "zip", TotalPages: new(int64(2)), SeriesNameRaw: "Zombie",
+				Metadata: model.FileMetadata{Source: "filename"}, SortKey: "z"}}})
 		}},
 		{"RecordHash", func(ctx context.Context, w *store.Store, fe model.Fence) error {
 			return w.RecordHash(ctx, fe, f.due, hash)
@@ -274,8 +273,8 @@ func TestRecoveryClosesScanSession(t *testing.T) {
 				}
 			}
 			got, err := f.control.GetScan(f.ctx, session.ID)
-			if err != nil || got.Status != protocol.ScanFailed || got.ErrorCode.String != protocol.ErrLeaseExpired ||
-				got.ErrorMessage.String != store.RecoveredScanMessage || !got.FinishedAt.Valid {
+			if err != nil || got.Status != protocol.ScanFailed || model.Deref(got.ErrorCode) != protocol.ErrLeaseExpired ||
+				model.Deref(got.ErrorMessage) != store.RecoveredScanMessage || got.FinishedAt == nil {
 				t.Fatalf("lost job's session %+v %v, want it failed with lease_expired", got, err)
 			}
 			if got, err := f.control.GetScan(f.ctx, live); err != nil || got.Status != protocol.ScanRunning {

@@ -126,10 +126,10 @@ type DiscoveryBatch struct {
 	Reanalyze []int64
 	// Missing are rows not seen by this scan.
 	Missing []int64
-	Errors  []ScanError
+	Errors  []model.ScanError
 	// Counts are the session's running totals, written in the same
 	// transaction.
-	Counts ScanCounts
+	Counts model.ScanCounts
 }
 
 // Empty reports whether the batch writes no file row.
@@ -439,7 +439,7 @@ type Move struct {
 	Stat  FileStat
 	Hash  FileHash
 	// Counts are the session's running totals after the move.
-	Counts ScanCounts
+	Counts model.ScanCounts
 }
 
 // ApplyMove performs a move in one transaction, after checking that both

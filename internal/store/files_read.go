@@ -5,69 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
-
-// FileRecord is one library file as the admin API shows it: the
-// library_files row with its series name and the state of its cover.
-type FileRecord struct {
-	ID                   int64             `db:"id"`
-	LibraryID            int64             `db:"library_id"`
-	RelativePath         string            `db:"relative_path"`
-	SortKey              string            `db:"sort_key"`
-	PathKey              string            `db:"path_key"`
-	Role                 protocol.FileRole `db:"role"`
-	Volumes              sql.NullInt64     `db:"volumes"`
-	SizeBytes            int64             `db:"size_bytes"`
-	MtimeNS              int64             `db:"mtime_ns"`
-	Format               sql.NullString    `db:"format"`
-	TotalPages           sql.NullInt64     `db:"total_pages"`
-	SeriesID             sql.NullInt64     `db:"series_id"`
-	SeriesName           sql.NullString    `db:"series_name"`
-	IsMissing            bool              `db:"is_missing"`
-	MissingSince         protocol.NullTime `db:"missing_since"`
-	HashAlgorithm        sql.NullString    `db:"hash_algorithm"`
-	ContentHash          []byte            `db:"content_hash"`
-	AnalysisErrorCode    sql.NullString    `db:"analysis_error_code"`
-	AnalysisErrorMessage sql.NullString    `db:"analysis_error_message"`
-	AnalyzedAt           protocol.NullTime `db:"analyzed_at"`
-	CoverUpdatedAt       sql.NullInt64     `db:"cover_updated_at"`
-	// CoverStatus is the status of the file's newest thumbnail row; NULL
-	// when no cover was ever requested.
-	CoverStatus sql.NullString `db:"cover_status"`
-	// CoverErrorCode and CoverErrorMessage say why the newest thumbnail
-	// row failed; NULL unless it did.
-	CoverErrorCode    sql.NullString `db:"cover_error_code"`
-	CoverErrorMessage sql.NullString `db:"cover_error_message"`
-	// CoverThumbnailID is the newest ready thumbnail row of the file, NULL
-	// when none is ready (an older cover stays servable while a new one
-	// renders).
-	CoverThumbnailID sql.NullInt64 `db:"cover_thumbnail_id"`
-	CreatedAt        protocol.Time `db:"created_at"`
-	UpdatedAt        protocol.Time `db:"updated_at"`
-}
-
-// CoverVersion is the ?v= of the file's cover URL, "" when no cover is
-// ready.
-func (f FileRecord) CoverVersion() string {
-	if !f.CoverThumbnailID.Valid {
-		return ""
-	}
-	return coverVersion(f.CoverUpdatedAt, f.CoverThumbnailID.Int64)
-}
-
-// coverVersion is cover_updated_at, or "t<thumbnail id>" when workerd did
-// not set it; either changes whenever a new cover is rendered.
-func coverVersion(updatedAt sql.NullInt64, thumbID int64) string {
-	if updatedAt.Valid {
-		return strconv.FormatInt(updatedAt.Int64, 10)
-	}
-	return "t" + strconv.FormatInt(thumbID, 10)
-}
 
 // FileFilter narrows ListFiles; zero fields do not filter.
 type FileFilter struct {
@@ -105,13 +47,13 @@ const fileCols = `f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns,
 const fileFrom = ` FROM library_files f LEFT JOIN series s ON s.id = f.series_id`
 
 // GetFile returns one file or ErrNotFound.
-func (s *Store) GetFile(ctx context.Context, id int64) (FileRecord, error) {
-	return getRow[FileRecord](ctx, s.r, fileRow, `SELECT `+fileCols+fileFrom+` WHERE f.id = ?`, id)
+func (s *Store) GetFile(ctx context.Context, id int64) (model.File, error) {
+	return getRow[model.File](ctx, s.r, fileRow, `SELECT `+fileCols+fileFrom+` WHERE f.id = ?`, id)
 }
 
 // FileMetadata returns the metadata of a file, nil when it has none.
-func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*FileMetadata, error) {
-	var m FileMetadata
+func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*model.FileMetadata, error) {
+	var m model.FileMetadata
 	err := s.r.GetContext(ctx, &m, `SELECT `+metadataCols+` FROM file_metadata WHERE file_id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -123,10 +65,10 @@ func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*FileMetadata, 
 }
 
 // ListFiles pages files in id order (keyset id > afterID).
-func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limit int) ([]FileRecord, error) {
+func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limit int) ([]model.File, error) {
 	q := `SELECT ` + fileCols + fileFrom + ` WHERE f.id > ? AND ` + fileFilterSQL(f) + ` ORDER BY f.id LIMIT ?`
 	args := append(append([]any{afterID}, fileFilterArgs(f)...), limit)
-	var out []FileRecord
+	var out []model.File
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
 	}
@@ -136,9 +78,9 @@ func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limi
 // ListFilesInOrder pages files in natural path order, library by library
 // ("Batman 2" before "Batman 10"), keyset (library_id, path_key, id) after
 // the cursor, through ix_library_files_path_order.
-func (s *Store) ListFilesInOrder(ctx context.Context, f FileFilter, after *model.SortAnchor, limit int) ([]FileRecord, error) {
+func (s *Store) ListFilesInOrder(ctx context.Context, f FileFilter, after *model.SortAnchor, limit int) ([]model.File, error) {
 	q, args := filesInOrderQuery(f, after, limit)
-	var out []FileRecord
+	var out []model.File
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
 	}
@@ -211,7 +153,7 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 		ThumbID   sql.NullInt64  `db:"thumb_id"`
 		RelPath   sql.NullString `db:"output_relpath"`
 		Format    sql.NullString `db:"format"`
-		UpdatedAt sql.NullInt64  `db:"cover_updated_at"`
+		UpdatedAt *int64         `db:"cover_updated_at"`
 	}
 	err := s.r.GetContext(ctx, &row, `SELECT t.id AS thumb_id, t.output_relpath, t.format, f.cover_updated_at
 		FROM library_files f LEFT JOIN thumbnails t ON t.id = (
@@ -227,16 +169,16 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 		return CoverRef{}, &protocol.Error{Code: protocol.CodeCoverNotReady, Message: fmt.Sprintf("file %d has no cover yet", fileID), Err: ErrNotFound}
 	}
 	ref := CoverRef{FileID: fileID, ThumbnailID: row.ThumbID.Int64, OutputRelPath: row.RelPath.String,
-		Format: protocol.ImageFormat(row.Format.String), Version: coverVersion(row.UpdatedAt, row.ThumbID.Int64)}
+		Format: protocol.ImageFormat(row.Format.String), Version: model.CoverVersion(row.UpdatedAt, row.ThumbID.Int64)}
 	return ref, nil
 }
 
 // ListSeriesFilesInOrder pages the books of a series in reading order
 // (natsort.BookKey: ComicInfo Number, then Volume, then natural file
 // name) after the cursor, served by ix_library_files_series_sort.
-func (s *Store) ListSeriesFilesInOrder(ctx context.Context, seriesID int64, after *model.SortAnchor, limit int) ([]FileRecord, error) {
+func (s *Store) ListSeriesFilesInOrder(ctx context.Context, seriesID int64, after *model.SortAnchor, limit int) ([]model.File, error) {
 	q, args := seriesFilesInOrderQuery(seriesID, after, limit)
-	var out []FileRecord
+	var out []model.File
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list series files: %w", err)
 	}

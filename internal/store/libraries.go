@@ -8,37 +8,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
-
-// Library is a row of libraries.
-type Library struct {
-	ID                  int64             `db:"id"`
-	Name                string            `db:"name"`
-	Path                string            `db:"path"`
-	ScanIntervalMinutes int64             `db:"scan_interval_minutes"`
-	LastScanRequestedAt protocol.NullTime `db:"last_scan_requested_at"`
-	// AllowDelete lets a delete plan remove copies in the library;
-	// AllowUnlink lets it remove them without the trash. Both default off.
-	AllowDelete bool `db:"allow_delete"`
-	AllowUnlink bool `db:"allow_unlink"`
-	// Media says whether video files are indexed; default comics+video.
-	Media protocol.LibraryMedia `db:"media"`
-	// Watch is how controld's watcher follows the library.
-	Watch     protocol.WatchMode `db:"watch"`
-	CreatedAt protocol.Time      `db:"created_at"`
-	UpdatedAt protocol.Time      `db:"updated_at"`
-}
-
-// LibraryStats are the counts shown with one library.
-type LibraryStats struct {
-	FileCount    int64
-	MissingCount int64
-	SeriesCount  int64
-	// LastScanID is the newest scan session, NULL when the library was
-	// never scanned.
-	LastScanID sql.NullInt64
-}
 
 // NewLibrary is the input of CreateLibrary. Path must already be the
 // validated real path: the store does no file system checks.
@@ -66,7 +38,7 @@ const libraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_
 
 // CreateLibrary inserts a library. The same path twice is ErrConflict with
 // code library_exists.
-func (s *Store) CreateLibrary(ctx context.Context, in NewLibrary) (Library, error) {
+func (s *Store) CreateLibrary(ctx context.Context, in NewLibrary) (model.Library, error) {
 	now := s.nowText()
 	if in.Media == "" {
 		in.Media = protocol.LibraryComicsVideo
@@ -74,28 +46,28 @@ func (s *Store) CreateLibrary(ctx context.Context, in NewLibrary) (Library, erro
 	if in.Watch == "" {
 		in.Watch = protocol.WatchAuto
 	}
-	var lib Library
+	var lib model.Library
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		return tx.GetContext(ctx, &lib, `INSERT INTO libraries (name, path, scan_interval_minutes, media, watch, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING `+libraryCols, in.Name, in.Path, in.ScanIntervalMinutes, in.Media, in.Watch, now, now)
 	})
 	if IsUnique(err) {
-		return Library{}, &protocol.Error{Code: protocol.CodeLibraryExists, Message: "a library with this path exists", Err: ErrConflict}
+		return model.Library{}, &protocol.Error{Code: protocol.CodeLibraryExists, Message: "a library with this path exists", Err: ErrConflict}
 	}
 	if err != nil {
-		return Library{}, fmt.Errorf("create library: %w", err)
+		return model.Library{}, fmt.Errorf("create library: %w", err)
 	}
 	return lib, nil
 }
 
 // GetLibrary returns one library or ErrNotFound.
-func (s *Store) GetLibrary(ctx context.Context, id int64) (Library, error) {
-	return getRow[Library](ctx, s.r, libraryRow, `SELECT `+libraryCols+` FROM libraries WHERE id = ?`, id)
+func (s *Store) GetLibrary(ctx context.Context, id int64) (model.Library, error) {
+	return getRow[model.Library](ctx, s.r, libraryRow, `SELECT `+libraryCols+` FROM libraries WHERE id = ?`, id)
 }
 
 // ListLibraries returns up to limit libraries with id > afterID, id order.
-func (s *Store) ListLibraries(ctx context.Context, afterID int64, limit int) ([]Library, error) {
-	var out []Library
+func (s *Store) ListLibraries(ctx context.Context, afterID int64, limit int) ([]model.Library, error) {
+	var out []model.Library
 	err := s.r.SelectContext(ctx, &out, `SELECT `+libraryCols+` FROM libraries WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list libraries: %w", err)
@@ -105,8 +77,8 @@ func (s *Store) ListLibraries(ctx context.Context, afterID int64, limit int) ([]
 
 // LibraryStats counts a library's files and series and finds its last
 // scan session.
-func (s *Store) LibraryStats(ctx context.Context, id int64) (LibraryStats, error) {
-	var st LibraryStats
+func (s *Store) LibraryStats(ctx context.Context, id int64) (model.LibraryStats, error) {
+	var st model.LibraryStats
 	err := s.r.QueryRowxContext(ctx, `SELECT
 			(SELECT count(*) FROM library_files WHERE library_id = ?1),
 			(SELECT count(*) FROM library_files WHERE library_id = ?1 AND is_missing = 1),
@@ -120,9 +92,9 @@ func (s *Store) LibraryStats(ctx context.Context, id int64) (LibraryStats, error
 }
 
 // UpdateLibrary applies a patch and returns the new row.
-func (s *Store) UpdateLibrary(ctx context.Context, id int64, p LibraryPatch) (Library, error) {
+func (s *Store) UpdateLibrary(ctx context.Context, id int64, p LibraryPatch) (model.Library, error) {
 	now := s.nowText()
-	var lib Library
+	var lib model.Library
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		return tx.GetContext(ctx, &lib, `UPDATE libraries SET
 				name = coalesce(?, name),

@@ -35,11 +35,32 @@ func TestModelFieldsAreColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for table, row := range map[model.LeaseTable]any{
-		model.LeaseJobs: model.Job{}, model.LeaseThumbnails: model.Thumbnail{},
-		model.LeaseCleanup: model.CleanupJob{}, model.LeaseWAL: model.WALJob{},
+	// Each type with the columns it leaves out on purpose: the keys of the
+	// row's parent, and secrets the store never reads back.
+	for _, c := range []struct {
+		table string
+		row   any
+		omits []string
+	}{
+		{string(model.LeaseJobs), model.Job{}, nil},
+		{string(model.LeaseThumbnails), model.Thumbnail{}, nil},
+		{string(model.LeaseCleanup), model.CleanupJob{}, nil},
+		{string(model.LeaseWAL), model.WALJob{}, nil},
+		{"libraries", model.Library{}, nil},
+		{"file_metadata", model.FileMetadata{}, nil},
+		{"video_probes", model.VideoProbe{}, nil},
+		{"series", model.Series{}, nil},
+		{"scan_sessions", model.Scan{}, nil},
+		{"scan_errors", model.ScanError{}, []string{"id", "session_id", "created_at"}},
+		{"delete_plans", model.Plan{}, nil},
+		{"delete_plan_files", model.PlanFile{}, []string{"plan_id"}},
+		{"delete_outcomes", model.DeleteResult{}, nil},
+		{"users", model.User{}, nil},
+		{"api_keys", model.APIKey{}, []string{"key_hash"}},
+		{"reading_progress", model.Progress{}, []string{"user_id"}},
 	} {
-		rows, err := st.r.QueryContext(ctx, `SELECT * FROM `+string(table)+` LIMIT 0`)
+		table, row := c.table, c.row
+		rows, err := st.r.QueryContext(ctx, `SELECT * FROM `+table+` LIMIT 0`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,9 +70,9 @@ func TestModelFieldsAreColumns(t *testing.T) {
 			t.Fatal(err)
 		}
 		fields := columns.TypeMap(reflect.TypeOf(row)).Names
-		for _, c := range cols {
-			if fields[c] == nil {
-				t.Errorf("%s.%s has no field in %T", table, c, row)
+		for _, col := range cols {
+			if fields[col] == nil && !slices.Contains(c.omits, col) {
+				t.Errorf("%s.%s has no field in %T", table, col, row)
 			}
 		}
 		for name, fi := range fields {

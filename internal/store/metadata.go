@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -10,32 +9,6 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
-
-// FileMetadata is a row of file_metadata: what ComicInfo.xml (or, without
-// it, the folder or file name) says about one file.
-type FileMetadata struct {
-	FileID         int64          `db:"file_id"`
-	Source         string         `db:"source"`
-	Series         sql.NullString `db:"series"`
-	Number         sql.NullString `db:"number"`
-	Volume         sql.NullInt64  `db:"volume"`
-	Title          sql.NullString `db:"title"`
-	Year           sql.NullInt64  `db:"year"`
-	Month          sql.NullInt64  `db:"month"`
-	Publisher      sql.NullString `db:"publisher"`
-	Genre          sql.NullString `db:"genre"`
-	Tags           sql.NullString `db:"tags"`
-	AgeRating      sql.NullString `db:"age_rating"`
-	LanguageISO    sql.NullString `db:"language_iso"`
-	Writer         sql.NullString `db:"writer"`
-	Penciller      sql.NullString `db:"penciller"`
-	Summary        sql.NullString `db:"summary"`
-	Web            sql.NullString `db:"web"`
-	FrontCoverPage sql.NullInt64  `db:"front_cover_page"`
-	Manga          sql.NullString `db:"manga"`        // protocol.Manga
-	SeriesCount    sql.NullInt64  `db:"series_count"` // ComicInfo <Count>
-	UpdatedAt      protocol.Time  `db:"updated_at"`
-}
 
 const metadataCols = `file_id, source, series, number, volume, title, year, month, publisher, genre, tags,
 	age_rating, language_iso, writer, penciller, summary, web, front_cover_page, manga, series_count, updated_at`
@@ -45,19 +18,19 @@ type Analysis struct {
 	ID int64
 	// Format is the real format ("" when the file could not be read).
 	Format string
-	// TotalPages is valid when the index was read.
-	TotalPages sql.NullInt64
+	// TotalPages is set when the index was read.
+	TotalPages *int64
 	// SeriesNameRaw is the series name before linking; never empty.
 	SeriesNameRaw string
 	// ErrorCode/ErrorMessage describe why the file could not be read.
 	ErrorCode, ErrorMessage string
 	// NeedsCover marks the file for cover admission by controld.
 	NeedsCover bool
-	Metadata   FileMetadata
+	Metadata   model.FileMetadata
 	// SortKey orders the book in its series (natsort.BookKey).
 	SortKey string
 	// Video is what ffprobe said of a video file; nil for any other.
-	Video *VideoProbe
+	Video *model.VideoProbe
 	// PageSignature and PagesKey are the book's page signature and its
 	// key (internal/pagesig; migration 25); nil when there is none.
 	PageSignature, PagesKey []byte
@@ -67,8 +40,8 @@ type Analysis struct {
 type AnalysisBatch struct {
 	SessionID int64
 	Results   []Analysis
-	Errors    []ScanError
-	Counts    ScanCounts
+	Errors    []model.ScanError
+	Counts    model.ScanCounts
 }
 
 // ApplyAnalysis writes a batch of results: the file rows (series link

@@ -178,48 +178,8 @@ type NewPlan struct {
 	TTL     time.Duration
 }
 
-// Plan is a row of delete_plans.
-type Plan struct {
-	ID          int64                 `db:"id"`
-	Policy      protocol.KeepPolicy   `db:"policy"`
-	Action      protocol.DeleteAction `db:"action"`
-	Request     string                `db:"request"`
-	GroupCount  int64                 `db:"group_count"`
-	RemoveCount int64                 `db:"remove_count"`
-	BytesFreed  int64                 `db:"bytes_freed"`
-	JobID       sql.NullInt64         `db:"job_id"`
-	// TrashJobID is, for a restore plan, the delete job whose trash it
-	// moves back.
-	TrashJobID sql.NullInt64     `db:"trash_job_id"`
-	CreatedAt  protocol.Time     `db:"created_at"`
-	ExpiresAt  protocol.Time     `db:"expires_at"`
-	ExecutedAt protocol.NullTime `db:"executed_at"`
-	// GroupKind is what its groups are (bytes or same_pages).
-	GroupKind protocol.PlanKind `db:"group_kind"`
-}
-
 const planCols = `id, policy, action, request, group_count, remove_count, bytes_freed, job_id, trash_job_id, created_at,
 	expires_at, executed_at, group_kind`
-
-// PlanFile is a row of delete_plan_files: one member of a planned group
-// with the identity the plan saw.
-type PlanFile struct {
-	Seq           int64                  `db:"seq"`
-	GroupSeq      int64                  `db:"group_seq"`
-	FileID        int64                  `db:"file_id"`
-	LibraryID     int64                  `db:"library_id"`
-	RelativePath  string                 `db:"relative_path"`
-	Decision      string                 `db:"decision"`
-	SizeBytes     int64                  `db:"size_bytes"`
-	MtimeNS       int64                  `db:"mtime_ns"`
-	HashAlgorithm protocol.HashAlgorithm `db:"hash_algorithm"`
-	ContentHash   []byte                 `db:"content_hash"`
-	// LibraryPath is the library's folder when the plan was made (NULL in
-	// plans older than migration 20).
-	LibraryPath sql.NullString `db:"library_path"`
-	// GroupKey is a same_pages group's key (NULL in other plans).
-	GroupKey []byte `db:"group_key"`
-}
 
 // Decisions of delete_plan_files.decision.
 const (
@@ -232,9 +192,9 @@ const (
 )
 
 // CreatePlan stores a plan and the identity of every member it names.
-func (s *Store) CreatePlan(ctx context.Context, p NewPlan) (Plan, error) {
+func (s *Store) CreatePlan(ctx context.Context, p NewPlan) (model.Plan, error) {
 	now := s.Now()
-	var plan Plan
+	var plan model.Plan
 	removes, freed := 0, int64(0)
 	for _, g := range p.Groups {
 		removes += len(g.Remove)
@@ -254,7 +214,7 @@ func (s *Store) CreatePlan(ctx context.Context, p NewPlan) (Plan, error) {
 		return insertPlanFiles(ctx, tx, plan.ID, p.Groups)
 	})
 	if err != nil {
-		return Plan{}, fmt.Errorf("create plan: %w", err)
+		return model.Plan{}, fmt.Errorf("create plan: %w", err)
 	}
 	return plan, nil
 }
@@ -298,13 +258,13 @@ const insertPlanFile = `INSERT INTO delete_plan_files (plan_id, seq, group_seq, 
 	VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, COALESCE(?12, (SELECT path FROM libraries WHERE id = ?5)), ?13)`
 
 // GetPlan returns one plan or plan_not_found.
-func (s *Store) GetPlan(ctx context.Context, id int64) (Plan, error) {
-	return getRow[Plan](ctx, s.r, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
+func (s *Store) GetPlan(ctx context.Context, id int64) (model.Plan, error) {
+	return getRow[model.Plan](ctx, s.r, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
 }
 
 // ListPlans returns up to limit plans with id > afterID, in id order.
-func (s *Store) ListPlans(ctx context.Context, afterID int64, limit int) ([]Plan, error) {
-	var out []Plan
+func (s *Store) ListPlans(ctx context.Context, afterID int64, limit int) ([]model.Plan, error) {
+	var out []model.Plan
 	err := s.r.SelectContext(ctx, &out, `SELECT `+planCols+` FROM delete_plans WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list plans: %w", err)
@@ -314,8 +274,8 @@ func (s *Store) ListPlans(ctx context.Context, afterID int64, limit int) ([]Plan
 
 // PlanFiles returns every member a plan names, keepers first in each
 // group, in execution order.
-func (s *Store) PlanFiles(ctx context.Context, planID int64) ([]PlanFile, error) {
-	var out []PlanFile
+func (s *Store) PlanFiles(ctx context.Context, planID int64) ([]model.PlanFile, error) {
+	var out []model.PlanFile
 	err := s.r.SelectContext(ctx, &out, `SELECT seq, group_seq, file_id, library_id, relative_path, decision,
 		size_bytes, mtime_ns, hash_algorithm, content_hash, library_path, group_key FROM delete_plan_files WHERE plan_id = ? ORDER BY seq`, planID)
 	if err != nil {
@@ -332,12 +292,12 @@ func (s *Store) PlanFiles(ctx context.Context, planID int64) ([]PlanFile, error)
 func (s *Store) AuthorizePlan(ctx context.Context, id int64) (job model.Job, created bool, err error) {
 	now := s.Now()
 	err = s.write(ctx, func(tx *sqlx.Tx) error {
-		plan, err := getRow[Plan](ctx, tx, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
+		plan, err := getRow[model.Plan](ctx, tx, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
 		if err != nil {
 			return err
 		}
-		if plan.JobID.Valid {
-			job, err = getRow[model.Job](ctx, tx, jobRow, `SELECT * FROM jobs WHERE id = ?`, plan.JobID.Int64)
+		if plan.JobID != nil {
+			job, err = getRow[model.Job](ctx, tx, jobRow, `SELECT * FROM jobs WHERE id = ?`, *plan.JobID)
 			return err
 		}
 		if !plan.ExpiresAt.After(now) {
@@ -377,8 +337,8 @@ func insertPlanJob(ctx context.Context, tx *sqlx.Tx, id int64, now string) (mode
 
 // checkPlanLibraries refuses a plan whose copies lie in a library that does
 // not allow what the plan would do to them.
-func checkPlanLibraries(ctx context.Context, tx *sqlx.Tx, plan Plan) error {
-	var libs []Library
+func checkPlanLibraries(ctx context.Context, tx *sqlx.Tx, plan model.Plan) error {
+	var libs []model.Library
 	err := tx.SelectContext(ctx, &libs, `SELECT `+libraryCols+` FROM libraries WHERE id IN
 		(SELECT library_id FROM delete_plan_files WHERE plan_id = ? AND decision = 'remove') ORDER BY id`, plan.ID)
 	if err != nil {

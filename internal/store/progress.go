@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -29,27 +30,8 @@ func (r Reader) all() int {
 // it binds (all, user id).
 const grantOf = `(? = 1 OR EXISTS (SELECT 1 FROM user_libraries ul WHERE ul.user_id = ? AND ul.library_id = f.library_id))`
 
-// Progress is how far a user read one book.
-type Progress struct {
-	FileID    int64             `db:"file_id"`
-	Page      int64             `db:"page"`
-	Completed bool              `db:"completed"`
-	UpdatedAt protocol.NullTime `db:"updated_at"`
-}
-
-// Book is a file with its reader's progress (Page 0: never opened).
-type Book struct {
-	FileRecord
-	Page         int64             `db:"progress_page"`
-	Completed    bool              `db:"progress_completed"`
-	ReadAt       protocol.NullTime `db:"progress_updated_at"`
-	LibraryTitle string            `db:"library_name"`
-	// Title is the ComicInfo title, when the file has one.
-	Title sql.NullString `db:"book_title"`
-}
-
-const bookCols = fileCols + `, coalesce(p.page, 0) AS progress_page, coalesce(p.completed, 0) AS progress_completed,
-	p.updated_at AS progress_updated_at, l.name AS library_name, m.title AS book_title`
+const bookCols = fileCols + `, coalesce(p.page, 0) AS page, coalesce(p.completed, 0) AS completed,
+	p.updated_at AS read_at, l.name AS library_title, m.title AS title`
 
 // bookFrom joins a file with its series, library and the progress of the
 // user bound first.
@@ -63,27 +45,27 @@ const readable = ` f.is_missing = 0 AND f.role IN ('book', 'folder') AND ` + gra
 // ReaderBook returns one readable book with the reader's progress;
 // file_not_found when it does not exist or lies outside the grant, so that
 // the two cannot be told apart.
-func (s *Store) ReaderBook(ctx context.Context, r Reader, fileID int64) (Book, error) {
-	var b Book
+func (s *Store) ReaderBook(ctx context.Context, r Reader, fileID int64) (model.Book, error) {
+	var b model.Book
 	err := s.r.GetContext(ctx, &b, `SELECT `+bookCols+bookFrom+` WHERE f.id = ? AND`+readable,
 		r.UserID, fileID, r.all(), r.UserID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Book{}, missingRow(fileRow, fileID)
+		return model.Book{}, missingRow(fileRow, fileID)
 	}
 	if err != nil {
-		return Book{}, fmt.Errorf("reader book: %w", err)
+		return model.Book{}, fmt.Errorf("reader book: %w", err)
 	}
 	return b, nil
 }
 
 // PutProgress records a user's page in a book (1-based) and whether it is
 // finished, after checking the book is readable to the user.
-func (s *Store) PutProgress(ctx context.Context, userID, fileID, page int64, completed bool) (Progress, error) {
+func (s *Store) PutProgress(ctx context.Context, userID, fileID, page int64, completed bool) (model.Progress, error) {
 	if _, err := s.ReaderBook(ctx, Reader{UserID: userID}, fileID); err != nil {
-		return Progress{}, err
+		return model.Progress{}, err
 	}
 	now := s.nowText()
-	var p Progress
+	var p model.Progress
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		return tx.GetContext(ctx, &p, `INSERT INTO reading_progress (user_id, file_id, page, completed, updated_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, file_id) DO UPDATE SET page = excluded.page,
@@ -91,7 +73,7 @@ func (s *Store) PutProgress(ctx context.Context, userID, fileID, page int64, com
 			RETURNING file_id, page, completed, updated_at`, userID, fileID, page, completed, now)
 	})
 	if err != nil {
-		return Progress{}, fmt.Errorf("put progress: %w", err)
+		return model.Progress{}, fmt.Errorf("put progress: %w", err)
 	}
 	return p, nil
 }
@@ -109,8 +91,8 @@ func (s *Store) DeleteProgress(ctx context.Context, userID, fileID int64) error 
 
 // ContinueReading lists the reader's started, unfinished books, the most
 // recently read first.
-func (s *Store) ContinueReading(ctx context.Context, r Reader, offset, limit int) ([]Book, error) {
-	out := []Book{}
+func (s *Store) ContinueReading(ctx context.Context, r Reader, offset, limit int) ([]model.Book, error) {
+	out := []model.Book{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE p.completed = 0 AND`+readable+`
 		ORDER BY p.updated_at DESC, f.id LIMIT ? OFFSET ?`, r.UserID, r.all(), r.UserID, limit, offset)
 	if err != nil {
@@ -122,8 +104,8 @@ func (s *Store) ContinueReading(ctx context.Context, r Reader, offset, limit int
 // OnDeck lists, for every series where the reader finished a book and
 // has none in progress, the first book never opened (in reading order),
 // the series finished most recently first.
-func (s *Store) OnDeck(ctx context.Context, r Reader, offset, limit int) ([]Book, error) {
-	out := []Book{}
+func (s *Store) OnDeck(ctx context.Context, r Reader, offset, limit int) ([]model.Book, error) {
+	out := []model.Book{}
 	err := s.r.SelectContext(ctx, &out, `WITH done AS (
 			SELECT d.series_id, max(q.updated_at) AS at FROM reading_progress q JOIN library_files d ON d.id = q.file_id
 			WHERE q.user_id = ? AND q.completed = 1 AND d.series_id IS NOT NULL GROUP BY d.series_id
@@ -144,18 +126,18 @@ func (s *Store) OnDeck(ctx context.Context, r Reader, offset, limit int) ([]Book
 // NextUnread is the first book of a series, in reading order, that the
 // reader has not finished; ErrNotFound (file_not_found) when every book is
 // finished, series_not_found when the series is outside the grant.
-func (s *Store) NextUnread(ctx context.Context, r Reader, seriesID int64) (Book, error) {
+func (s *Store) NextUnread(ctx context.Context, r Reader, seriesID int64) (model.Book, error) {
 	if _, err := s.ReaderSeries(ctx, r, seriesID); err != nil {
-		return Book{}, err
+		return model.Book{}, err
 	}
-	var b Book
+	var b model.Book
 	err := s.r.GetContext(ctx, &b, `SELECT `+bookCols+bookFrom+` WHERE f.series_id = ? AND coalesce(p.completed, 0) = 0
 		AND`+readable+` ORDER BY f.sort_key, f.id LIMIT 1`, r.UserID, seriesID, r.all(), r.UserID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Book{}, &protocol.Error{Code: protocol.CodeFileNotFound, Message: "every book of the series is finished", Err: ErrNotFound}
+		return model.Book{}, &protocol.Error{Code: protocol.CodeFileNotFound, Message: "every book of the series is finished", Err: ErrNotFound}
 	}
 	if err != nil {
-		return Book{}, fmt.Errorf("next unread: %w", err)
+		return model.Book{}, fmt.Errorf("next unread: %w", err)
 	}
 	return b, nil
 }

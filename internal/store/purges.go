@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -35,7 +36,7 @@ func (s *Store) SchedulePurges(ctx context.Context, before time.Time, limit int)
 			return err
 		}
 		for _, d := range due {
-			var files []PlanFile
+			var files []model.PlanFile
 			if err := tx.SelectContext(ctx, &files, inTrashQuery, d.JobID, d.PlanID); err != nil {
 				return err
 			}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/bindery-nas/bindery/internal/model"
 )
 
 // The lists a reader browses (OPDS, /me): each holds only what the
@@ -24,8 +26,8 @@ const (
 )
 
 // ReaderLibraries lists the libraries the reader may see, by name.
-func (s *Store) ReaderLibraries(ctx context.Context, r Reader) ([]Library, error) {
-	out := []Library{}
+func (s *Store) ReaderLibraries(ctx context.Context, r Reader) ([]model.Library, error) {
+	out := []model.Library{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+libraryColsL+` FROM libraries l WHERE `+grantOfLibrary+
 		` ORDER BY l.name, l.id`, r.all(), r.UserID)
 	if err != nil {
@@ -36,30 +38,30 @@ func (s *Store) ReaderLibraries(ctx context.Context, r Reader) ([]Library, error
 
 // ReaderLibrary returns one library of the grant, library_not_found
 // otherwise.
-func (s *Store) ReaderLibrary(ctx context.Context, r Reader, id int64) (Library, error) {
-	var l Library
+func (s *Store) ReaderLibrary(ctx context.Context, r Reader, id int64) (model.Library, error) {
+	var l model.Library
 	err := s.r.GetContext(ctx, &l, `SELECT `+libraryColsL+` FROM libraries l WHERE l.id = ? AND `+grantOfLibrary,
 		id, r.all(), r.UserID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Library{}, missingRow(libraryRow, id)
+		return model.Library{}, missingRow(libraryRow, id)
 	}
 	if err != nil {
-		return Library{}, fmt.Errorf("reader library: %w", err)
+		return model.Library{}, fmt.Errorf("reader library: %w", err)
 	}
 	return l, nil
 }
 
 // ReaderSeries returns one series of the grant, series_not_found
 // otherwise.
-func (s *Store) ReaderSeries(ctx context.Context, r Reader, id int64) (Series, error) {
-	var out Series
+func (s *Store) ReaderSeries(ctx context.Context, r Reader, id int64) (model.Series, error) {
+	var out model.Series
 	err := s.r.GetContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE s.id = ? AND `+grantOfSeries,
 		id, r.all(), r.UserID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Series{}, missingRow(seriesRow, id)
+		return model.Series{}, missingRow(seriesRow, id)
 	}
 	if err != nil {
-		return Series{}, fmt.Errorf("reader series: %w", err)
+		return model.Series{}, fmt.Errorf("reader series: %w", err)
 	}
 	return out, nil
 }
@@ -67,8 +69,8 @@ func (s *Store) ReaderSeries(ctx context.Context, r Reader, id int64) (Series, e
 // ListReaderSeries pages the series of one library of the grant (all of
 // them when libraryID is 0) in natural name order. A search by name is
 // SearchSeriesByName, through the search index.
-func (s *Store) ListReaderSeries(ctx context.Context, r Reader, libraryID int64, offset, limit int) ([]Series, error) {
-	out := []Series{}
+func (s *Store) ListReaderSeries(ctx context.Context, r Reader, libraryID int64, offset, limit int) ([]model.Series, error) {
+	out := []model.Series{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s
 		WHERE s.file_count > 0 AND (? = 0 OR s.library_id = ?)
 		AND `+grantOfSeries+` ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?`,
@@ -80,8 +82,8 @@ func (s *Store) ListReaderSeries(ctx context.Context, r Reader, libraryID int64,
 }
 
 // SeriesBooks pages the books of a series in reading order.
-func (s *Store) SeriesBooks(ctx context.Context, r Reader, seriesID int64, offset, limit int) ([]Book, error) {
-	out := []Book{}
+func (s *Store) SeriesBooks(ctx context.Context, r Reader, seriesID int64, offset, limit int) ([]model.Book, error) {
+	out := []model.Book{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE f.series_id = ? AND`+readable+`
 		ORDER BY f.sort_key, f.id LIMIT ? OFFSET ?`, r.UserID, seriesID, r.all(), r.UserID, limit, offset)
 	if err != nil {
@@ -91,8 +93,8 @@ func (s *Store) SeriesBooks(ctx context.Context, r Reader, seriesID int64, offse
 }
 
 // RecentBooks pages the reader's books, the newest first.
-func (s *Store) RecentBooks(ctx context.Context, r Reader, offset, limit int) ([]Book, error) {
-	out := []Book{}
+func (s *Store) RecentBooks(ctx context.Context, r Reader, offset, limit int) ([]model.Book, error) {
+	out := []model.Book{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE`+readable+`
 		ORDER BY f.created_at DESC, f.id DESC LIMIT ? OFFSET ?`, r.UserID, r.all(), r.UserID, limit, offset)
 	if err != nil {

@@ -36,7 +36,7 @@ func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []
 	now := protocol.FormatTime(s.Now())
 	var job model.Job
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		var original Plan
+		var original model.Plan
 		err := tx.GetContext(ctx, &original, `SELECT `+planCols+` FROM delete_plans WHERE job_id = ? AND action = 'trash'`, deleteJobID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return missingRow(jobRow, deleteJobID)
@@ -44,7 +44,7 @@ func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []
 		if err != nil {
 			return err
 		}
-		var files []PlanFile
+		var files []model.PlanFile
 		if err := tx.SelectContext(ctx, &files, inTrashQuery, deleteJobID, original.ID); err != nil {
 			return err
 		}
@@ -63,7 +63,7 @@ func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []
 
 // pickTrashed keeps the trashed files that ids lists (all when ids is
 // empty); an id that was not trashed is an error.
-func pickTrashed(trashed []PlanFile, ids []int64, jobID int64) ([]PlanFile, error) {
+func pickTrashed(trashed []model.PlanFile, ids []int64, jobID int64) ([]model.PlanFile, error) {
 	if len(trashed) == 0 {
 		return nil, &protocol.Error{Code: protocol.CodeNotInTrash,
 			Message: "job " + strconv.FormatInt(jobID, 10) + " has nothing in the trash"}
@@ -71,14 +71,14 @@ func pickTrashed(trashed []PlanFile, ids []int64, jobID int64) ([]PlanFile, erro
 	if len(ids) == 0 {
 		return trashed, nil
 	}
-	out := make([]PlanFile, 0, len(ids))
+	out := make([]model.PlanFile, 0, len(ids))
 	for _, id := range ids {
-		i := slices.IndexFunc(trashed, func(f PlanFile) bool { return f.FileID == id })
+		i := slices.IndexFunc(trashed, func(f model.PlanFile) bool { return f.FileID == id })
 		if i < 0 {
 			return nil, &protocol.Error{Code: protocol.CodeNotInTrash,
 				Message: "file " + strconv.FormatInt(id, 10) + " was not trashed by job " + strconv.FormatInt(jobID, 10)}
 		}
-		if !slices.ContainsFunc(out, func(f PlanFile) bool { return f.FileID == id }) {
+		if !slices.ContainsFunc(out, func(f model.PlanFile) bool { return f.FileID == id }) {
 			out = append(out, trashed[i])
 		}
 	}
@@ -88,8 +88,8 @@ func pickTrashed(trashed []PlanFile, ids []int64, jobID int64) ([]PlanFile, erro
 // insertTrashPlan stores a plan that acts on a delete job's trash (restore
 // or purge), one row per file with the decision named like the action, and
 // binds it at once to a new delete job.
-func insertTrashPlan(ctx context.Context, tx *sqlx.Tx, action protocol.DeleteAction, trashJobID int64, files []PlanFile, now string) (model.Job, error) {
-	var plan Plan
+func insertTrashPlan(ctx context.Context, tx *sqlx.Tx, action protocol.DeleteAction, trashJobID int64, files []model.PlanFile, now string) (model.Job, error) {
+	var plan model.Plan
 	if err := tx.GetContext(ctx, &plan, `INSERT INTO delete_plans (policy, action, trash_job_id, group_count, remove_count,
 			bytes_freed, created_at, expires_at) VALUES ('explicit', ?, ?, 0, ?, 0, ?, ?) RETURNING `+planCols,
 		string(action), trashJobID, len(files), now, now); err != nil {

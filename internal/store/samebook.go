@@ -1,9 +1,5 @@
 package store
 
-import (
-	"database/sql"
-)
-
 // SameBookGroup is a set of present books that hold the same pages in
 // other containers, compressions or page orders (issue 38), by the kind
 // of evidence Kind names (samebook_digests.go). Byte-identical copies
@@ -16,14 +12,14 @@ type SameBookGroup struct {
 
 // SameBook is one book of a SameBookGroup.
 type SameBook struct {
-	ID           int64          `db:"id"`
-	LibraryID    int64          `db:"library_id"`
-	RelativePath string         `db:"relative_path"`
-	Format       sql.NullString `db:"format"`
-	SizeBytes    int64          `db:"size_bytes"`
-	TotalPages   sql.NullInt64  `db:"total_pages"`
-	PagesKey     []byte         `db:"pages_key"`
-	Digested     bool           `db:"digested"` // its current page digests are stored
+	ID           int64   `db:"id"`
+	LibraryID    int64   `db:"library_id"`
+	RelativePath string  `db:"relative_path"`
+	Format       *string `db:"format"`
+	SizeBytes    int64   `db:"size_bytes"`
+	TotalPages   *int64  `db:"total_pages"`
+	PagesKey     []byte  `db:"pages_key"`
+	Digested     bool    `db:"digested"` // its current page digests are stored
 	// ExtraStart and ExtraEnd are, in a contains group, the pages a book
 	// has before and after the pages of the group's key.
 	ExtraStart, ExtraEnd int

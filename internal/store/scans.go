@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -10,54 +9,6 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
-
-// ScanCounts are the figures of one scan session. They are also the scan
-// job's result map (see Map).
-type ScanCounts struct {
-	FilesSeen       int64 `db:"files_seen"`
-	DirectoriesSeen int64 `db:"directories_seen"`
-	BytesSeen       int64 `db:"bytes_seen"`
-	Added           int64 `db:"added"`
-	Changed         int64 `db:"changed"`
-	Unchanged       int64 `db:"unchanged"`
-	Missing         int64 `db:"missing"`
-	Restored        int64 `db:"restored"`
-	Moved           int64 `db:"moved"`
-	SeriesCreated   int64 `db:"series_created"`
-	Purged          int64 `db:"purged"`
-	ErrorCount      int64 `db:"error_count"`
-}
-
-// Map returns the counts keyed by their column names.
-func (c ScanCounts) Map() map[string]int64 {
-	return map[string]int64{
-		"files_seen": c.FilesSeen, "directories_seen": c.DirectoriesSeen, "bytes_seen": c.BytesSeen,
-		"added": c.Added, "changed": c.Changed, "unchanged": c.Unchanged, "missing": c.Missing,
-		"restored": c.Restored, "moved": c.Moved, "series_created": c.SeriesCreated, "purged": c.Purged,
-		"error_count": c.ErrorCount,
-	}
-}
-
-// ScanRecord is a row of scan_sessions.
-type ScanRecord struct {
-	ID        int64                      `db:"id"`
-	JobID     sql.NullInt64              `db:"job_id"`
-	LibraryID int64                      `db:"library_id"`
-	Status    protocol.ScanSessionStatus `db:"status"`
-	ScanCounts
-	ErrorCode    sql.NullString    `db:"error_code"`
-	ErrorMessage sql.NullString    `db:"error_message"`
-	StartedAt    protocol.Time     `db:"started_at"`
-	FinishedAt   protocol.NullTime `db:"finished_at"`
-}
-
-// ScanError is a row of scan_errors: one file (or folder) that a scan could
-// not read, with a protocol error code.
-type ScanError struct {
-	RelativePath string `db:"relative_path"`
-	Code         string `db:"error_code"`
-	Message      string `db:"message"`
-}
 
 const scanCols = `id, job_id, library_id, status, files_seen, directories_seen, bytes_seen, added, changed,
 	unchanged, missing, restored, moved, series_created, purged, error_count, error_code, error_message, started_at,
@@ -71,9 +22,9 @@ const AbandonedScanMessage = "scan session abandoned: a newer scan of the librar
 // same library still marked running belong to a scan that was killed (scans
 // are single-active): they are closed as failed first, so that a library
 // never shows two running sessions.
-func (s *Store) StartScanSession(ctx context.Context, f model.Fence, libraryID int64) (ScanRecord, error) {
+func (s *Store) StartScanSession(ctx context.Context, f model.Fence, libraryID int64) (model.Scan, error) {
 	now := s.nowText()
-	var rec ScanRecord
+	var rec model.Scan
 	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE scan_sessions SET status = 'failed', error_code = ?, error_message = ?,
 				finished_at = ? WHERE library_id = ? AND status = 'running'`,
@@ -90,7 +41,7 @@ func (s *Store) StartScanSession(ctx context.Context, f model.Fence, libraryID i
 }
 
 // UpdateScanCounts writes a running session's figures.
-func (s *Store) UpdateScanCounts(ctx context.Context, f model.Fence, id int64, c ScanCounts) error {
+func (s *Store) UpdateScanCounts(ctx context.Context, f model.Fence, id int64, c model.ScanCounts) error {
 	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error { return writeScanCounts(ctx, tx, id, c) })
 	if err != nil {
 		return fmt.Errorf("update scan counts: %w", err)
@@ -100,7 +51,7 @@ func (s *Store) UpdateScanCounts(ctx context.Context, f model.Fence, id int64, c
 
 // writeScanCounts writes the figures of a session that is still running;
 // ErrNotOwner when it was closed meanwhile (abandoned by a newer scan).
-func writeScanCounts(ctx context.Context, tx *sqlx.Tx, id int64, c ScanCounts) error {
+func writeScanCounts(ctx context.Context, tx *sqlx.Tx, id int64, c model.ScanCounts) error {
 	return ownedExec(ctx, tx, `UPDATE scan_sessions SET files_seen = ?, directories_seen = ?, bytes_seen = ?,
 			added = ?, changed = ?, unchanged = ?, missing = ?, restored = ?, moved = ?, series_created = ?, purged = ?,
 			error_count = ?
@@ -111,7 +62,7 @@ func writeScanCounts(ctx context.Context, tx *sqlx.Tx, id int64, c ScanCounts) e
 // FinishScanSession closes a running session with succeeded or failed
 // (with an error code) and its final figures; ErrNotOwner when the session
 // was closed already.
-func (s *Store) FinishScanSession(ctx context.Context, f model.Fence, id int64, status protocol.ScanSessionStatus, c ScanCounts, code, msg string) error {
+func (s *Store) FinishScanSession(ctx context.Context, f model.Fence, id int64, status protocol.ScanSessionStatus, c model.ScanCounts, code, msg string) error {
 	now := s.nowText()
 	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
 		// A session already closed (abandoned when a newer scan of the
@@ -131,7 +82,7 @@ func (s *Store) FinishScanSession(ctx context.Context, f model.Fence, id int64, 
 
 // AddScanErrors records errors of a session on their own (errors found
 // outside a batch of file writes, such as an unreadable folder).
-func (s *Store) AddScanErrors(ctx context.Context, f model.Fence, sessionID int64, errs []ScanError) error {
+func (s *Store) AddScanErrors(ctx context.Context, f model.Fence, sessionID int64, errs []model.ScanError) error {
 	if len(errs) == 0 {
 		return nil
 	}
@@ -143,7 +94,7 @@ func (s *Store) AddScanErrors(ctx context.Context, f model.Fence, sessionID int6
 	return nil
 }
 
-func insertScanErrors(ctx context.Context, tx *sqlx.Tx, sessionID int64, errs []ScanError, now string) error {
+func insertScanErrors(ctx context.Context, tx *sqlx.Tx, sessionID int64, errs []model.ScanError, now string) error {
 	if len(errs) == 0 {
 		return nil
 	}
@@ -154,7 +105,7 @@ func insertScanErrors(ctx context.Context, tx *sqlx.Tx, sessionID int64, errs []
 	}
 	defer stmt.Close()
 	for _, e := range errs {
-		if _, err := stmt.ExecContext(ctx, sessionID, e.RelativePath, e.Code, e.Message, now); err != nil {
+		if _, err := stmt.ExecContext(ctx, sessionID, e.RelativePath, e.ErrorCode, e.Message, now); err != nil {
 			return fmt.Errorf("scan error %s: %w", e.RelativePath, err)
 		}
 	}
@@ -162,15 +113,15 @@ func insertScanErrors(ctx context.Context, tx *sqlx.Tx, sessionID int64, errs []
 }
 
 // GetScan returns one session or ErrNotFound.
-func (s *Store) GetScan(ctx context.Context, id int64) (ScanRecord, error) {
-	return getRow[ScanRecord](ctx, s.r, scanRow, `SELECT `+scanCols+` FROM scan_sessions WHERE id = ?`, id)
+func (s *Store) GetScan(ctx context.Context, id int64) (model.Scan, error) {
+	return getRow[model.Scan](ctx, s.r, scanRow, `SELECT `+scanCols+` FROM scan_sessions WHERE id = ?`, id)
 }
 
 // ListScans returns up to limit sessions, newest first, of one library (or
 // of all when libraryID is not valid), starting below beforeID (0 = from the
 // newest).
-func (s *Store) ListScans(ctx context.Context, libraryID *int64, beforeID int64, limit int) ([]ScanRecord, error) {
-	var out []ScanRecord
+func (s *Store) ListScans(ctx context.Context, libraryID *int64, beforeID int64, limit int) ([]model.Scan, error) {
+	var out []model.Scan
 	err := s.r.SelectContext(ctx, &out, `SELECT `+scanCols+` FROM scan_sessions
 		WHERE (library_id = ?1 OR ?1 IS NULL) AND (?2 = 0 OR id < ?2)
 		ORDER BY id DESC LIMIT ?3`, libraryID, beforeID, limit)
@@ -196,6 +147,6 @@ func (s *Store) ScanErrors(ctx context.Context, sessionID, afterID int64, limit 
 type ScanErrorRecord struct {
 	ID        int64 `db:"id"`
 	SessionID int64 `db:"session_id"`
-	ScanError
+	model.ScanError
 	CreatedAt protocol.Time `db:"created_at"`
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bindery-nas/bindery/internal/model"
 )
 
 // Search reads the full-text indexes of migration 26: book_search (FTS4 on
@@ -96,7 +98,7 @@ const (
 
 // SearchSeries pages the reader's series (with books) whose name holds
 // every word of the query, by id.
-func (s *Store) SearchSeries(ctx context.Context, r Reader, q SearchQuery, afterID int64, offset, limit int) ([]Series, error) {
+func (s *Store) SearchSeries(ctx context.Context, r Reader, q SearchQuery, afterID int64, offset, limit int) ([]model.Series, error) {
 	if len(q.terms) == 0 {
 		return nil, errSearchNotWords
 	}
@@ -104,7 +106,7 @@ func (s *Store) SearchSeries(ctx context.Context, r Reader, q SearchQuery, after
 	if s.engine == enginePostgres {
 		match, arg = seriesMatchPG, q.tsquery()
 	}
-	out := []Series{}
+	out := []model.Series{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE`+match+`
 		AND s.id > ? AND s.file_count > 0 AND `+grantOfSeries+` ORDER BY s.id LIMIT ? OFFSET ?`,
 		arg, afterID, r.all(), r.UserID, limit, offset)
@@ -117,7 +119,7 @@ func (s *Store) SearchSeries(ctx context.Context, r Reader, q SearchQuery, after
 // SearchSeriesByName pages the reader's series (with books) whose name
 // holds every word of the query, in natural name order, by offset: the
 // OPDS series search.
-func (s *Store) SearchSeriesByName(ctx context.Context, r Reader, q SearchQuery, offset, limit int) ([]Series, error) {
+func (s *Store) SearchSeriesByName(ctx context.Context, r Reader, q SearchQuery, offset, limit int) ([]model.Series, error) {
 	if len(q.terms) == 0 {
 		return nil, errSearchNotWords
 	}
@@ -125,7 +127,7 @@ func (s *Store) SearchSeriesByName(ctx context.Context, r Reader, q SearchQuery,
 	if s.engine == enginePostgres {
 		match, arg = seriesMatchPG, q.tsquery()
 	}
-	out := []Series{}
+	out := []model.Series{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE`+match+`
 		AND s.file_count > 0 AND `+grantOfSeries+` ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?`,
 		arg, r.all(), r.UserID, limit, offset)

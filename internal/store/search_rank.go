@@ -39,7 +39,7 @@ import (
 
 // SearchHit is a book a search found, with its rank.
 type SearchHit struct {
-	Book
+	model.Book
 	Rank int `db:"search_rank"`
 }
 

@@ -10,24 +10,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/natsort"
-	"github.com/bindery-nas/bindery/protocol"
 )
-
-// Series is a row of series.
-type Series struct {
-	ID           int64          `db:"id"`
-	LibraryID    int64          `db:"library_id"`
-	Name         string         `db:"name"`
-	NameKey      string         `db:"name_key"`
-	Publisher    string         `db:"publisher"`
-	PublisherKey string         `db:"publisher_key"`
-	Year         sql.NullInt64  `db:"year"`
-	Summary      sql.NullString `db:"summary"`
-	FileCount    int64          `db:"file_count"`
-	SortKey      string         `db:"sort_key"`
-	CreatedAt    protocol.Time  `db:"created_at"`
-	UpdatedAt    protocol.Time  `db:"updated_at"`
-}
 
 const seriesCols = `id, library_id, name, name_key, publisher, publisher_key, year, summary, file_count, sort_key,
 	created_at, updated_at`
@@ -208,19 +191,19 @@ func (s *Store) RemoveEmptySeries(ctx context.Context, f model.Fence, libraryID 
 }
 
 // GetSeries returns one series or ErrNotFound.
-func (s *Store) GetSeries(ctx context.Context, id int64) (Series, error) {
-	return getRow[Series](ctx, s.r, seriesRow, `SELECT `+seriesCols+` FROM series WHERE id = ?`, id)
+func (s *Store) GetSeries(ctx context.Context, id int64) (model.Series, error) {
+	return getRow[model.Series](ctx, s.r, seriesRow, `SELECT `+seriesCols+` FROM series WHERE id = ?`, id)
 }
 
 // ListSeries returns up to limit series with id > afterID, in id order: of
 // one library, or of all when libraryID is not valid.
-func (s *Store) ListSeries(ctx context.Context, libraryID *int64, afterID int64, limit int) ([]Series, error) {
+func (s *Store) ListSeries(ctx context.Context, libraryID *int64, afterID int64, limit int) ([]model.Series, error) {
 	q, args := `SELECT `+seriesCols+` FROM series WHERE id > ? AND file_count > 0`, []any{afterID}
 	if libraryID != nil {
 		q += ` AND library_id = ?`
 		args = append(args, *libraryID)
 	}
-	var out []Series
+	var out []model.Series
 	if err := s.r.SelectContext(ctx, &out, q+` ORDER BY id LIMIT ?`, append(args, limit)...); err != nil {
 		return nil, fmt.Errorf("list series: %w", err)
 	}
@@ -230,9 +213,9 @@ func (s *Store) ListSeries(ctx context.Context, libraryID *int64, afterID int64,
 // ListSeriesInOrder pages series in natural name order (natsort.SeriesKey:
 // case, accents and a leading article ignored) after the cursor, served by
 // ix_series_sort (one library) or ix_series_sort_all.
-func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID *int64, after *model.SortAnchor, limit int) ([]Series, error) {
+func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID *int64, after *model.SortAnchor, limit int) ([]model.Series, error) {
 	q, args := seriesInOrderQuery(libraryID, after, limit)
-	out := []Series{}
+	out := []model.Series{}
 	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list series: %w", err)
 	}
@@ -258,27 +241,6 @@ func seriesInOrderQuery(libraryID *int64, after *model.SortAnchor, limit int) (s
 	return q + ` ORDER BY sort_key, id LIMIT ?`, append(args, limit)
 }
 
-// SeriesDetails are the ComicInfo fields of a series, each taken from the
-// first present book in reading order that has it, and the book whose
-// cover stands for the series.
-type SeriesDetails struct {
-	Summary     sql.NullString `db:"summary"`
-	Genre       sql.NullString `db:"genre"`
-	Tags        sql.NullString `db:"tags"`
-	AgeRating   sql.NullString `db:"age_rating"`
-	LanguageISO sql.NullString `db:"language_iso"`
-	Writer      sql.NullString `db:"writer"`
-	Manga       sql.NullString `db:"manga"` // protocol.Manga
-	// Count is ComicInfo <Count>, the number of issues of the series.
-	Count sql.NullInt64 `db:"series_count"`
-	// CoverFileID is the first present book in reading order with a ready
-	// cover.
-	CoverFileID sql.NullInt64 `db:"cover_file_id"`
-	// FirstBook is the relative path of the first present book in reading
-	// order: series art is looked for beside it (SeriesArt).
-	FirstBook sql.NullString `db:"first_book"`
-}
-
 // seriesField is the first present book's value of a file_metadata text
 // column, in reading order (ix_library_files_series_sort); an empty text
 // counts as no value.
@@ -296,8 +258,8 @@ func seriesValue(col, cond string) string {
 // GetSeriesDetails reads the details of series id, computed when asked:
 // a series has a handful of books to look at, and the answer follows
 // every rescan without a column to keep current.
-func (s *Store) GetSeriesDetails(ctx context.Context, id int64) (SeriesDetails, error) {
-	var d SeriesDetails
+func (s *Store) GetSeriesDetails(ctx context.Context, id int64) (model.SeriesDetails, error) {
+	var d model.SeriesDetails
 	err := s.r.GetContext(ctx, &d, `SELECT `+seriesField("summary")+`, `+seriesField("genre")+`, `+seriesField("tags")+`,
 		`+seriesField("age_rating")+`, `+seriesField("language_iso")+`, `+seriesField("writer")+`,
 		`+seriesField("manga")+`, `+seriesValue("series_count", "")+`,

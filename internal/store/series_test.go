@@ -126,8 +126,8 @@ func TestDiscoveryReplay(t *testing.T) {
 	}
 	b := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: sess.StartedAt,
 		Insert: []store.FileStat{{RelativePath: "a.cbz", SizeBytes: 1, MtimeNS: 2}, {RelativePath: "b.cbz", SizeBytes: 3, MtimeNS: 4}},
-		Errors: []store.ScanError{{RelativePath: "x", Code: protocol.ErrIOError, Message: "m"}},
-		Counts: store.ScanCounts{FilesSeen: 2, Added: 2, ErrorCount: 1}}
+		Errors: []model.ScanError{{RelativePath: "x", ErrorCode: protocol.ErrIOError, Message: "m"}},
+		Counts: model.ScanCounts{FilesSeen: 2, Added: 2, ErrorCount: 1}}
 	for range 2 {
 		if err := d.a.ApplyDiscovery(ctx, d.fence, b); err != nil {
 			t.Fatal(err)
@@ -224,14 +224,14 @@ func TestAbandonedSessionKeepsItsEnd(t *testing.T) {
 	if _, err := d.b.StartScanSession(ctx, d.fence, d.lib); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.a.UpdateScanCounts(ctx, d.fence, old.ID, store.ScanCounts{FilesSeen: 9}); !errors.Is(err, store.ErrNotOwner) {
+	if err := d.a.UpdateScanCounts(ctx, d.fence, old.ID, model.ScanCounts{FilesSeen: 9}); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("update counts of a closed session: %v", err)
 	}
-	if err := d.a.FinishScanSession(ctx, d.fence, old.ID, protocol.ScanSucceeded, store.ScanCounts{FilesSeen: 9}, "", ""); !errors.Is(err, store.ErrNotOwner) {
+	if err := d.a.FinishScanSession(ctx, d.fence, old.ID, protocol.ScanSucceeded, model.ScanCounts{FilesSeen: 9}, "", ""); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("finish of a closed session: %v", err)
 	}
 	got, err := d.a.GetScan(ctx, old.ID)
-	if err != nil || got.Status != "failed" || got.ErrorMessage.String != store.AbandonedScanMessage || got.FilesSeen != 0 {
+	if err != nil || got.Status != "failed" || model.Deref(got.ErrorMessage) != store.AbandonedScanMessage || got.FilesSeen != 0 {
 		t.Fatalf("session %+v %v, want it failed as abandoned with no figures", got, err)
 	}
 }

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
+
+	"github.com/bindery-nas/bindery/internal/model"
 )
 
 // Similar covers (issue 38, item 5): pairs of present books whose ready
@@ -18,20 +19,20 @@ import (
 
 // CoverBook is a book of a SimilarCoverPair with its newest hashed cover.
 type CoverBook struct {
-	ID           int64          `db:"id"`
-	LibraryID    int64          `db:"library_id"`
-	RelativePath string         `db:"relative_path"`
-	Format       sql.NullString `db:"format"`
-	SizeBytes    int64          `db:"size_bytes"`
-	CoverUpdated sql.NullInt64  `db:"cover_updated_at"`
-	ThumbnailID  int64          `db:"thumbnail_id"`
-	CoverHash    int64          `db:"cover_hash"`
-	ContentHash  []byte         `db:"content_hash"` // only while it describes the file (needs_hash = 0)
-	PagesKey     []byte         `db:"pages_key"`
+	ID           int64   `db:"id"`
+	LibraryID    int64   `db:"library_id"`
+	RelativePath string  `db:"relative_path"`
+	Format       *string `db:"format"`
+	SizeBytes    int64   `db:"size_bytes"`
+	CoverUpdated *int64  `db:"cover_updated_at"`
+	ThumbnailID  int64   `db:"thumbnail_id"`
+	CoverHash    int64   `db:"cover_hash"`
+	ContentHash  []byte  `db:"content_hash"` // only while it describes the file (needs_hash = 0)
+	PagesKey     []byte  `db:"pages_key"`
 }
 
-// CoverVersion is the ?v= of the book's cover URL (FileRecord.CoverVersion).
-func (b CoverBook) CoverVersion() string { return coverVersion(b.CoverUpdated, b.ThumbnailID) }
+// CoverVersion is the ?v= of the book's cover URL (model.File.CoverVersion).
+func (b CoverBook) CoverVersion() string { return model.CoverVersion(b.CoverUpdated, b.ThumbnailID) }
 
 // SimilarCoverPair is two books, the lower id first, whose cover hashes
 // differ in Distance bits.

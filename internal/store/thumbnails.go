@@ -248,17 +248,17 @@ func queueFullIfFlagged(ctx context.Context, tx *sqlx.Tx, libraryID int64) error
 
 // CoverSource is what the renderer needs to find a file's cover page.
 type CoverSource struct {
-	FileID         int64          `db:"file_id"`
-	LibraryID      int64          `db:"library_id"`
-	LibraryPath    string         `db:"library_path"`
-	RelativePath   string         `db:"relative_path"`
-	Format         sql.NullString `db:"format"`
-	IsMissing      bool           `db:"is_missing"`
-	FrontCoverPage sql.NullInt64  `db:"front_cover_page"`
-	CoverUpdatedAt sql.NullInt64  `db:"cover_updated_at"`
-	// DurationMS is a video's duration from its probe; NULL when it has
+	FileID         int64   `db:"file_id"`
+	LibraryID      int64   `db:"library_id"`
+	LibraryPath    string  `db:"library_path"`
+	RelativePath   string  `db:"relative_path"`
+	Format         *string `db:"format"`
+	IsMissing      bool    `db:"is_missing"`
+	FrontCoverPage *int64  `db:"front_cover_page"`
+	CoverUpdatedAt *int64  `db:"cover_updated_at"`
+	// DurationMS is a video's duration from its probe; nil when it has
 	// none.
-	DurationMS sql.NullInt64 `db:"duration_ms"`
+	DurationMS *int64 `db:"duration_ms"`
 	// Volumes counts the volumes of a multi-volume RAR book, 0 otherwise.
 	Volumes int64 `db:"volumes"`
 }

@@ -296,8 +296,8 @@ func TestCoverSourceAndVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if src.LibraryPath != "/lib" || src.RelativePath != "sub/a.cbz" || !src.FrontCoverPage.Valid ||
-		src.FrontCoverPage.Int64 != 2 || src.IsMissing || src.LibraryID != db.lib {
+	if src.LibraryPath != "/lib" || src.RelativePath != "sub/a.cbz" || src.FrontCoverPage == nil ||
+		model.Deref(src.FrontCoverPage) != 2 || src.IsMissing || src.LibraryID != db.lib {
 		t.Fatalf("source %+v", src)
 	}
 	if _, err := db.work.CoverSource(ctx, 999); !errors.Is(err, store.ErrNotFound) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -17,27 +18,7 @@ var (
 	apiKeyRow = rowKind{protocol.CodeAPIKeyNotFound, "api key"}
 )
 
-// User is a reader account. PasswordHash is the PHC string of its
-// argon2id hash; the API never shows it.
-type User struct {
-	ID           int64         `db:"id"`
-	Name         string        `db:"name"`
-	PasswordHash string        `db:"password_hash"`
-	Disabled     bool          `db:"disabled"`
-	CreatedAt    protocol.Time `db:"created_at"`
-	UpdatedAt    protocol.Time `db:"updated_at"`
-}
-
 const userCols = `id, name, password_hash, disabled, created_at, updated_at`
-
-// APIKey is one API key of a user; only the SHA-256 of the key is stored.
-type APIKey struct {
-	ID         int64             `db:"id"`
-	UserID     int64             `db:"user_id"`
-	Name       string            `db:"name"`
-	CreatedAt  protocol.Time     `db:"created_at"`
-	LastUsedAt protocol.NullTime `db:"last_used_at"`
-}
 
 const apiKeyCols = `id, user_id, name, created_at, last_used_at`
 
@@ -46,43 +27,43 @@ func userExists(name string) error {
 }
 
 // CreateUser inserts a user; user_exists when the name is taken.
-func (s *Store) CreateUser(ctx context.Context, name, passwordHash string) (User, error) {
+func (s *Store) CreateUser(ctx context.Context, name, passwordHash string) (model.User, error) {
 	now := s.nowText()
-	var u User
+	var u model.User
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		return tx.GetContext(ctx, &u, `INSERT INTO users (name, password_hash, created_at, updated_at)
 			VALUES (?, ?, ?, ?) RETURNING `+userCols, name, passwordHash, now, now)
 	})
 	if IsUnique(err) {
-		return User{}, userExists(name)
+		return model.User{}, userExists(name)
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("create user: %w", err)
+		return model.User{}, fmt.Errorf("create user: %w", err)
 	}
 	return u, nil
 }
 
 // GetUser returns one user or user_not_found.
-func (s *Store) GetUser(ctx context.Context, id int64) (User, error) {
-	return getRow[User](ctx, s.r, userRow, `SELECT `+userCols+` FROM users WHERE id = ?`, id)
+func (s *Store) GetUser(ctx context.Context, id int64) (model.User, error) {
+	return getRow[model.User](ctx, s.r, userRow, `SELECT `+userCols+` FROM users WHERE id = ?`, id)
 }
 
 // UserByName returns the user with this name, ErrNotFound when none.
-func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
-	var u User
+func (s *Store) UserByName(ctx context.Context, name string) (model.User, error) {
+	var u model.User
 	err := s.r.GetContext(ctx, &u, `SELECT `+userCols+` FROM users WHERE name = ?`, name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, missingRow(userRow, name)
+		return model.User{}, missingRow(userRow, name)
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("user by name: %w", err)
+		return model.User{}, fmt.Errorf("user by name: %w", err)
 	}
 	return u, nil
 }
 
 // ListUsers returns up to limit users with id > afterID, id order.
-func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]User, error) {
-	out := []User{}
+func (s *Store) ListUsers(ctx context.Context, afterID int64, limit int) ([]model.User, error) {
+	out := []model.User{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+userCols+` FROM users WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
@@ -98,9 +79,9 @@ type UserPatch struct {
 }
 
 // UpdateUser applies a patch; user_not_found or user_exists.
-func (s *Store) UpdateUser(ctx context.Context, id int64, p UserPatch) (User, error) {
+func (s *Store) UpdateUser(ctx context.Context, id int64, p UserPatch) (model.User, error) {
 	now := s.nowText()
-	var u User
+	var u model.User
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		return tx.GetContext(ctx, &u, `UPDATE users SET name = coalesce(?, name),
 				password_hash = coalesce(?, password_hash), disabled = coalesce(?, disabled), updated_at = ?
@@ -108,11 +89,11 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, p UserPatch) (User, er
 	})
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return User{}, missingRow(userRow, id)
+		return model.User{}, missingRow(userRow, id)
 	case IsUnique(err):
-		return User{}, userExists(*p.Name)
+		return model.User{}, userExists(*p.Name)
 	case err != nil:
-		return User{}, fmt.Errorf("update user: %w", err)
+		return model.User{}, fmt.Errorf("update user: %w", err)
 	}
 	return u, nil
 }
@@ -189,25 +170,25 @@ func hasLibrary(ctx context.Context, tx *sqlx.Tx, id int64) bool {
 }
 
 // CreateAPIKey stores the hash of a new key of a user: user_not_found.
-func (s *Store) CreateAPIKey(ctx context.Context, userID int64, name string, keyHash []byte) (APIKey, error) {
+func (s *Store) CreateAPIKey(ctx context.Context, userID int64, name string, keyHash []byte) (model.APIKey, error) {
 	now := s.nowText()
-	var k APIKey
+	var k model.APIKey
 	err := s.write(ctx, func(tx *sqlx.Tx) error {
 		return tx.GetContext(ctx, &k, `INSERT INTO api_keys (user_id, name, key_hash, created_at)
 			SELECT id, ?, ?, ? FROM users WHERE id = ? RETURNING `+apiKeyCols, name, keyHash, now, userID)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return APIKey{}, missingRow(userRow, userID)
+		return model.APIKey{}, missingRow(userRow, userID)
 	}
 	if err != nil {
-		return APIKey{}, fmt.Errorf("create api key: %w", err)
+		return model.APIKey{}, fmt.Errorf("create api key: %w", err)
 	}
 	return k, nil
 }
 
 // ListAPIKeys lists a user's keys (never the keys themselves).
-func (s *Store) ListAPIKeys(ctx context.Context, userID int64) ([]APIKey, error) {
-	out := []APIKey{}
+func (s *Store) ListAPIKeys(ctx context.Context, userID int64) ([]model.APIKey, error) {
+	out := []model.APIKey{}
 	err := s.r.SelectContext(ctx, &out, `SELECT `+apiKeyCols+` FROM api_keys WHERE user_id = ? ORDER BY id`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
@@ -222,15 +203,15 @@ func (s *Store) DeleteAPIKey(ctx context.Context, userID, keyID int64) error {
 
 // UserByAPIKey returns the owner of the key with this hash; ErrNotFound
 // when no key has it.
-func (s *Store) UserByAPIKey(ctx context.Context, keyHash []byte) (User, error) {
-	var u User
+func (s *Store) UserByAPIKey(ctx context.Context, keyHash []byte) (model.User, error) {
+	var u model.User
 	err := s.r.GetContext(ctx, &u, `SELECT u.id, u.name, u.password_hash, u.disabled, u.created_at, u.updated_at FROM api_keys k JOIN users u ON u.id = k.user_id
 		WHERE k.key_hash = ?`, keyHash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, missingRow(apiKeyRow, "")
+		return model.User{}, missingRow(apiKeyRow, "")
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("user by api key: %w", err)
+		return model.User{}, fmt.Errorf("user by api key: %w", err)
 	}
 	return u, nil
 }

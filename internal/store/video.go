@@ -8,23 +8,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
-
-// VideoProbe is a row of video_probes: what ffprobe said of a video file.
-type VideoProbe struct {
-	FileID     int64          `db:"file_id"`
-	Container  string         `db:"container"`
-	DurationMS int64          `db:"duration_ms"`
-	Width      sql.NullInt64  `db:"width"`
-	Height     sql.NullInt64  `db:"height"`
-	VideoCodec sql.NullString `db:"video_codec"`
-	AudioCodec sql.NullString `db:"audio_codec"`
-	// Rotation is the display rotation, clockwise degrees; Width and
-	// Height are already the displayed size.
-	Rotation int64         `db:"rotation"`
-	ProbedAt protocol.Time `db:"probed_at"`
-}
 
 const videoProbeCols = `file_id, container, duration_ms, width, height, video_codec, audio_codec, rotation, probed_at`
 
@@ -52,10 +38,10 @@ func newProbeWriter(ctx context.Context, tx *sqlx.Tx) (*probeWriter, error) {
 	return &probeWriter{put: put, drop: drop}, nil
 }
 
-func (w *probeWriter) write(ctx context.Context, fileID int64, p *VideoProbe, now protocol.Time) error {
+func (w *probeWriter) write(ctx context.Context, fileID int64, p *model.VideoProbe, now protocol.Time) error {
 	var err error
 	if p == nil {
-		_, err = w.drop.ExecContext(ctx, VideoProbe{FileID: fileID})
+		_, err = w.drop.ExecContext(ctx, model.VideoProbe{FileID: fileID})
 	} else {
 		row := *p
 		row.FileID, row.ProbedAt = fileID, now
@@ -73,8 +59,8 @@ func (w *probeWriter) Close() {
 }
 
 // VideoProbeOf returns the probe of a file; ErrNotFound when there is none.
-func (s *Store) VideoProbeOf(ctx context.Context, fileID int64) (VideoProbe, error) {
-	var p VideoProbe
+func (s *Store) VideoProbeOf(ctx context.Context, fileID int64) (model.VideoProbe, error) {
+	var p model.VideoProbe
 	err := s.r.GetContext(ctx, &p, `SELECT `+videoProbeCols+` FROM video_probes WHERE file_id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, ErrNotFound

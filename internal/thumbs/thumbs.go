@@ -12,7 +12,6 @@ package thumbs
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -327,12 +326,12 @@ func (r *Renderer) resolveSource(src store.CoverSource) (string, error) {
 // pickPage is the ComicInfo FrontCover page when it names a page, else the
 // first page in natural order (Pages is already sorted; a loose image is
 // its own single page). front is a 0-based index into the pages.
-func pickPage(pages []archive.Entry, front sql.NullInt64) (archive.Entry, error) {
+func pickPage(pages []archive.Entry, front *int64) (archive.Entry, error) {
 	if len(pages) == 0 {
 		return archive.Entry{}, protocol.Errorf(protocol.ErrDecodeError, "no image pages")
 	}
-	if front.Valid && front.Int64 >= 0 && front.Int64 < int64(len(pages)) {
-		return pages[front.Int64], nil
+	if front != nil && model.Deref(front) >= 0 && model.Deref(front) < int64(len(pages)) {
+		return pages[model.Deref(front)], nil
 	}
 	return pages[0], nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/video"
 	"github.com/bindery-nas/bindery/protocol"
@@ -31,8 +32,8 @@ func (r *Renderer) renderVideo(ctx context.Context, src store.CoverSource, o Opt
 		return Cover{}, err
 	}
 	defer v.Close()
-	duration := time.Duration(src.DurationMS.Int64) * time.Millisecond
-	if !src.DurationMS.Valid {
+	duration := time.Duration(model.Deref(src.DurationMS)) * time.Millisecond
+	if src.DurationMS == nil {
 		info, err := video.Probe(ctx, v, lim)
 		if err != nil {
 			return Cover{}, err

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -23,16 +24,16 @@ const syncEach = 8
 // pending is a group of a batch: its keeper, as its hash saw it, and its
 // copies on their way.
 type pending struct {
-	keeper store.PlanFile
+	keeper model.PlanFile
 	kid    ident
 	cands  []candidate
 	moved  []staged
-	out    []store.DeleteResult
+	out    []model.DeleteResult
 }
 
 // candidate is a copy verified and held open until it moves.
 type candidate struct {
-	f  store.PlanFile
+	f  model.PlanFile
 	h  *os.File
 	id ident
 }
@@ -40,7 +41,7 @@ type candidate struct {
 // removals carries out a trash or unlink plan in batches of whole groups:
 // the plan lists each group's keeper before its copies.
 func (r *run) removals(ctx context.Context, progress func(int)) error {
-	var batch [][]store.PlanFile
+	var batch [][]model.PlanFile
 	n := 0
 	flush := func() error {
 		err := r.batch(ctx, batch)
@@ -80,7 +81,7 @@ func (r *run) removals(ctx context.Context, progress func(int)) error {
 // synced, and every outcome recorded in one transaction. A stop (cancel,
 // lost lease, a library no longer allowing it) still settles and records
 // what moved.
-func (r *run) batch(ctx context.Context, groups [][]store.PlanFile) error {
+func (r *run) batch(ctx context.Context, groups [][]model.PlanFile) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func (r *run) batch(ctx context.Context, groups [][]store.PlanFile) error {
 			stop = r.moveAll(ctx, wctx, ps)
 		}
 	}
-	var out []store.DeleteResult
+	var out []model.DeleteResult
 	dirs := map[int64][]string{}
 	for _, p := range ps {
 		out = append(out, p.out...)
@@ -132,9 +133,9 @@ func (r *run) batch(ctx context.Context, groups [][]store.PlanFile) error {
 
 // verifyGroup hashes a group's keeper and the copies no earlier run
 // settled, and keeps the copies that may go open.
-func (r *run) verifyGroup(ctx context.Context, keeper store.PlanFile, copies []store.PlanFile) (*pending, error) {
+func (r *run) verifyGroup(ctx context.Context, keeper model.PlanFile, copies []model.PlanFile) (*pending, error) {
 	p := &pending{keeper: keeper}
-	var todo []store.PlanFile
+	var todo []model.PlanFile
 	for _, f := range copies {
 		if !r.done[f.FileID] {
 			todo = append(todo, f)
@@ -224,7 +225,7 @@ func (r *run) moveAll(ctx, wctx context.Context, ps []*pending) error {
 // syncBatch makes the batch's moves durable before their outcomes are
 // recorded: each folder fsynced once, or, past syncEach folders, one
 // syncfs of the library's file system. A failure is noted on every outcome.
-func (r *run) syncBatch(dirs map[int64][]string, out []store.DeleteResult) {
+func (r *run) syncBatch(dirs map[int64][]string, out []model.DeleteResult) {
 	for lib, ds := range dirs {
 		root := r.roots[lib]
 		if r.plan.Action == protocol.ActionUnlink {

@@ -68,8 +68,8 @@ func New(st *store.Store, cfg Config) *Executor { return &Executor{st: st, cfg: 
 type run struct {
 	x     *Executor
 	job   model.Job
-	plan  store.Plan
-	files []store.PlanFile
+	plan  model.Plan
+	files []model.PlanFile
 	roots map[int64]*os.Root
 	done  map[int64]bool
 	// size is each planned file's size, by id.
@@ -164,7 +164,7 @@ func (x *Executor) start(ctx context.Context, job model.Job) (*run, error) {
 	if err != nil {
 		return nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
 	}
-	if !plan.JobID.Valid || plan.JobID.Int64 != job.ID {
+	if plan.JobID == nil || model.Deref(plan.JobID) != job.ID {
 		return nil, protocol.Errorf(protocol.ErrInvalidPayload, "plan %d was not authorized for job %d", plan.ID, job.ID)
 	}
 	if err := x.st.CheckPlanBinding(ctx, plan.ID); err != nil {
@@ -253,7 +253,7 @@ func (r *run) count(o protocol.DeleteOutcome, size int64) {
 // record stores outcomes under the job's lease, and counts them. The
 // outcomes of files that already moved are stored even while the job is
 // being cancelled.
-func (r *run) record(ctx context.Context, results ...store.DeleteResult) error {
+func (r *run) record(ctx context.Context, results ...model.DeleteResult) error {
 	if len(results) == 0 {
 		return nil
 	}
@@ -273,10 +273,10 @@ func (r *run) record(ctx context.Context, results ...store.DeleteResult) error {
 }
 
 // result is the outcome of one planned file.
-func result(f store.PlanFile, o protocol.DeleteOutcome, msg, trashRel string) store.DeleteResult {
-	res := store.DeleteResult{FileID: f.FileID, Outcome: o, Message: msg}
+func result(f model.PlanFile, o protocol.DeleteOutcome, msg, trashRel string) model.DeleteResult {
+	res := model.DeleteResult{FileID: f.FileID, Outcome: o, Message: msg}
 	if trashRel != "" {
-		res.TrashPath.String, res.TrashPath.Valid = trashRel, true
+		res.TrashPath = &trashRel
 	}
 	return res
 }

@@ -8,14 +8,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 // purge removes a trash copy for good. Only a regular file with the size,
 // mtime and digest it was trashed with is removed: the trash is the
 // library's, and whatever else someone put there stays.
-func (r *run) purge(ctx context.Context, f store.PlanFile) error {
+func (r *run) purge(ctx context.Context, f model.PlanFile) error {
 	root := r.roots[f.LibraryID]
 	inTrashCopy := f
 	inTrashCopy.RelativePath = r.trashPath(f)
@@ -40,11 +40,11 @@ func (r *run) purge(ctx context.Context, f store.PlanFile) error {
 }
 
 // trashPath is where the job this restore or purge acts on put f.
-func (r *run) trashPath(f store.PlanFile) string { return trashPath(r.plan.TrashJobID.Int64, f) }
+func (r *run) trashPath(f model.PlanFile) string { return trashPath(model.Deref(r.plan.TrashJobID), f) }
 
 // trashPath is where delete job jobID puts f: its path under the job's
 // folder of the library's trash.
-func trashPath(jobID int64, f store.PlanFile) string {
+func trashPath(jobID int64, f model.PlanFile) string {
 	return path.Join(protocol.TrashDir, strconv.FormatInt(jobID, 10), f.RelativePath)
 }
 

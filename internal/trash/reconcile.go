@@ -3,7 +3,7 @@ package trash
 import (
 	"context"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -25,11 +25,11 @@ func (r *run) reconcile(ctx context.Context) error {
 	if err != nil || len(intents) == 0 {
 		return err
 	}
-	byID := make(map[int64]store.PlanFile, len(r.files))
+	byID := make(map[int64]model.PlanFile, len(r.files))
 	for _, f := range r.files {
 		byID[f.FileID] = f
 	}
-	var out []store.DeleteResult
+	var out []model.DeleteResult
 	var drop []int64
 	for _, in := range intents {
 		f, ok := byID[in.FileID]
@@ -56,7 +56,7 @@ func (r *run) reconcile(ctx context.Context) error {
 
 // settleIntent decides one intent: an outcome, or settled with none (the
 // intent goes), or neither (left for a later run: a read cut short).
-func (r *run) settleIntent(ctx context.Context, f store.PlanFile, trashRel string) (*store.DeleteResult, bool) {
+func (r *run) settleIntent(ctx context.Context, f model.PlanFile, trashRel string) (*model.DeleteResult, bool) {
 	root := r.roots[f.LibraryID]
 	t, inTrash := lstatIdent(root, trashRel)
 	p, atPath := lstatIdent(root, f.RelativePath)

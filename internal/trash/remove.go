@@ -10,14 +10,14 @@ import (
 	"syscall"
 
 	"github.com/bindery-nas/bindery/internal/hashing"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 // staged is a copy moved into the trash whose outcome waits for the
 // group's last keeper check.
 type staged struct {
-	f        store.PlanFile
+	f        model.PlanFile
 	trashRel string
 	// id is the copy as it lies in the trash.
 	id ident
@@ -26,7 +26,7 @@ type staged struct {
 // movedBefore is the outcome of a copy gone from its path: trashed when
 // the planned file is in its place in this job's trash (moved by a run
 // that left no intent: an older workerd's), else missing.
-func (r *run) movedBefore(ctx context.Context, f store.PlanFile) *store.DeleteResult {
+func (r *run) movedBefore(ctx context.Context, f model.PlanFile) *model.DeleteResult {
 	inTrashCopy := f
 	inTrashCopy.RelativePath = trashPath(r.job.ID, f)
 	h, _, v := verify(ctx, r.roots[f.LibraryID], inTrashCopy)
@@ -39,7 +39,7 @@ func (r *run) movedBefore(ctx context.Context, f store.PlanFile) *store.DeleteRe
 
 // move renames the verified, still open copy h into the trash and proves
 // that what arrived there is h, unchanged; anything else goes back.
-func (r *run) move(ctx context.Context, root *os.Root, h *os.File, id ident, f store.PlanFile, trashRel string) (*staged, *store.DeleteResult, error) {
+func (r *run) move(ctx context.Context, root *os.Root, h *os.File, id ident, f model.PlanFile, trashRel string) (*staged, *model.DeleteResult, error) {
 	if now, ok := fstatIdent(h); !ok || now != id {
 		return nil, ptr(result(f, protocol.OutcomeChanged, "it changed while it was checked", "")), nil
 	}
@@ -74,7 +74,7 @@ func (r *run) move(ctx context.Context, root *os.Root, h *os.File, id ident, f s
 // putBack moves what lies at trashRel back to f's path, never replacing
 // anything there, and is the outcome o of f. A worker that no longer owns
 // the job moves nothing back: the job's new owner settles the file.
-func (r *run) putBack(ctx context.Context, root *os.Root, f store.PlanFile, trashRel string, o protocol.DeleteOutcome, why string) store.DeleteResult {
+func (r *run) putBack(ctx context.Context, root *os.Root, f model.PlanFile, trashRel string, o protocol.DeleteOutcome, why string) model.DeleteResult {
 	if err := r.x.st.CheckDeleteOwner(ctx, r.job); err != nil {
 		return result(f, o, why+"; not moved back ("+err.Error()+")", trashRel)
 	}
@@ -89,11 +89,11 @@ func (r *run) putBack(ctx context.Context, root *os.Root, f store.PlanFile, tras
 // are trashed, or (unlink) removed from the trash; if the keeper changed,
 // they go back to their paths. The caller syncs the folders and records
 // the outcomes.
-func (r *run) settle(ctx context.Context, keeper store.PlanFile, kid ident, moved []staged) []store.DeleteResult {
+func (r *run) settle(ctx context.Context, keeper model.PlanFile, kid ident, moved []staged) []model.DeleteResult {
 	if len(moved) == 0 {
 		return nil
 	}
-	out := make([]store.DeleteResult, 0, len(moved))
+	out := make([]model.DeleteResult, 0, len(moved))
 	if r.x.beforeSettle != nil {
 		r.x.beforeSettle()
 	}
@@ -104,7 +104,7 @@ func (r *run) settle(ctx context.Context, keeper store.PlanFile, kid ident, move
 		switch cur, ok := lstatIdent(root, s.trashRel); {
 		case keeperMsg != "":
 			res := r.putBack(ctx, root, s.f, s.trashRel, protocol.OutcomeLastCopy, keeperMsg)
-			if res.TrashPath.Valid { // it stays in the trash: it is trashed, and restorable
+			if res.TrashPath != nil { // it stays in the trash: it is trashed, and restorable
 				res.Outcome = protocol.OutcomeTrashed
 			}
 			out = append(out, res)
@@ -125,7 +125,7 @@ func (r *run) settle(ctx context.Context, keeper store.PlanFile, kid ident, move
 
 // keeperHolds is "" while the keeper at its path is still the file its
 // hash saw (same device, inode, size, mtime and ctime), else why not.
-func (r *run) keeperHolds(keeper store.PlanFile, kid ident) string {
+func (r *run) keeperHolds(keeper model.PlanFile, kid ident) string {
 	if cur, ok := lstatIdent(r.roots[keeper.LibraryID], keeper.RelativePath); ok && cur == kid {
 		return ""
 	}
@@ -141,7 +141,7 @@ type verdict struct {
 // verify proves that rel is a regular file with the plan's size, mtime and
 // content, read from one open file that nothing changed while it was read.
 // It returns that file, open (the caller closes it), and its identity.
-func verify(ctx context.Context, root *os.Root, f store.PlanFile) (*os.File, ident, *verdict) {
+func verify(ctx context.Context, root *os.Root, f model.PlanFile) (*os.File, ident, *verdict) {
 	fi, err := root.Lstat(f.RelativePath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

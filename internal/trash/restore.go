@@ -7,7 +7,7 @@ import (
 	"path"
 	"syscall"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -17,7 +17,7 @@ import (
 // file that appeared there since, and the trash copy then stays
 // (restore_conflict). Where the file system can neither rename without
 // replacing nor hard-link, nothing moves either.
-func (r *run) restore(ctx context.Context, f store.PlanFile) error {
+func (r *run) restore(ctx context.Context, f model.PlanFile) error {
 	root := r.roots[f.LibraryID]
 	trashRel := r.trashPath(f)
 	t, inTrash := lstatIdent(root, trashRel)

@@ -24,7 +24,7 @@ import (
 // a book, each failing before the change that closed it.
 
 // newPlan plans every group with policy, without authorizing it.
-func (e *env) newPlan(p dedup.Policy, action protocol.DeleteAction) store.Plan {
+func (e *env) newPlan(p dedup.Policy, action protocol.DeleteAction) model.Plan {
 	e.t.Helper()
 	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{})
 	e.must(err)
@@ -94,7 +94,7 @@ func TestSwappedKeepers(t *testing.T) {
 	if !strings.Contains(err.Error(), "plan "+strconv.FormatInt(p1.ID, 10)) {
 		t.Fatalf("files_busy does not name the plan holding the files: %v", err)
 	}
-	if p, _ := e.control.GetPlan(e.ctx, p2.ID); p.JobID.Valid {
+	if p, _ := e.control.GetPlan(e.ctx, p2.ID); p.JobID != nil {
 		t.Fatal("the refused plan got a job")
 	}
 	if _, err := e.run(j1); err != nil {
@@ -116,7 +116,7 @@ func TestSwappedKeepers(t *testing.T) {
 func TestClaimRace(t *testing.T) {
 	e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same"})
 	for i := range 8 {
-		plans := []store.Plan{e.newPlan(e.keep("a.cbz"), protocol.ActionTrash), e.newPlan(e.keep("b.cbz"), protocol.ActionTrash)}
+		plans := []model.Plan{e.newPlan(e.keep("a.cbz"), protocol.ActionTrash), e.newPlan(e.keep("b.cbz"), protocol.ActionTrash)}
 		var wg sync.WaitGroup
 		jobs := make([]model.Job, 2)
 		errs := make([]error, 2)
