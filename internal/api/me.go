@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -35,7 +35,7 @@ func meUser(c echo.Context) (int64, error) {
 
 func (s *Server) getMe(c echo.Context) error {
 	r := readerOf(c)
-	libs, err := s.st.ReaderLibraries(c.Request().Context(), r)
+	libs, err := s.rd.ReaderLibraries(c.Request().Context(), r)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *Server) getMe(c echo.Context) error {
 	}
 	out := map[string]any{"admin": r.All, "library_ids": ids}
 	if !r.All {
-		u, err := s.st.GetUser(c.Request().Context(), r.UserID)
+		u, err := s.rd.GetUser(c.Request().Context(), r.UserID)
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func (s *Server) putProgress(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.st.PutProgress(c.Request().Context(), uid, id, page, body.Completed != nil && *body.Completed)
+	p, err := s.rd.PutProgress(c.Request().Context(), uid, id, page, body.Completed != nil && *body.Completed)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (s *Server) deleteProgress(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.st.DeleteProgress(c.Request().Context(), uid, id); err != nil {
+	if err := s.rd.DeleteProgress(c.Request().Context(), uid, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -162,7 +162,7 @@ func viewBook(b model.Book) bookView {
 	return v
 }
 
-type bookList func(r store.Reader, offset, limit int) ([]model.Book, error)
+type bookList func(r reading.Reader, offset, limit int) ([]model.Book, error)
 
 // listBooks serves a reader list as {items: [...]} (up to ?limit=).
 func listBooks(c echo.Context, list bookList) error {
@@ -182,14 +182,14 @@ func listBooks(c echo.Context, list bookList) error {
 }
 
 func (s *Server) listContinueReading(c echo.Context) error {
-	return listBooks(c, func(r store.Reader, o, l int) ([]model.Book, error) {
-		return s.st.ContinueReading(c.Request().Context(), r, o, l)
+	return listBooks(c, func(r reading.Reader, o, l int) ([]model.Book, error) {
+		return s.rd.ContinueReading(c.Request().Context(), r, o, l)
 	})
 }
 
 func (s *Server) listOnDeck(c echo.Context) error {
-	return listBooks(c, func(r store.Reader, o, l int) ([]model.Book, error) {
-		return s.st.OnDeck(c.Request().Context(), r, o, l)
+	return listBooks(c, func(r reading.Reader, o, l int) ([]model.Book, error) {
+		return s.rd.OnDeck(c.Request().Context(), r, o, l)
 	})
 }
 
@@ -198,7 +198,7 @@ func (s *Server) getNextUnread(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := s.st.NextUnread(c.Request().Context(), readerOf(c), id)
+	b, err := s.rd.NextUnread(c.Request().Context(), readerOf(c), id)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/opds"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -56,9 +56,9 @@ func (s *Server) opdsFeeds(g *echo.Group) {
 	g.GET("/libraries/:id", s.opdsLibrary)
 	g.GET("/series", s.opdsAllSeries)
 	g.GET("/series/:id", s.opdsSeries)
-	g.GET("/continue-reading", s.opdsBookList("continue-reading", "Continue reading", s.st.ContinueReading))
-	g.GET("/on-deck", s.opdsBookList("on-deck", "On deck", s.st.OnDeck))
-	g.GET("/recent", s.opdsBookList("recent", "Recently added", s.st.RecentBooks))
+	g.GET("/continue-reading", s.opdsBookList("continue-reading", "Continue reading", s.rd.ContinueReading))
+	g.GET("/on-deck", s.opdsBookList("on-deck", "On deck", s.rd.OnDeck))
+	g.GET("/recent", s.opdsBookList("recent", "Recently added", s.rd.RecentBooks))
 	g.GET("/search", s.opdsSearch)
 }
 
@@ -123,7 +123,7 @@ func navEntry(id, title, summary, href, kind string, updated time.Time) opds.Ent
 }
 
 func (s *Server) opdsRoot(c echo.Context) error {
-	libs, err := s.st.ReaderLibraries(c.Request().Context(), readerOf(c))
+	libs, err := s.rd.ReaderLibraries(c.Request().Context(), readerOf(c))
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (s *Server) opdsLibrary(c echo.Context) error {
 		return err
 	}
 	return s.seriesFeed(c, "/libraries/"+strconv.FormatInt(id, 10), lib.Name, func(o, l int) ([]model.Series, error) {
-		return s.st.ListReaderSeries(c.Request().Context(), readerOf(c), id, o, l)
+		return s.rd.ListReaderSeries(c.Request().Context(), readerOf(c), id, o, l)
 	})
 }
 
@@ -189,7 +189,7 @@ func (s *Server) opdsAllSeries(c echo.Context) error {
 	ctx, r := c.Request().Context(), readerOf(c)
 	if strings.TrimSpace(c.QueryParam("q")) == "" {
 		return s.seriesFeed(c, "/series", "All series", func(o, l int) ([]model.Series, error) {
-			return s.st.ListReaderSeries(ctx, r, 0, o, l)
+			return s.rd.ListReaderSeries(ctx, r, 0, o, l)
 		})
 	}
 	q, err := searchQuery(c)
@@ -198,11 +198,11 @@ func (s *Server) opdsAllSeries(c echo.Context) error {
 	}
 	text := c.QueryParam("q")
 	return s.seriesFeed(c, "/series?q="+url.QueryEscape(text), "Series: "+text, func(o, l int) ([]model.Series, error) {
-		return s.st.SearchSeriesByName(ctx, r, q, o, l)
+		return s.rd.SearchSeriesByName(ctx, r, q, o, l)
 	})
 }
 
-type readerList func(ctx context.Context, r store.Reader, offset, limit int) ([]model.Book, error)
+type readerList func(ctx context.Context, r reading.Reader, offset, limit int) ([]model.Book, error)
 
 // bookFeed renders one page of books as an acquisition feed.
 func (s *Server) bookFeed(c echo.Context, self, title string, list func(offset, limit int) ([]model.Book, error)) error {
@@ -235,7 +235,7 @@ func (s *Server) opdsSeries(c echo.Context) error {
 		return err
 	}
 	return s.bookFeed(c, "/series/"+strconv.FormatInt(id, 10), sr.Name, func(o, l int) ([]model.Book, error) {
-		return s.st.SeriesBooks(c.Request().Context(), readerOf(c), id, o, l)
+		return s.rd.SeriesBooks(c.Request().Context(), readerOf(c), id, o, l)
 	})
 }
 
@@ -254,7 +254,7 @@ func (s *Server) opdsSearch(c echo.Context) error {
 	}
 	text := c.QueryParam("q")
 	return s.bookFeed(c, "/search?q="+url.QueryEscape(text), "Search: "+text, func(o, l int) ([]model.Book, error) {
-		hits, err := s.st.SearchBooks(c.Request().Context(), readerOf(c), q, nil, o, l)
+		hits, err := s.rd.SearchBooks(c.Request().Context(), readerOf(c), q, nil, o, l)
 		books := make([]model.Book, len(hits))
 		for i, h := range hits {
 			books[i] = h.Book

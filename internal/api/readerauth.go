@@ -14,6 +14,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -39,8 +40,8 @@ const (
 )
 
 // readerOf is the caller of a reader route (set by readerAuth).
-func readerOf(c echo.Context) store.Reader {
-	r, _ := c.Get(readerKey).(store.Reader)
+func readerOf(c echo.Context) reading.Reader {
+	r, _ := c.Get(readerKey).(reading.Reader)
 	return r
 }
 
@@ -63,14 +64,14 @@ func (s *Server) readerAuth(next echo.HandlerFunc) echo.HandlerFunc {
 
 var errUnauthorized = errors.New("unauthorized")
 
-func (s *Server) authenticate(c echo.Context) (store.Reader, error) {
+func (s *Server) authenticate(c echo.Context) (reading.Reader, error) {
 	req := c.Request()
 	addr := clientAddr(c)
 	scheme, cred, _ := strings.Cut(req.Header.Get(echo.HeaderAuthorization), " ")
 	key := req.Header.Get(apiKeyHeader)
 	switch {
 	case strings.EqualFold(scheme, "Bearer") && s.isAdminToken(cred):
-		return store.Reader{All: true}, nil
+		return reading.Reader{All: true}, nil
 	case strings.EqualFold(scheme, "Bearer"):
 		key = cred
 	case strings.EqualFold(scheme, "Basic"):
@@ -80,7 +81,7 @@ func (s *Server) authenticate(c echo.Context) (store.Reader, error) {
 		key = c.QueryParam("apikey")
 	}
 	if key == "" {
-		return store.Reader{}, errUnauthorized
+		return reading.Reader{}, errUnauthorized
 	}
 	return s.apiKeyLogin(c, key, addr)
 }
@@ -90,40 +91,40 @@ func (s *Server) isAdminToken(tok string) bool {
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
-func (s *Server) apiKeyLogin(c echo.Context, key, addr string) (store.Reader, error) {
+func (s *Server) apiKeyLogin(c echo.Context, key, addr string) (reading.Reader, error) {
 	if err := s.limits.check(c, "", addr); err != nil {
-		return store.Reader{}, err
+		return reading.Reader{}, err
 	}
 	h := sha256.Sum256([]byte(key))
-	u, err := s.st.UserByAPIKey(c.Request().Context(), h[:])
+	u, err := s.rd.UserByAPIKey(c.Request().Context(), h[:])
 	if errors.Is(err, store.ErrNotFound) || (err == nil && u.Disabled) {
 		s.limits.fail("", addr)
-		return store.Reader{}, errUnauthorized
+		return reading.Reader{}, errUnauthorized
 	}
 	if err != nil {
-		return store.Reader{}, err
+		return reading.Reader{}, err
 	}
-	if err := s.st.TouchAPIKey(c.Request().Context(), h[:]); err != nil {
+	if err := s.rd.TouchAPIKey(c.Request().Context(), h[:]); err != nil {
 		s.log.Warn("api key use not recorded", "user_id", u.ID, "err", err)
 	}
-	return store.Reader{UserID: u.ID}, nil
+	return reading.Reader{UserID: u.ID}, nil
 }
 
-func (s *Server) basicLogin(c echo.Context, cred, addr string) (store.Reader, error) {
+func (s *Server) basicLogin(c echo.Context, cred, addr string) (reading.Reader, error) {
 	name, password, ok := c.Request().BasicAuth()
 	if !ok || cred == "" {
 		s.limits.fail("", addr)
-		return store.Reader{}, errUnauthorized
+		return reading.Reader{}, errUnauthorized
 	}
 	if err := s.limits.check(c, name, addr); err != nil {
-		return store.Reader{}, err
+		return reading.Reader{}, err
 	}
-	u, err := s.st.UserByName(c.Request().Context(), name)
+	u, err := s.rd.UserByName(c.Request().Context(), name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return store.Reader{}, err
+		return reading.Reader{}, err
 	}
 	if s.creds.ok(name, password, u.PasswordHash) && !u.Disabled {
-		return store.Reader{UserID: u.ID}, nil
+		return reading.Reader{UserID: u.ID}, nil
 	}
 	hash := u.PasswordHash
 	if err != nil {
@@ -131,10 +132,10 @@ func (s *Server) basicLogin(c echo.Context, cred, addr string) (store.Reader, er
 	}
 	if !checkPassword(hash, password) || err != nil || u.Disabled {
 		s.limits.fail(name, addr)
-		return store.Reader{}, errUnauthorized
+		return reading.Reader{}, errUnauthorized
 	}
 	s.creds.put(name, password, u.PasswordHash)
-	return store.Reader{UserID: u.ID}, nil
+	return reading.Reader{UserID: u.ID}, nil
 }
 
 // credCache remembers credentials that verified, so that a reader app
@@ -225,17 +226,17 @@ func (l *failLimiter) check(c echo.Context, name, addr string) error {
 // mustSeeFile is nil when the caller may see file id, and file_not_found
 // (404, exactly what a missing file answers) otherwise.
 func (s *Server) mustSeeFile(c echo.Context, id int64) (model.Book, error) {
-	return s.st.ReaderBook(c.Request().Context(), readerOf(c), id)
+	return s.rd.ReaderBook(c.Request().Context(), readerOf(c), id)
 }
 
 // mustSeeSeries and mustSeeLibrary are mustSeeFile for series and
 // libraries.
 func (s *Server) mustSeeSeries(c echo.Context, id int64) (model.Series, error) {
-	return s.st.ReaderSeries(c.Request().Context(), readerOf(c), id)
+	return s.rd.ReaderSeries(c.Request().Context(), readerOf(c), id)
 }
 
 func (s *Server) mustSeeLibrary(c echo.Context, id int64) (model.Library, error) {
-	return s.st.ReaderLibrary(c.Request().Context(), readerOf(c), id)
+	return s.rd.ReaderLibrary(c.Request().Context(), readerOf(c), id)
 }
 
 // readerFile is readerAuth for routes under /files/:id: the request

@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -27,18 +27,18 @@ func (s *Server) search(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		rows, err := s.st.SearchBooks(ctx, r, q, after, 0, limit+1)
+		rows, err := s.rd.SearchBooks(ctx, r, q, after, 0, limit+1)
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, makePage(rows, limit, func(h store.SearchHit) bookView { return viewBook(h.Book) },
-			func(h store.SearchHit) string { return EncodeCursor(h.Anchor()) }))
+		return c.JSON(http.StatusOK, makePage(rows, limit, func(h reading.SearchHit) bookView { return viewBook(h.Book) },
+			func(h reading.SearchHit) string { return EncodeCursor(h.Anchor()) }))
 	case "series":
 		limit, after, err := idPage(c)
 		if err != nil {
 			return err
 		}
-		rows, err := s.st.SearchSeries(ctx, r, q, after, 0, limit+1)
+		rows, err := s.rd.SearchSeries(ctx, r, q, after, 0, limit+1)
 		if err != nil {
 			return err
 		}
@@ -49,14 +49,14 @@ func (s *Server) search(c echo.Context) error {
 
 // searchQuery parses ?q= into the words the indexes are asked for; every
 // way it can fail is invalid_query, its message saying which.
-func searchQuery(c echo.Context) (store.SearchQuery, error) {
+func searchQuery(c echo.Context) (reading.SearchQuery, error) {
 	params := c.QueryParams()
 	if len(params["q"]) > 1 {
-		return store.SearchQuery{}, apiErr(protocol.CodeInvalidQuery, "q is given more than once").with("parameter", "q")
+		return reading.SearchQuery{}, apiErr(protocol.CodeInvalidQuery, "q is given more than once").with("parameter", "q")
 	}
-	q, err := store.ParseSearch(params.Get("q"))
+	q, err := reading.ParseSearch(params.Get("q"))
 	if err != nil {
-		return store.SearchQuery{}, apiErr(protocol.CodeInvalidQuery, "%s", err.Error()).with("parameter", "q")
+		return reading.SearchQuery{}, apiErr(protocol.CodeInvalidQuery, "%s", err.Error()).with("parameter", "q")
 	}
 	return q, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -76,18 +76,18 @@ func (s *Server) createUser(c echo.Context) error {
 		return firstAPIError(err)
 	}
 	ctx := c.Request().Context()
-	u, err := s.st.CreateUser(ctx, *b.Name, hashPassword(*b.Password))
+	u, err := s.rd.CreateUser(ctx, *b.Name, hashPassword(*b.Password))
 	if err != nil {
 		return err
 	}
 	v := viewUser(u)
 	if b.LibraryIDs != nil {
-		if err := s.st.SetUserLibraries(ctx, u.ID, *b.LibraryIDs); err != nil {
-			_ = s.st.DeleteUser(ctx, u.ID)
+		if err := s.rd.SetUserLibraries(ctx, u.ID, *b.LibraryIDs); err != nil {
+			_ = s.rd.DeleteUser(ctx, u.ID)
 			return err
 		}
 	}
-	if v.LibraryIDs, err = s.st.UserLibraries(ctx, u.ID); err != nil {
+	if v.LibraryIDs, err = s.rd.UserLibraries(ctx, u.ID); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, v)
@@ -98,7 +98,7 @@ func (s *Server) listUsers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	users, err := s.st.ListUsers(c.Request().Context(), after, limit+1)
+	users, err := s.rd.ListUsers(c.Request().Context(), after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *Server) listUsers(c echo.Context) error {
 func (s *Server) userWithGrant(c echo.Context, u model.User) error {
 	v := viewUser(u)
 	var err error
-	if v.LibraryIDs, err = s.st.UserLibraries(c.Request().Context(), u.ID); err != nil {
+	if v.LibraryIDs, err = s.rd.UserLibraries(c.Request().Context(), u.ID); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, v)
@@ -119,7 +119,7 @@ func (s *Server) getUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	u, err := s.st.GetUser(c.Request().Context(), id)
+	u, err := s.rd.GetUser(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (s *Server) patchUser(c echo.Context) error {
 	if err := decodeJSON(c, &b); err != nil {
 		return err
 	}
-	var p store.UserPatch
+	var p reading.UserPatch
 	if b.Name != nil {
 		if err := validUserName(b.Name); err != nil {
 			return err
@@ -154,7 +154,7 @@ func (s *Server) patchUser(c echo.Context) error {
 		return fieldf("library_ids", "set them with PUT /users/{id}/libraries")
 	}
 	p.Disabled = b.Disabled
-	u, err := s.st.UpdateUser(c.Request().Context(), id, p)
+	u, err := s.rd.UpdateUser(c.Request().Context(), id, p)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func (s *Server) deleteUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.st.DeleteUser(c.Request().Context(), id); err != nil {
+	if err := s.rd.DeleteUser(c.Request().Context(), id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -188,10 +188,10 @@ func (s *Server) putUserLibraries(c echo.Context) error {
 		return fieldf("library_ids", "required")
 	}
 	ctx := c.Request().Context()
-	if err := s.st.SetUserLibraries(ctx, id, *b.LibraryIDs); err != nil {
+	if err := s.rd.SetUserLibraries(ctx, id, *b.LibraryIDs); err != nil {
 		return err
 	}
-	u, err := s.st.GetUser(ctx, id)
+	u, err := s.rd.GetUser(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (s *Server) createAPIKey(c echo.Context) error {
 	rand.Read(raw)
 	key := apiKeyPrefix + base64.RawURLEncoding.EncodeToString(raw)
 	h := sha256.Sum256([]byte(key))
-	k, err := s.st.CreateAPIKey(c.Request().Context(), id, strings.TrimSpace(*b.Name), h[:])
+	k, err := s.rd.CreateAPIKey(c.Request().Context(), id, strings.TrimSpace(*b.Name), h[:])
 	if err != nil {
 		return err
 	}
@@ -247,10 +247,10 @@ func (s *Server) listAPIKeys(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.st.GetUser(ctx, id); err != nil {
+	if _, err := s.rd.GetUser(ctx, id); err != nil {
 		return err
 	}
-	keys, err := s.st.ListAPIKeys(ctx, id)
+	keys, err := s.rd.ListAPIKeys(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func (s *Server) deleteAPIKey(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.st.DeleteAPIKey(c.Request().Context(), id, keyID); err != nil {
+	if err := s.rd.DeleteAPIKey(c.Request().Context(), id, keyID); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

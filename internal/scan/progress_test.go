@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/reading"
 )
 
 // TestMovedBookKeepsProgress: a reader at page 7 of a book that is moved
@@ -24,14 +24,14 @@ func TestMovedBookKeepsProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := e.control.CreateUser(ctx, "ann", "$argon2id$v=19$m=8,t=1,p=1$c2FsdA$a2V5")
+	u, err := reading.New(e.control).CreateUser(ctx, "ann", "$argon2id$v=19$m=8,t=1,p=1$c2FsdA$a2V5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.control.SetUserLibraries(ctx, u.ID, []int64{e.lib}); err != nil {
+	if err := reading.New(e.control).SetUserLibraries(ctx, u.ID, []int64{e.lib}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.control.PutProgress(ctx, u.ID, id, 7, false); err != nil {
+	if _, err := reading.New(e.control).PutProgress(ctx, u.ID, id, 7, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(e.root, "Read"), 0o755); err != nil {
@@ -43,14 +43,14 @@ func TestMovedBookKeepsProgress(t *testing.T) {
 	if c := e.scan(); c.Moved != 1 {
 		t.Fatalf("counts %+v", c)
 	}
-	b, err := e.control.ReaderBook(ctx, store.Reader{UserID: u.ID}, id)
+	b, err := reading.New(e.control).ReaderBook(ctx, reading.Reader{UserID: u.ID}, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.RelativePath != "Read/Saga #1.cbz" || b.Page != 7 || b.Completed {
 		t.Fatalf("after the move: %s page %d completed %v", b.RelativePath, b.Page, b.Completed)
 	}
-	list, err := e.control.ContinueReading(ctx, store.Reader{UserID: u.ID}, 0, 10)
+	list, err := reading.New(e.control).ContinueReading(ctx, reading.Reader{UserID: u.ID}, 0, 10)
 	if err != nil || len(list) != 1 || list[0].ID != id {
 		t.Fatalf("continue reading %v %+v", err, list)
 	}

@@ -78,7 +78,7 @@ type PlanSelection struct {
 	Rules        SameBookRules
 }
 
-var planRow = rowKind{protocol.CodePlanNotFound, "plan"}
+var planRow = rowKind{Code: protocol.CodePlanNotFound, Name: "plan"}
 
 const planMembersQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role, COALESCE(volumes, 0) AS volumes, format
 	FROM library_files WHERE hash_algorithm = ? AND content_hash = ? AND ` + groupQualifies + ` ORDER BY id LIMIT ?`

@@ -4,16 +4,16 @@ import (
 	"database/sql"
 	"net/url"
 
-	"github.com/bindery-nas/bindery/internal/store/internal/pools"
-	"github.com/jmoiron/sqlx"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 )
 
-// The raw-SQL helpers of tests (storetest.Exec, QueryInt, …) reach the
-// pools through package pools, so the product type has no such methods.
+// The store's packages (and the raw-SQL helpers of tests, storetest.Exec,
+// QueryInt, …) reach the open database through package sqldb, so the
+// product type has no method that hands out its pools.
 func init() {
-	pools.Of = func(st any) (w, r *sqlx.DB) {
+	sqldb.Of = func(st any) *sqldb.DB {
 		s := st.(*Store)
-		return s.w, s.r
+		return &sqldb.DB{W: s.w, R: s.r, Postgres: s.engine == enginePostgres, Now: s.Now, Write: s.write}
 	}
 }
 

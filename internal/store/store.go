@@ -1,6 +1,9 @@
-// Package store is the only package that speaks SQL. It owns the two
-// connection pools of a process (one writer, many readers), the clock every
-// timestamp is taken from, and one file per aggregate of the schema.
+// Package store opens the database and holds most of the SQL: with the
+// packages beside it (reading, pgadmin), it is the only code that speaks
+// SQL. It owns the two connection pools of a process (one writer, many
+// readers) and the clock every timestamp is taken from, and hands both to
+// its sibling packages through internal/sqldb; one file per aggregate of
+// the schema.
 package store
 
 import (

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/pgadmin"
+	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -92,9 +93,9 @@ func TestCopyToPostgres(t *testing.T) {
 		t.Fatalf("duplicate groups: %v\nPostgreSQL %+v\nSQLite %+v", err, dstGroups, srcGroups)
 	}
 	// The search index is built by the target's triggers as rows arrive.
-	q, _ := store.ParseSearch("Book 12345")
+	q, _ := reading.ParseSearch("Book 12345")
 	for _, st := range []*store.Store{src, dst} {
-		found, err := st.SearchBooks(ctx, store.Reader{All: true}, q, nil, 0, 50)
+		found, err := reading.New(st).SearchBooks(ctx, reading.Reader{All: true}, q, nil, 0, 50)
 		if err != nil || len(found) != 1 || !strings.HasSuffix(found[0].RelativePath, "/book 12345.cbz") {
 			t.Errorf("search after the copy: %+v, %v", found, err)
 		}

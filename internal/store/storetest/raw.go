@@ -5,7 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/bindery-nas/bindery/internal/store"
-	"github.com/bindery-nas/bindery/internal/store/internal/pools"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 )
 
 // The raw SQL of tests, and of tools acting as a third party that writes
@@ -15,7 +15,7 @@ import (
 
 // Exec runs one statement on st's writer pool.
 func Exec(ctx context.Context, st *store.Store, query string, args ...any) (sql.Result, error) {
-	w, _ := pools.Of(st)
+	w := sqldb.Of(st).W
 	return w.ExecContext(ctx, query, args...)
 }
 
@@ -23,7 +23,7 @@ func Exec(ctx context.Context, st *store.Store, query string, args ...any) (sql.
 // returns the new row's id (database/sql's LastInsertId has no PostgreSQL
 // form).
 func InsertID(ctx context.Context, st *store.Store, query string, args ...any) (int64, error) {
-	w, _ := pools.Of(st)
+	w := sqldb.Of(st).W
 	var id int64
 	err := w.QueryRowContext(ctx, query, args...).Scan(&id)
 	return id, err
@@ -45,13 +45,13 @@ func QueryText(ctx context.Context, st *store.Store, query string, args ...any) 
 
 // QueryRow runs a query returning one row on st's reader pool.
 func QueryRow(ctx context.Context, st *store.Store, query string, args ...any) *sql.Row {
-	_, r := pools.Of(st)
+	r := sqldb.Of(st).R
 	return r.QueryRowContext(ctx, query, args...)
 }
 
 // QueryRows runs a query on st's reader pool.
 func QueryRows(ctx context.Context, st *store.Store, query string, args ...any) (*sql.Rows, error) {
-	_, r := pools.Of(st)
+	r := sqldb.Of(st).R
 	return r.QueryContext(ctx, query, args...)
 }
 
@@ -72,4 +72,13 @@ func QueryInts(ctx context.Context, st *store.Store, query string, args ...any) 
 		out = append(out, n)
 	}
 	return out, rows.Err()
+}
+
+// AnalyzeSQL refreshes the planner's statistics after a bulk load, as the
+// engine under test spells it.
+func AnalyzeSQL() string {
+	if Postgres() {
+		return `VACUUM ANALYZE`
+	}
+	return `ANALYZE`
 }

@@ -1,4 +1,4 @@
-package store
+package reading
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 )
 
 // The lists a reader browses (OPDS, /me): each holds only what the
@@ -28,7 +29,7 @@ const (
 // ReaderLibraries lists the libraries the reader may see, by name.
 func (s *Store) ReaderLibraries(ctx context.Context, r Reader) ([]model.Library, error) {
 	out := []model.Library{}
-	err := s.r.SelectContext(ctx, &out, `SELECT `+libraryColsL+` FROM libraries l WHERE `+grantOfLibrary+
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+libraryColsL+` FROM libraries l WHERE `+grantOfLibrary+
 		` ORDER BY l.name, l.id`, r.all(), r.UserID)
 	if err != nil {
 		return nil, fmt.Errorf("reader libraries: %w", err)
@@ -40,10 +41,10 @@ func (s *Store) ReaderLibraries(ctx context.Context, r Reader) ([]model.Library,
 // otherwise.
 func (s *Store) ReaderLibrary(ctx context.Context, r Reader, id int64) (model.Library, error) {
 	var l model.Library
-	err := s.r.GetContext(ctx, &l, `SELECT `+libraryColsL+` FROM libraries l WHERE l.id = ? AND `+grantOfLibrary,
+	err := s.db.R.GetContext(ctx, &l, `SELECT `+libraryColsL+` FROM libraries l WHERE l.id = ? AND `+grantOfLibrary,
 		id, r.all(), r.UserID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return model.Library{}, missingRow(libraryRow, id)
+		return model.Library{}, sqldb.MissingRow(sqldb.LibraryRow, id)
 	}
 	if err != nil {
 		return model.Library{}, fmt.Errorf("reader library: %w", err)
@@ -55,10 +56,10 @@ func (s *Store) ReaderLibrary(ctx context.Context, r Reader, id int64) (model.Li
 // otherwise.
 func (s *Store) ReaderSeries(ctx context.Context, r Reader, id int64) (model.Series, error) {
 	var out model.Series
-	err := s.r.GetContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE s.id = ? AND `+grantOfSeries,
+	err := s.db.R.GetContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE s.id = ? AND `+grantOfSeries,
 		id, r.all(), r.UserID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return model.Series{}, missingRow(seriesRow, id)
+		return model.Series{}, sqldb.MissingRow(sqldb.SeriesRow, id)
 	}
 	if err != nil {
 		return model.Series{}, fmt.Errorf("reader series: %w", err)
@@ -71,7 +72,7 @@ func (s *Store) ReaderSeries(ctx context.Context, r Reader, id int64) (model.Ser
 // SearchSeriesByName, through the search index.
 func (s *Store) ListReaderSeries(ctx context.Context, r Reader, libraryID int64, offset, limit int) ([]model.Series, error) {
 	out := []model.Series{}
-	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s
 		WHERE s.file_count > 0 AND (? = 0 OR s.library_id = ?)
 		AND `+grantOfSeries+` ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?`,
 		libraryID, libraryID, r.all(), r.UserID, limit, offset)
@@ -84,7 +85,7 @@ func (s *Store) ListReaderSeries(ctx context.Context, r Reader, libraryID int64,
 // SeriesBooks pages the books of a series in reading order.
 func (s *Store) SeriesBooks(ctx context.Context, r Reader, seriesID int64, offset, limit int) ([]model.Book, error) {
 	out := []model.Book{}
-	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE f.series_id = ? AND`+readable+`
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE f.series_id = ? AND`+readable+`
 		ORDER BY f.sort_key, f.id LIMIT ? OFFSET ?`, r.UserID, seriesID, r.all(), r.UserID, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("series books: %w", err)
@@ -95,7 +96,7 @@ func (s *Store) SeriesBooks(ctx context.Context, r Reader, seriesID int64, offse
 // RecentBooks pages the reader's books, the newest first.
 func (s *Store) RecentBooks(ctx context.Context, r Reader, offset, limit int) ([]model.Book, error) {
 	out := []model.Book{}
-	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE`+readable+`
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE`+readable+`
 		ORDER BY f.created_at DESC, f.id DESC LIMIT ? OFFSET ?`, r.UserID, r.all(), r.UserID, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("recent books: %w", err)

@@ -1,4 +1,4 @@
-package store
+package reading
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func (s *Store) SearchBooks(ctx context.Context, r Reader, q SearchQuery, after 
 		return nil, errSearchNotWords
 	}
 	ranked, match := rankedIDsFTS4, q.matchFTS4()
-	if s.engine == enginePostgres {
+	if s.db.Postgres {
 		ranked, match = rankedIDsPG, q.tsquery()
 	}
 	rargs := []any{match, r.all(), r.UserID}
@@ -89,7 +89,7 @@ func (s *Store) SearchBooks(ctx context.Context, r Reader, q SearchQuery, after 
 	}
 	args := append(append([]any{r.UserID}, rargs...), limit, offset)
 	out := []SearchHit{}
-	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+`, hit.search_rank`+bookFrom+`
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+bookCols+`, hit.search_rank`+bookFrom+`
 		JOIN (SELECT hit_id, search_rank FROM (`+ranked+`) ranked`+where+`
 			ORDER BY search_rank DESC, hit_id LIMIT ? OFFSET ?) hit ON hit.hit_id = f.id
 		ORDER BY hit.search_rank DESC, f.id`, args...)

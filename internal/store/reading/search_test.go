@@ -1,4 +1,4 @@
-package store_test
+package reading_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 )
@@ -25,7 +26,7 @@ func TestParseSearchWords(t *testing.T) {
 		{"Amélie  l'Île 2", []string{"amélie", "l", "île", "2"}},
 		{"a & !b | c:* <-> d", []string{"a", "b", "c", "d"}},
 	} {
-		q, err := store.ParseSearch(c.in)
+		q, err := reading.ParseSearch(c.in)
 		if err != nil || !slices.Equal(q.Terms(), c.want) {
 			t.Errorf("ParseSearch(%q) = %q, %v; want %q", c.in, q.Terms(), err, c.want)
 		}
@@ -38,14 +39,14 @@ func TestParseSearchRefusesBadQueries(t *testing.T) {
 		in   string
 		want error
 	}{
-		{"", store.ErrSearchEmpty},
-		{" \t ", store.ErrSearchEmpty},
-		{strings.Repeat("a", store.MaxSearchBytes+1), store.ErrSearchTooLong},
-		{"saga \xff", store.ErrSearchUTF8},
-		{`"*" - () : ^`, store.ErrSearchNoTerms},
-		{strings.Repeat("w ", store.MaxSearchTerms+1), store.ErrSearchTooMany},
+		{"", reading.ErrSearchEmpty},
+		{" \t ", reading.ErrSearchEmpty},
+		{strings.Repeat("a", reading.MaxSearchBytes+1), reading.ErrSearchTooLong},
+		{"saga \xff", reading.ErrSearchUTF8},
+		{`"*" - () : ^`, reading.ErrSearchNoTerms},
+		{strings.Repeat("w ", reading.MaxSearchTerms+1), reading.ErrSearchTooMany},
 	} {
-		if _, err := store.ParseSearch(c.in); !errors.Is(err, c.want) {
+		if _, err := reading.ParseSearch(c.in); !errors.Is(err, c.want) {
 			t.Errorf("ParseSearch(%q) = %v; want %v", c.in, err, c.want)
 		}
 	}
@@ -67,7 +68,9 @@ func setupSearch(t *testing.T) *searchEnv {
 
 func (e *searchEnv) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
-	mustExec(t, e.worker, q, args...)
+	if _, err := storetest.Exec(context.Background(), e.worker, q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
 }
 
 func (e *searchEnv) series(t *testing.T, name string) int64 {
@@ -84,11 +87,11 @@ func (e *searchEnv) series(t *testing.T, name string) int64 {
 // books answers the ids of the books a search finds for the admin.
 func (e *searchEnv) books(t *testing.T, text string) []int64 {
 	t.Helper()
-	q, err := store.ParseSearch(text)
+	q, err := reading.ParseSearch(text)
 	if err != nil {
 		t.Fatalf("ParseSearch(%q): %v", text, err)
 	}
-	rows, err := e.control.SearchBooks(context.Background(), store.Reader{All: true}, q, nil, 0, 100)
+	rows, err := reading.New(e.control).SearchBooks(context.Background(), reading.Reader{All: true}, q, nil, 0, 100)
 	if err != nil {
 		t.Fatalf("SearchBooks(%q): %v", text, err)
 	}
@@ -101,11 +104,11 @@ func (e *searchEnv) books(t *testing.T, text string) []int64 {
 
 func (e *searchEnv) seriesFound(t *testing.T, text string) []int64 {
 	t.Helper()
-	q, err := store.ParseSearch(text)
+	q, err := reading.ParseSearch(text)
 	if err != nil {
 		t.Fatalf("ParseSearch(%q): %v", text, err)
 	}
-	rows, err := e.control.SearchSeries(context.Background(), store.Reader{All: true}, q, 0, 0, 100)
+	rows, err := reading.New(e.control).SearchSeries(context.Background(), reading.Reader{All: true}, q, 0, 0, 100)
 	if err != nil {
 		t.Fatalf("SearchSeries(%q): %v", text, err)
 	}
@@ -263,11 +266,11 @@ func TestSearchPagesByAnchor(t *testing.T) {
 	if len(want) != 6 {
 		t.Fatalf("one page holds %v; want the 6 books", want)
 	}
-	q, _ := store.ParseSearch("kill")
+	q, _ := reading.ParseSearch("kill")
 	var byAnchor, byOffset []int64
 	var after *model.SearchAnchor
 	for i := 0; i < 20; i++ {
-		rows, err := e.control.SearchBooks(context.Background(), store.Reader{All: true}, q, after, 0, 1)
+		rows, err := reading.New(e.control).SearchBooks(context.Background(), reading.Reader{All: true}, q, after, 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +280,7 @@ func TestSearchPagesByAnchor(t *testing.T) {
 		byAnchor = append(byAnchor, rows[0].ID)
 		a := rows[0].Anchor()
 		after = &a
-		rows, err = e.control.SearchBooks(context.Background(), store.Reader{All: true}, q, nil, i, 1)
+		rows, err = reading.New(e.control).SearchBooks(context.Background(), reading.Reader{All: true}, q, nil, i, 1)
 		if err != nil || len(rows) != 1 {
 			t.Fatalf("offset %d: %v, %v", i, rows, err)
 		}
@@ -289,7 +292,7 @@ func TestSearchPagesByAnchor(t *testing.T) {
 	if !slices.Equal(want[:2], titled) {
 		t.Errorf("the titled books %v do not come first: %v", titled, want)
 	}
-	if _, err := e.control.SearchBooks(context.Background(), store.Reader{All: true}, store.SearchQuery{}, nil, 0, 2); err == nil {
+	if _, err := reading.New(e.control).SearchBooks(context.Background(), reading.Reader{All: true}, reading.SearchQuery{}, nil, 0, 2); err == nil {
 		t.Error("a zero SearchQuery was searched")
 	}
 }

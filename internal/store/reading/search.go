@@ -1,4 +1,4 @@
-package store
+package reading
 
 import (
 	"context"
@@ -103,11 +103,11 @@ func (s *Store) SearchSeries(ctx context.Context, r Reader, q SearchQuery, after
 		return nil, errSearchNotWords
 	}
 	match, arg := seriesMatchFTS4, q.matchFTS4()
-	if s.engine == enginePostgres {
+	if s.db.Postgres {
 		match, arg = seriesMatchPG, q.tsquery()
 	}
 	out := []model.Series{}
-	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE`+match+`
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE`+match+`
 		AND s.id > ? AND s.file_count > 0 AND `+grantOfSeries+` ORDER BY s.id LIMIT ? OFFSET ?`,
 		arg, afterID, r.all(), r.UserID, limit, offset)
 	if err != nil {
@@ -124,11 +124,11 @@ func (s *Store) SearchSeriesByName(ctx context.Context, r Reader, q SearchQuery,
 		return nil, errSearchNotWords
 	}
 	match, arg := seriesMatchFTS4, q.matchFTS4()
-	if s.engine == enginePostgres {
+	if s.db.Postgres {
 		match, arg = seriesMatchPG, q.tsquery()
 	}
 	out := []model.Series{}
-	err := s.r.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE`+match+`
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+seriesColsS+` FROM series s WHERE`+match+`
 		AND s.file_count > 0 AND `+grantOfSeries+` ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?`,
 		arg, r.all(), r.UserID, limit, offset)
 	if err != nil {

@@ -1,4 +1,4 @@
-package store_test
+package reading_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 )
@@ -36,13 +37,13 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	b.Cleanup(func() { raw.Close() })
 	for _, term := range []string{"author42", "zanzibar"} {
-		q, err := store.ParseSearch(term)
+		q, err := reading.ParseSearch(term)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run("index/"+term, func(b *testing.B) {
 			for b.Loop() {
-				if rows, err := control.SearchBooks(ctx, store.Reader{All: true}, q, nil, 0, 50); err != nil || len(rows) == 0 {
+				if rows, err := reading.New(control).SearchBooks(ctx, reading.Reader{All: true}, q, nil, 0, 50); err != nil || len(rows) == 0 {
 					b.Fatalf("%d rows, %v", len(rows), err)
 				}
 			}
@@ -68,7 +69,7 @@ func seedBooks(b *testing.B, st *store.Store, lib int64) {
 		`INSERT INTO file_metadata (file_id, source, title, writer, updated_at)
 		SELECT id, 'comicinfo', 'Chapter ' || id, 'Author' || (id % 500), '2026-01-01 00:00:00.000' FROM library_files`,
 		`UPDATE file_metadata SET title = 'Zanzibar' WHERE file_id = (SELECT max(id) FROM library_files)`,
-		settle(),
+		storetest.AnalyzeSQL(),
 	} {
 		if _, err := storetest.Exec(ctx, st, q); err != nil {
 			b.Fatal(err)
@@ -102,9 +103,3 @@ func countRows(b *testing.B, db *sql.DB, pattern string) int {
 // settle is what autovacuum (PostgreSQL: it also empties the GIN index's
 // pending list, which a bulk insert fills and every search then scans,
 // 13 ms here) or a scan's optimize (SQLite) would have run by now.
-func settle() string {
-	if storetest.Postgres() {
-		return `VACUUM ANALYZE`
-	}
-	return `ANALYZE`
-}

@@ -1,4 +1,4 @@
-package store
+package reading
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -30,7 +31,7 @@ func (r Reader) all() int {
 // it binds (all, user id).
 const grantOf = `(? = 1 OR EXISTS (SELECT 1 FROM user_libraries ul WHERE ul.user_id = ? AND ul.library_id = f.library_id))`
 
-const bookCols = fileCols + `, coalesce(p.page, 0) AS page, coalesce(p.completed, 0) AS completed,
+const bookCols = sqldb.FileCols + `, coalesce(p.page, 0) AS page, coalesce(p.completed, 0) AS completed,
 	p.updated_at AS read_at, l.name AS library_title, m.title AS title`
 
 // bookFrom joins a file with its series, library and the progress of the
@@ -47,10 +48,10 @@ const readable = ` f.is_missing = 0 AND f.role IN ('book', 'folder') AND ` + gra
 // the two cannot be told apart.
 func (s *Store) ReaderBook(ctx context.Context, r Reader, fileID int64) (model.Book, error) {
 	var b model.Book
-	err := s.r.GetContext(ctx, &b, `SELECT `+bookCols+bookFrom+` WHERE f.id = ? AND`+readable,
+	err := s.db.R.GetContext(ctx, &b, `SELECT `+bookCols+bookFrom+` WHERE f.id = ? AND`+readable,
 		r.UserID, fileID, r.all(), r.UserID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return model.Book{}, missingRow(fileRow, fileID)
+		return model.Book{}, sqldb.MissingRow(sqldb.FileRow, fileID)
 	}
 	if err != nil {
 		return model.Book{}, fmt.Errorf("reader book: %w", err)
@@ -64,9 +65,9 @@ func (s *Store) PutProgress(ctx context.Context, userID, fileID, page int64, com
 	if _, err := s.ReaderBook(ctx, Reader{UserID: userID}, fileID); err != nil {
 		return model.Progress{}, err
 	}
-	now := s.nowText()
+	now := s.db.NowText()
 	var p model.Progress
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		return tx.GetContext(ctx, &p, `INSERT INTO reading_progress (user_id, file_id, page, completed, updated_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, file_id) DO UPDATE SET page = excluded.page,
 				completed = excluded.completed, updated_at = excluded.updated_at
@@ -83,7 +84,7 @@ func (s *Store) DeleteProgress(ctx context.Context, userID, fileID int64) error 
 	if _, err := s.ReaderBook(ctx, Reader{UserID: userID}, fileID); err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sqlx.Tx) error {
+	return s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM reading_progress WHERE user_id = ? AND file_id = ?`, userID, fileID)
 		return err
 	})
@@ -93,7 +94,7 @@ func (s *Store) DeleteProgress(ctx context.Context, userID, fileID int64) error 
 // recently read first.
 func (s *Store) ContinueReading(ctx context.Context, r Reader, offset, limit int) ([]model.Book, error) {
 	out := []model.Book{}
-	err := s.r.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE p.completed = 0 AND`+readable+`
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+bookCols+bookFrom+` WHERE p.completed = 0 AND`+readable+`
 		ORDER BY p.updated_at DESC, f.id LIMIT ? OFFSET ?`, r.UserID, r.all(), r.UserID, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("continue reading: %w", err)
@@ -106,7 +107,7 @@ func (s *Store) ContinueReading(ctx context.Context, r Reader, offset, limit int
 // the series finished most recently first.
 func (s *Store) OnDeck(ctx context.Context, r Reader, offset, limit int) ([]model.Book, error) {
 	out := []model.Book{}
-	err := s.r.SelectContext(ctx, &out, `WITH done AS (
+	err := s.db.R.SelectContext(ctx, &out, `WITH done AS (
 			SELECT d.series_id, max(q.updated_at) AS at FROM reading_progress q JOIN library_files d ON d.id = q.file_id
 			WHERE q.user_id = ? AND q.completed = 1 AND d.series_id IS NOT NULL GROUP BY d.series_id
 			HAVING NOT EXISTS (SELECT 1 FROM reading_progress o JOIN library_files od ON od.id = o.file_id
@@ -124,51 +125,20 @@ func (s *Store) OnDeck(ctx context.Context, r Reader, offset, limit int) ([]mode
 }
 
 // NextUnread is the first book of a series, in reading order, that the
-// reader has not finished; ErrNotFound (file_not_found) when every book is
+// reader has not finished; sqldb.ErrNotFound (file_not_found) when every book is
 // finished, series_not_found when the series is outside the grant.
 func (s *Store) NextUnread(ctx context.Context, r Reader, seriesID int64) (model.Book, error) {
 	if _, err := s.ReaderSeries(ctx, r, seriesID); err != nil {
 		return model.Book{}, err
 	}
 	var b model.Book
-	err := s.r.GetContext(ctx, &b, `SELECT `+bookCols+bookFrom+` WHERE f.series_id = ? AND coalesce(p.completed, 0) = 0
+	err := s.db.R.GetContext(ctx, &b, `SELECT `+bookCols+bookFrom+` WHERE f.series_id = ? AND coalesce(p.completed, 0) = 0
 		AND`+readable+` ORDER BY f.sort_key, f.id LIMIT 1`, r.UserID, seriesID, r.all(), r.UserID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return model.Book{}, &protocol.Error{Code: protocol.CodeFileNotFound, Message: "every book of the series is finished", Err: ErrNotFound}
+		return model.Book{}, &protocol.Error{Code: protocol.CodeFileNotFound, Message: "every book of the series is finished", Err: sqldb.ErrNotFound}
 	}
 	if err != nil {
 		return model.Book{}, fmt.Errorf("next unread: %w", err)
 	}
 	return b, nil
-}
-
-// SettleKeeperProgress moves reading progress off the copies a delete job
-// removed (trashed or unlinked) to the copy its plan kept in the same
-// group, for each user whose keeper has no progress yet; the removed
-// copy's progress is deleted either way, so a pass never repeats. workerd
-// records the outcomes and cannot write reading_progress: controld's
-// scheduler runs this after them. It returns how many rows it moved.
-func (s *Store) SettleKeeperProgress(ctx context.Context) (int64, error) {
-	const removed = `FROM reading_progress p
-		JOIN delete_outcomes o ON o.file_id = p.file_id AND o.outcome IN ('trashed', 'unlinked')
-		JOIN delete_plans pl ON pl.job_id = o.job_id
-		JOIN delete_plan_files r ON r.plan_id = pl.id AND r.file_id = o.file_id AND r.decision = 'remove'
-		JOIN delete_plan_files k ON k.plan_id = pl.id AND k.group_seq = r.group_seq AND k.decision = 'keep'`
-	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO reading_progress (user_id, file_id, page, completed, updated_at)
-			SELECT p.user_id, k.file_id, max(p.page), max(p.completed), max(p.updated_at) `+removed+`
-			GROUP BY p.user_id, k.file_id ON CONFLICT (user_id, file_id) DO NOTHING`)
-		if err != nil {
-			return err
-		}
-		n, _ = res.RowsAffected()
-		_, err = tx.ExecContext(ctx, `DELETE FROM reading_progress WHERE (user_id, file_id) IN (
-			SELECT p.user_id, p.file_id `+removed+`)`)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("settle keeper progress: %w", err)
-	}
-	return n, nil
 }

@@ -1,0 +1,17 @@
+package sqldb
+
+// FileCols selects a model.File from library_files f joined with its
+// series s: the file's columns, its series name, its content hash while it
+// still describes the file, and the state of its newest cover.
+const FileCols = `f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, f.format, f.total_pages,
+	f.series_id, s.name AS series_name, f.is_missing, f.missing_since,
+	CASE WHEN f.hashed_size_bytes = f.size_bytes AND f.hashed_mtime_ns = f.mtime_ns THEN f.hash_algorithm END AS hash_algorithm,
+	CASE WHEN f.hashed_size_bytes = f.size_bytes AND f.hashed_mtime_ns = f.mtime_ns THEN f.content_hash END AS content_hash,
+	f.analysis_error_code, f.analysis_error_message, f.analyzed_at, f.cover_updated_at, f.sort_key, f.path_key, f.role, f.volumes,
+	(SELECT t.status FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_status,
+	(SELECT CASE WHEN t.status = 'failed' THEN t.error_code END
+	 FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_error_code,
+	(SELECT CASE WHEN t.status = 'failed' THEN t.error_message END
+	 FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_error_message,
+	(SELECT t.id FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready' ORDER BY t.id DESC LIMIT 1) AS cover_thumbnail_id,
+	f.created_at, f.updated_at`

@@ -1,0 +1,36 @@
+// Package sqldb is the plumbing the store's packages share: the two pools of
+// an open database, its engine, its clock and write transactions that run
+// again when they lose a race, the store's application errors and its
+// not-found rows. Package store opens the database and hands it out
+// through Of; Go's internal rule keeps every package outside internal/store
+// from importing this one, so only the store's packages speak SQL.
+package sqldb
+
+import (
+	"context"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/bindery-nas/bindery/protocol"
+)
+
+// DB is an open database as the store's packages use it.
+type DB struct {
+	// W is the writer pool (one connection on SQLite), R the readers'.
+	W, R *sqlx.DB
+	// Postgres: the database is PostgreSQL, not SQLite.
+	Postgres bool
+	// Now is the store's clock, truncated to the protocol's milliseconds.
+	Now func() time.Time
+	// Write runs fn in one write transaction, again while it loses races
+	// (SQLITE_BUSY, serialization failures); fn must be safe to run again.
+	Write func(ctx context.Context, fn func(tx *sqlx.Tx) error) error
+}
+
+// NowText is Now as the protocol writes it in a column.
+func (d *DB) NowText() string { return protocol.FormatTime(d.Now()) }
+
+// Of returns the DB of st, a *store.Store; package store sets it when it
+// loads.
+var Of func(st any) *DB
