@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/store/feed"
 )
 
 // wakes tells idle lanes that another connection committed (a job was
@@ -48,7 +50,7 @@ func (e *Engine) idle(ctx context.Context, d time.Duration) {
 // watchChanges wakes the lanes whenever the database changed, until ctx
 // ends. Without a watcher the lanes keep to their backoff, as before.
 func (e *Engine) watchChanges(ctx context.Context) {
-	w, err := e.st.WatchChanges(ctx)
+	w, err := feed.New(e.st).WatchChanges(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Warn("change watcher unavailable: idle lanes claim on their backoff alone", "err", err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/feed"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -60,6 +61,7 @@ type Config struct {
 type Broker struct {
 	cfg Config
 	st  *store.Store
+	fd  *feed.Store
 
 	mu     sync.Mutex
 	subs   map[chan Event]struct{}
@@ -89,7 +91,7 @@ func New(cfg Config) *Broker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Broker{cfg: cfg, st: cfg.Store, subs: map[chan Event]struct{}{},
+	return &Broker{cfg: cfg, st: cfg.Store, fd: feed.New(cfg.Store), subs: map[chan Event]struct{}{},
 		sentJobs: map[int64]time.Time{}, sentThumb: map[int64]time.Time{}, polled: make(chan struct{})}
 }
 
@@ -128,7 +130,7 @@ func (b *Broker) Polled() <-chan struct{} {
 
 // Run polls until ctx ends, then closes every subscription.
 func (b *Broker) Run(ctx context.Context) error {
-	w, err := b.st.WatchChanges(ctx)
+	w, err := b.fd.WatchChanges(ctx)
 	if err != nil {
 		return err
 	}
@@ -165,7 +167,7 @@ func (b *Broker) Run(ctx context.Context) error {
 // reset starts the feed at the present: the rows of the lookback window
 // count as sent, so a new subscriber hears of changes from now on only.
 func (b *Broker) reset(ctx context.Context) error {
-	id, err := b.st.LastScanErrorID(ctx)
+	id, err := b.fd.LastScanErrorID(ctx)
 	if err != nil {
 		return err
 	}
@@ -174,7 +176,7 @@ func (b *Broker) reset(ctx context.Context) error {
 	clear(b.sentJobs)
 	clear(b.sentThumb)
 	since := protocol.FormatTime(b.mark.Add(-b.cfg.Lookback))
-	jobs, err := b.st.JobsUpdatedSince(ctx, since, batch)
+	jobs, err := b.fd.JobsUpdatedSince(ctx, since, batch)
 	if err != nil {
 		return err
 	}
@@ -182,7 +184,7 @@ func (b *Broker) reset(ctx context.Context) error {
 		b.sentJobs[j.ID] = j.UpdatedAt.Time
 		b.advance(j.UpdatedAt)
 	}
-	thumbs, err := b.st.ThumbnailsSettledSince(ctx, since, batch)
+	thumbs, err := b.fd.ThumbnailsSettledSince(ctx, since, batch)
 	if err != nil {
 		return err
 	}
@@ -211,7 +213,7 @@ func (b *Broker) poll(ctx context.Context) error {
 		return b.reset(ctx)
 	}
 	since := protocol.FormatTime(b.mark.Add(-b.cfg.Lookback))
-	jobs, err := b.st.JobsUpdatedSince(ctx, since, batch)
+	jobs, err := b.fd.JobsUpdatedSince(ctx, since, batch)
 	if err != nil {
 		return err
 	}
@@ -223,7 +225,7 @@ func (b *Broker) poll(ctx context.Context) error {
 		b.advance(j.UpdatedAt)
 		b.publish(TypeJob, jobEvent(j))
 	}
-	thumbs, err := b.st.ThumbnailsSettledSince(ctx, since, batch)
+	thumbs, err := b.fd.ThumbnailsSettledSince(ctx, since, batch)
 	if err != nil {
 		return err
 	}
@@ -235,7 +237,7 @@ func (b *Broker) poll(ctx context.Context) error {
 		b.advance(t.UpdatedAt)
 		b.publish(TypeThumbnail, thumbnailEvent(t))
 	}
-	errs, err := b.st.ScanErrorsAfter(ctx, b.lastErrID, batch)
+	errs, err := b.fd.ScanErrorsAfter(ctx, b.lastErrID, batch)
 	if err != nil {
 		return err
 	}

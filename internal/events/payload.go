@@ -2,7 +2,7 @@ package events
 
 import (
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/feed"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -53,7 +53,7 @@ type scanErrorData struct {
 	Message      string `json:"message"`
 }
 
-func scanErrorEvent(e store.ScanErrorEvent) scanErrorData {
+func scanErrorEvent(e feed.ScanErrorEvent) scanErrorData {
 	return scanErrorData{ID: e.ID, SessionID: e.SessionID, LibraryID: e.LibraryID, JobID: e.JobID,
 		RelativePath: e.RelativePath, ErrorCode: e.ErrorCode, Message: e.Message}
 }

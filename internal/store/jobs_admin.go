@@ -10,12 +10,11 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-const jobCols = `id, kind, status, library_id, priority, payload, progress, processed_items, total_items,
-	result, attempt, retry_after, cancel_requested, worker_id, worker_heartbeat_at, lease_expires_at,
-	error_code, error_message, created_at, updated_at, started_at, finished_at, lease_epoch`
+const jobCols = sqldb.JobCols
 
 // JobFilter narrows ListJobs; zero fields do not filter.
 type JobFilter struct {

@@ -6,12 +6,11 @@ import (
 	"fmt"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-const thumbnailCols = `id, file_id, library_id, group_key, media_type, format, status, output_relpath, width,
-	height, bytes_size, worker_id, worker_heartbeat_at, lease_expires_at, lease_epoch, error_code, error_message,
-	error_count, retry_after, created_at, updated_at, started_at, finished_at, task, cover_hash`
+const thumbnailCols = sqldb.ThumbnailCols
 
 // ThumbnailMetrics are the figures of GET /thumbnails/metrics.
 type ThumbnailMetrics struct {

@@ -15,3 +15,13 @@ const FileCols = `f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns,
 	 FROM thumbnails t WHERE t.file_id = f.id ORDER BY t.id DESC LIMIT 1) AS cover_error_message,
 	(SELECT t.id FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready' ORDER BY t.id DESC LIMIT 1) AS cover_thumbnail_id,
 	f.created_at, f.updated_at`
+
+// JobCols selects a model.Job from jobs.
+const JobCols = `id, kind, status, library_id, priority, payload, progress, processed_items, total_items,
+	result, attempt, retry_after, cancel_requested, worker_id, worker_heartbeat_at, lease_expires_at,
+	error_code, error_message, created_at, updated_at, started_at, finished_at, lease_epoch`
+
+// ThumbnailCols selects a model.Thumbnail from thumbnails.
+const ThumbnailCols = `id, file_id, library_id, group_key, media_type, format, status, output_relpath, width,
+	height, bytes_size, worker_id, worker_heartbeat_at, lease_expires_at, lease_epoch, error_code, error_message,
+	error_count, retry_after, created_at, updated_at, started_at, finished_at, task, cover_hash`

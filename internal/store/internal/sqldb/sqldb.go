@@ -23,6 +23,9 @@ type DB struct {
 	Postgres bool
 	// Now is the store's clock, truncated to the protocol's milliseconds.
 	Now func() time.Time
+	// ListenURL is, on PostgreSQL, the URL a dedicated LISTEN connection
+	// opens (the store's own, password from the environment); "" on SQLite.
+	ListenURL string
 	// Write runs fn in one write transaction, again while it loses races
 	// (SQLITE_BUSY, serialization failures); fn must be safe to run again.
 	Write func(ctx context.Context, fn func(tx *sqlx.Tx) error) error

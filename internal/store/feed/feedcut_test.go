@@ -1,4 +1,4 @@
-package store_test
+package feed_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/feed"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -109,7 +110,7 @@ func TestChangeWatcherSilentNetwork(t *testing.T) {
 	p := newSilentProxy(t, u.Host)
 	u.Host = p.ln.Addr().String()
 	control := storetest.MustOpen(t, u.String(), store.RoleControl, nil)
-	w, err := control.WatchChanges(ctx)
+	w, err := feed.New(control).WatchChanges(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store_test
+package feed_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/feed"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/testutil"
 )
@@ -65,10 +66,10 @@ func TestChangeWatcherReconnects(t *testing.T) {
 
 // watchChanges opens a fresh database as controld with a change watcher on
 // it, closed when the test ends.
-func watchChanges(t *testing.T) (*store.Store, *store.ChangeWatcher) {
+func watchChanges(t *testing.T) (*store.Store, *feed.ChangeWatcher) {
 	t.Helper()
 	control, _, _ := storetest.MustOpenDB(t)
-	w, err := control.WatchChanges(context.Background())
+	w, err := feed.New(control).WatchChanges(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

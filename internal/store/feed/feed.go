@@ -1,4 +1,6 @@
-package store
+// Package feed is what controld's event feed and the engine's wake-ups
+// read: change detection, and the rows changed since the last look.
+package feed
 
 import (
 	"context"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -41,10 +45,10 @@ type ChangeWatcher struct {
 // WatchChanges takes a dedicated connection for a watcher. Close gives it
 // back.
 func (s *Store) WatchChanges(ctx context.Context) (*ChangeWatcher, error) {
-	if s.engine == enginePostgres {
+	if s.db.Postgres {
 		return s.listenChanges(ctx)
 	}
-	conn, err := s.r.Conn(ctx)
+	conn, err := s.db.R.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch changes: %w", err)
 	}
@@ -57,11 +61,10 @@ func (s *Store) WatchChanges(ctx context.Context) (*ChangeWatcher, error) {
 }
 
 func (s *Store) listenChanges(ctx context.Context) (*ChangeWatcher, error) {
-	u, err := pgURL(s.dsn, false)
-	if err != nil {
-		return nil, err
+	if s.db.ListenURL == "" {
+		return nil, errors.New("watch changes: no URL to LISTEN on")
 	}
-	w := &ChangeWatcher{url: u}
+	w := &ChangeWatcher{url: s.db.ListenURL}
 	if err := w.listen(ctx); err != nil {
 		return nil, err
 	}
@@ -227,7 +230,7 @@ func (w *ChangeWatcher) Close() error {
 // oldest change first.
 func (s *Store) JobsUpdatedSince(ctx context.Context, since string, limit int) ([]model.Job, error) {
 	var out []model.Job
-	err := s.r.SelectContext(ctx, &out, `SELECT `+jobCols+` FROM jobs
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+sqldb.JobCols+` FROM jobs
 		WHERE updated_at >= ? ORDER BY updated_at, id LIMIT ?`, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("jobs updated since: %w", err)
@@ -239,7 +242,7 @@ func (s *Store) JobsUpdatedSince(ctx context.Context, since string, limit int) (
 // ready or failed with updated_at >= since, oldest change first.
 func (s *Store) ThumbnailsSettledSince(ctx context.Context, since string, limit int) ([]model.Thumbnail, error) {
 	var out []model.Thumbnail
-	err := s.r.SelectContext(ctx, &out, `SELECT `+thumbnailCols+` FROM thumbnails
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+sqldb.ThumbnailCols+` FROM thumbnails
 		WHERE updated_at >= ? AND status IN ('ready','failed') ORDER BY updated_at, id LIMIT ?`, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("thumbnails settled since: %w", err)
@@ -251,7 +254,7 @@ func (s *Store) ThumbnailsSettledSince(ctx context.Context, since string, limit 
 // the library of their session.
 func (s *Store) ScanErrorsAfter(ctx context.Context, afterID int64, limit int) ([]ScanErrorEvent, error) {
 	var out []ScanErrorEvent
-	err := s.r.SelectContext(ctx, &out, `SELECT e.id, e.session_id, e.relative_path, e.error_code, e.message,
+	err := s.db.R.SelectContext(ctx, &out, `SELECT e.id, e.session_id, e.relative_path, e.error_code, e.message,
 			s.library_id, s.job_id
 		FROM scan_errors e JOIN scan_sessions s ON s.id = e.session_id
 		WHERE e.id > ? ORDER BY e.id LIMIT ?`, afterID, limit)
@@ -276,8 +279,14 @@ type ScanErrorEvent struct {
 // event feed starts after it.
 func (s *Store) LastScanErrorID(ctx context.Context) (int64, error) {
 	var id sql.NullInt64
-	if err := s.r.QueryRowContext(ctx, `SELECT max(id) FROM scan_errors`).Scan(&id); err != nil {
+	if err := s.db.R.QueryRowContext(ctx, `SELECT max(id) FROM scan_errors`).Scan(&id); err != nil {
 		return 0, fmt.Errorf("last scan error: %w", err)
 	}
 	return id.Int64, nil
 }
+
+// Store reads the feed of one open database.
+type Store struct{ db *sqldb.DB }
+
+// New returns the feed of st's database.
+func New(st *store.Store) *Store { return &Store{db: sqldb.Of(st)} }
