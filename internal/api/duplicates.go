@@ -74,7 +74,7 @@ func (s *Server) hashStatus(ctx context.Context) (hashStatusView, error) {
 		return hashStatusView{}, err
 	}
 	alg := protocol.HashAlgorithm(vals.Enum(settings.HashAlgorithm))
-	h, err := s.st.HashStatus(ctx, alg)
+	h, err := s.hs.HashStatus(ctx, alg)
 	if err != nil {
 		return hashStatusView{}, err
 	}

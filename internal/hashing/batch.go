@@ -11,6 +11,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -30,8 +31,8 @@ type outcome struct {
 // the multi-threaded hasher, so a large file gets every core. It returns
 // the outcomes of the files finished, and ctx.Err() if it was cancelled
 // (files not read, or interrupted mid-read, are not among the outcomes).
-func (r *run) hashBatch(ctx context.Context, batch []store.HashCandidate) ([]outcome, error) {
-	var small, large []store.HashCandidate
+func (r *run) hashBatch(ctx context.Context, batch []hashes.HashCandidate) ([]outcome, error) {
+	var small, large []hashes.HashCandidate
 	for _, c := range batch {
 		if c.SizeBytes >= r.e.cfg.LargeFileBytes || c.Volumes >= 2 {
 			large = append(large, c)
@@ -59,7 +60,7 @@ func (r *run) hashBatch(ctx context.Context, batch []store.HashCandidate) ([]out
 
 // hashLarge hashes one large candidate with the multi-threaded hasher. ok
 // is false when ctx was cancelled before the file was finished.
-func (r *run) hashLarge(ctx context.Context, c store.HashCandidate) (outcome, bool) {
+func (r *run) hashLarge(ctx context.Context, c hashes.HashCandidate) (outcome, bool) {
 	o := outcome{id: c.ID}
 	root := r.roots[c.LibraryID]
 	if root == nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -29,7 +29,7 @@ func noise(seed uint64, n int) []byte {
 // withTail returns a copy of b whose last PartialBlock bytes come from seed.
 func withTail(b []byte, seed uint64) []byte {
 	c := bytes.Clone(b)
-	copy(c[len(c)-store.PartialBlock:], noise(seed, store.PartialBlock))
+	copy(c[len(c)-hashes.PartialBlock:], noise(seed, hashes.PartialBlock))
 	return c
 }
 
@@ -131,16 +131,16 @@ func TestCandidatesFirst(t *testing.T) {
 
 	var atCandidatesEnd struct {
 		due, hashed, partials, groups string
-		status                        store.HashStatus
+		status                        hashes.HashStatus
 	}
-	e.exec.afterPass = func(p store.HashPass) {
-		if p != store.PassCandidates {
+	e.exec.afterPass = func(p hashes.HashPass) {
+		if p != hashes.PassCandidates {
 			return
 		}
 		atCandidatesEnd.due = e.names(t, `library_id = 1 AND needs_hash = 1`)
 		atCandidatesEnd.partials = e.names(t, `partial_hash IS NOT NULL`)
 		atCandidatesEnd.groups = e.groups(t)
-		st, err := e.control.HashStatus(e.ctx, protocol.HashBLAKE3)
+		st, err := hashes.New(e.control).HashStatus(e.ctx, protocol.HashBLAKE3)
 		if err != nil {
 			t.Error(err)
 		}
@@ -191,7 +191,7 @@ func TestCandidatesFirst(t *testing.T) {
 		if want := "{crossLib.cbz otherCopy.cbz} {dupA1.cbz dupA2.cbz} {small1.jpg small2.jpg}"; e.groups(t) != want {
 			t.Fatalf("groups %s, want %s", e.groups(t), want)
 		}
-		st, err := e.control.HashStatus(e.ctx, protocol.HashBLAKE3)
+		st, err := hashes.New(e.control).HashStatus(e.ctx, protocol.HashBLAKE3)
 		if err != nil || !st.Complete() || st.BackfillPending != 0 {
 			t.Fatalf("status %+v %v", st, err)
 		}
@@ -199,8 +199,8 @@ func TestCandidatesFirst(t *testing.T) {
 	t.Run("a new copy of a backfilled file is a candidate at once", func(t *testing.T) {
 		e.addFile(t, "uniq2 copy.cbz", noise(6, 320*kib))
 		var groups string
-		e.exec.afterPass = func(p store.HashPass) {
-			if p == store.PassCandidates {
+		e.exec.afterPass = func(p hashes.HashPass) {
+			if p == hashes.PassCandidates {
 				groups = e.groups(t)
 			}
 		}

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -191,8 +191,8 @@ func incremental(b *testing.B, t dupTree) {
 func reportOnly(b *testing.B, e *env) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
-	e.exec.afterPass = func(p store.HashPass) {
-		if p == store.PassCandidates {
+	e.exec.afterPass = func(p hashes.HashPass) {
+		if p == hashes.PassCandidates {
 			b.StopTimer()
 			cancel()
 		}

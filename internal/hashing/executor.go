@@ -13,6 +13,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -75,20 +76,21 @@ func (c Config) withDefaults() Config {
 // Executor runs hash jobs (engine.JobExecutor).
 type Executor struct {
 	st  *store.Store
+	hs  *hashes.Store // the hash job's rows
 	cfg Config
 	// afterRead, when set (tests only), runs after a file was read and
 	// before its stat is taken again.
 	afterRead func(path string)
 	// afterPass, when set (tests only), runs when a pass has committed
 	// everything.
-	afterPass func(p store.HashPass)
+	afterPass func(p hashes.HashPass)
 }
 
 var _ engine.JobExecutor = (*Executor)(nil)
 
 // New returns a hash job executor over st.
 func New(st *store.Store, cfg Config) *Executor {
-	return &Executor{st: st, cfg: cfg.withDefaults()}
+	return &Executor{st: st, hs: hashes.New(st), cfg: cfg.withDefaults()}
 }
 
 // Counts are a hash job's result figures.
@@ -152,7 +154,7 @@ func (e *Executor) Execute(ctx context.Context, job model.Job, rep engine.Report
 		return nil, err
 	}
 	defer r.close()
-	if r.total, err = e.st.CountHashCandidates(ctx, job.LibraryID, r.alg); err != nil {
+	if r.total, err = e.hs.CountHashCandidates(ctx, job.LibraryID, r.alg); err != nil {
 		return nil, err
 	}
 	r.rep = rep
@@ -160,7 +162,7 @@ func (e *Executor) Execute(ctx context.Context, job model.Job, rep engine.Report
 	if err := r.partials(ctx); err != nil {
 		return r.counts.Map(), err
 	}
-	for _, p := range []store.HashPass{store.PassCandidates, store.PassBackfill} {
+	for _, p := range []hashes.HashPass{hashes.PassCandidates, hashes.PassBackfill} {
 		if err := r.pass(ctx, p); err != nil {
 			return r.counts.Map(), err
 		}
@@ -178,7 +180,7 @@ func (e *Executor) Execute(ctx context.Context, job model.Job, rep engine.Report
 // (small files in parallel, large ones alone) and committed in one
 // transaction while the next one is read and hashed, so the hashing
 // workers do not wait on the database.
-func (r *run) pass(ctx context.Context, p store.HashPass) error {
+func (r *run) pass(ctx context.Context, p hashes.HashPass) error {
 	var last int64
 	var commits behind
 	settle := func() error {
@@ -189,7 +191,7 @@ func (r *run) pass(ctx context.Context, p store.HashPass) error {
 		return err
 	}
 	for {
-		batch, err := r.e.st.HashCandidates(ctx, p, r.job.LibraryID, r.alg, last, r.e.cfg.BatchSize)
+		batch, err := r.e.hs.HashCandidates(ctx, p, r.job.LibraryID, r.alg, last, r.e.cfg.BatchSize)
 		if err != nil {
 			return errors.Join(err, settle())
 		}
@@ -229,7 +231,7 @@ func (e *Executor) start(ctx context.Context, job model.Job) (*run, error) {
 	// Every library is opened, not only the job's: the same-size twins of
 	// its files, whose partial digests decide, may live anywhere (duplicate
 	// groups are global).
-	libs, err := e.st.HashLibraries(ctx, nil)
+	libs, err := e.hs.HashLibraries(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -258,9 +260,9 @@ func (r *run) close() {
 
 // commit stores a batch's outcomes; after a cancel or a yield it still
 // writes them, within FlushTimeout, so the work is not lost (flushContext).
-func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) error {
-	var results []store.HashResult
-	var failures []store.HashFailure
+func (r *run) commit(ctx context.Context, p hashes.HashPass, done []outcome) error {
+	var results []hashes.HashResult
+	var failures []hashes.HashFailure
 	var bytes int64
 	for _, o := range done {
 		switch {
@@ -270,9 +272,9 @@ func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) erro
 			r.counts.SkippedChanged++
 		case o.err != nil:
 			r.counts.Failed++
-			failures = append(failures, store.HashFailure{ID: o.id, Message: o.err.Error(), Backoff: r.e.backoff})
+			failures = append(failures, hashes.HashFailure{ID: o.id, Message: o.err.Error(), Backoff: r.e.backoff})
 		default:
-			results = append(results, store.HashResult{ID: o.id, Algorithm: r.alg, Sum: o.sum, SizeBytes: o.size, MtimeNS: o.mtimeNs})
+			results = append(results, hashes.HashResult{ID: o.id, Algorithm: r.alg, Sum: o.sum, SizeBytes: o.size, MtimeNS: o.mtimeNs})
 			bytes += o.size
 		}
 	}
@@ -281,14 +283,14 @@ func (r *run) commit(ctx context.Context, p store.HashPass, done []outcome) erro
 		return err
 	}
 	defer cancel()
-	stored, err := r.e.st.RecordHashes(wctx, r.fence, results, failures)
+	stored, err := r.e.hs.RecordHashes(wctx, r.fence, results, failures)
 	if err != nil {
 		return err
 	}
 	// Rows whose recorded size/mtime no longer match what was read were
 	// left due by the store: they changed between scan and hash.
 	r.counts.Hashed += stored
-	if p == store.PassCandidates {
+	if p == hashes.PassCandidates {
 		r.counts.Candidates += stored
 	}
 	r.counts.SkippedChanged += int64(len(results)) - stored
@@ -335,7 +337,7 @@ func (b *behind) wait() (waited bool, err error) {
 
 // capBytes returns the longest prefix of batch (at least one file) whose
 // sizes add up to at most limit bytes.
-func capBytes(batch []store.HashCandidate, limit int64) []store.HashCandidate {
+func capBytes(batch []hashes.HashCandidate, limit int64) []hashes.HashCandidate {
 	var sum int64
 	for i, c := range batch {
 		if sum += c.SizeBytes; sum > limit && i > 0 {

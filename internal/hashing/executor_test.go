@@ -17,6 +17,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -130,7 +131,7 @@ type hashRow struct {
 
 func (e *env) row(t *testing.T, id int64) hashRow {
 	t.Helper()
-	h, err := e.control.HashState(e.ctx, id)
+	h, err := hashes.New(e.control).HashState(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

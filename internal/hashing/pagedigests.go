@@ -8,7 +8,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 )
 
 // maxPageBytes is the largest page the digest phase decompresses.
@@ -35,13 +35,13 @@ func (r *run) pageDigests(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("page digests: %w", err)
 	}
-	targets, err := r.e.st.PageDigestTargets(ctx, int(vals.Int(settings.SameBookContainsPages)))
+	targets, err := r.e.hs.PageDigestTargets(ctx, int(vals.Int(settings.SameBookContainsPages)))
 	if err != nil {
 		return err
 	}
 	r.total = max(r.total, r.processed) + int64(len(targets))
 	r.rep.Progress(r.processed, r.total)
-	var batch []store.BookPageDigests
+	var batch []hashes.BookPageDigests
 	for _, t := range targets {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(err, r.storePageDigests(ctx, batch))
@@ -63,7 +63,7 @@ func (r *run) pageDigests(ctx context.Context) error {
 
 // digestTarget digests one candidate book; ok is false when it could not
 // be read (counted, and left for the next job).
-func (r *run) digestTarget(ctx context.Context, t store.PageDigestTarget) (b store.BookPageDigests, ok bool) {
+func (r *run) digestTarget(ctx context.Context, t hashes.PageDigestTarget) (b hashes.BookPageDigests, ok bool) {
 	root := r.roots[t.LibraryID]
 	if root == nil {
 		r.counts.Unavailable++
@@ -77,7 +77,7 @@ func (r *run) digestTarget(ctx context.Context, t store.PageDigestTarget) (b sto
 	return b, true
 }
 
-func (r *run) storePageDigests(ctx context.Context, batch []store.BookPageDigests) error {
+func (r *run) storePageDigests(ctx context.Context, batch []hashes.BookPageDigests) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -86,7 +86,7 @@ func (r *run) storePageDigests(ctx context.Context, batch []store.BookPageDigest
 		return err
 	}
 	defer cancel()
-	n, err := r.e.st.RecordPageDigests(wctx, r.fence, batch)
+	n, err := r.e.hs.RecordPageDigests(wctx, r.fence, batch)
 	r.counts.PageDigested += n
 	return err
 }
@@ -95,20 +95,20 @@ func (r *run) storePageDigests(ctx context.Context, batch []store.BookPageDigest
 // and digests it; the file must still be the version the row describes.
 // Every read draws from the I/O budget first (take; nil for none), as the
 // hash reads do, so io.hash_rate_limit_mb_s bounds this phase too.
-func digestBook(root *libRoot, t store.PageDigestTarget, take func(n int64) error) (store.BookPageDigests, error) {
+func digestBook(root *libRoot, t hashes.PageDigestTarget, take func(n int64) error) (hashes.BookPageDigests, error) {
 	f, fi, err := root.open(t.RelativePath)
 	if err != nil {
-		return store.BookPageDigests{}, err
+		return hashes.BookPageDigests{}, err
 	}
 	defer f.Close()
 	if fi.Size() != t.SizeBytes || fi.ModTime().UnixNano() != t.MtimeNS {
-		return store.BookPageDigests{}, fmt.Errorf("%s changed since it was scanned", t.RelativePath)
+		return hashes.BookPageDigests{}, fmt.Errorf("%s changed since it was scanned", t.RelativePath)
 	}
 	pages, err := PageDigests(budgeted(f, take), fi.Size(), fi.Name())
 	if err != nil {
-		return store.BookPageDigests{}, fmt.Errorf("%s: %w", t.RelativePath, err)
+		return hashes.BookPageDigests{}, fmt.Errorf("%s: %w", t.RelativePath, err)
 	}
-	return store.BookPageDigests{FileID: t.ID, SizeBytes: t.SizeBytes, MtimeNS: t.MtimeNS, Pages: pages}, nil
+	return hashes.BookPageDigests{FileID: t.ID, SizeBytes: t.SizeBytes, MtimeNS: t.MtimeNS, Pages: pages}, nil
 }
 
 // PageDigests decompresses every page of the archive in r (size bytes,
@@ -117,13 +117,13 @@ func digestBook(root *libRoot, t store.PageDigestTarget, take func(n int64) erro
 // Thumbs.db and every other non-page entry). It is the one definition of
 // a book's page digests: the hash job stores them, and a same_pages delete
 // job (internal/trash) reads both books again with it before a copy goes.
-func PageDigests(r io.ReaderAt, size int64, name string) ([]store.PageDigest, error) {
+func PageDigests(r io.ReaderAt, size int64, name string) ([]hashes.PageDigest, error) {
 	a, err := archive.OpenReaderAt(r, size, name)
 	if err != nil {
 		return nil, err
 	}
 	defer a.Close()
-	out := make([]store.PageDigest, 0, len(a.Pages()))
+	out := make([]hashes.PageDigest, 0, len(a.Pages()))
 	for _, e := range a.Pages() {
 		data, err := a.ReadEntry(e, maxPageBytes)
 		if err != nil {
@@ -131,7 +131,7 @@ func PageDigests(r io.ReaderAt, size int64, name string) ([]store.PageDigest, er
 		}
 		h := newBLAKE3()
 		h.Write(data)
-		out = append(out, store.PageDigest{Size: int64(len(data)), Digest: h.Sum(nil)})
+		out = append(out, hashes.PageDigest{Size: int64(len(data)), Digest: h.Sum(nil)})
 	}
 	return out, nil
 }

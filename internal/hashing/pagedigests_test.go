@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -82,7 +83,7 @@ func TestPageDigestsOfCandidatesOnly(t *testing.T) {
 	}
 	digests := func(rel string) [][]byte {
 		t.Helper()
-		ps, err := e.control.PageDigests(e.ctx, ids[rel])
+		ps, err := hashes.New(e.control).PageDigests(e.ctx, ids[rel])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +145,7 @@ func TestPageDigestsRefusedAfterLostLease(t *testing.T) {
 	if _, err := e.control.RecoverStale(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	book := store.BookPageDigests{FileID: ids["a.cbz"], Pages: []store.PageDigest{{Size: 1, Digest: make([]byte, 32)}}}
+	book := hashes.BookPageDigests{FileID: ids["a.cbz"], Pages: []hashes.PageDigest{{Size: 1, Digest: make([]byte, 32)}}}
 	var err error
 	if book.SizeBytes, err = storetest.QueryInt(e.ctx, e.control, `SELECT size_bytes FROM library_files WHERE id = ?`, book.FileID); err != nil {
 		t.Fatal(err)
@@ -152,7 +153,7 @@ func TestPageDigestsRefusedAfterLostLease(t *testing.T) {
 	if book.MtimeNS, err = storetest.QueryInt(e.ctx, e.control, `SELECT mtime_ns FROM library_files WHERE id = ?`, book.FileID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.worker.RecordPageDigests(e.ctx, e.job.Fence(), []store.BookPageDigests{book}); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := hashes.New(e.worker).RecordPageDigests(e.ctx, e.job.Fence(), []hashes.BookPageDigests{book}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("record after the lease was lost: %v, want ErrLeaseLost", err)
 	}
 	if _, _, err := e.run(t, e.ctx); !errors.Is(err, store.ErrNotOwner) {
@@ -170,8 +171,8 @@ func TestRecordPageDigestsRefusesBadDigests(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	id := e.addFile(t, "x.cbz", zipBook(t, zip.Store, 0, bookPages(5, 2), false))
-	for _, p := range []store.PageDigest{{Size: 1, Digest: make([]byte, 31)}, {Size: -1, Digest: make([]byte, 32)}, {Size: 1}} {
-		if _, err := e.worker.RecordPageDigests(e.ctx, e.job.Fence(), []store.BookPageDigests{{FileID: id, Pages: []store.PageDigest{p}}}); err == nil {
+	for _, p := range []hashes.PageDigest{{Size: 1, Digest: make([]byte, 31)}, {Size: -1, Digest: make([]byte, 32)}, {Size: 1}} {
+		if _, err := hashes.New(e.worker).RecordPageDigests(e.ctx, e.job.Fence(), []hashes.BookPageDigests{{FileID: id, Pages: []hashes.PageDigest{p}}}); err == nil {
 			t.Errorf("page %+v accepted", p)
 		}
 	}
@@ -193,7 +194,7 @@ func TestPageDigestReadsDrawFromTheIOBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := store.PageDigestTarget{ID: ids["a.cbz"], LibraryID: 1, RelativePath: "a.cbz",
+	target := hashes.PageDigestTarget{ID: ids["a.cbz"], LibraryID: 1, RelativePath: "a.cbz",
 		SizeBytes: fi.Size(), MtimeNS: fi.ModTime().UnixNano()}
 	var taken int64
 	b, err := digestBook(root, target, func(n int64) error { taken += n; return nil })

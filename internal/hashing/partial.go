@@ -6,9 +6,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/zeebo/blake3"
-
-	"github.com/bindery-nas/bindery/internal/store"
 )
 
 // partials computes the partial digests that decide which due files are
@@ -23,7 +22,7 @@ func (r *run) partials(ctx context.Context) error {
 	var commits behind
 	settle := func() error { _, err := commits.wait(); return err }
 	for {
-		targets, err := r.e.st.PartialTargets(ctx, r.job.LibraryID, r.alg, last, r.e.cfg.BatchSize)
+		targets, err := r.e.hs.PartialTargets(ctx, r.job.LibraryID, r.alg, last, r.e.cfg.BatchSize)
 		if err != nil || len(targets) == 0 {
 			return errors.Join(err, settle())
 		}
@@ -38,7 +37,7 @@ func (r *run) partials(ctx context.Context) error {
 				return err
 			}
 			defer cancel()
-			stored, err := r.e.st.RecordPartialHashes(wctx, r.fence, results)
+			stored, err := r.e.hs.RecordPartialHashes(wctx, r.fence, results)
 			r.partialsStored.Add(stored)
 			return err
 		})
@@ -51,20 +50,20 @@ func (r *run) partials(ctx context.Context) error {
 
 // readPartials digests targets on up to hash.io_depth goroutines and
 // returns the digests of the files read completely and unchanged.
-func (r *run) readPartials(ctx context.Context, targets []store.HashCandidate) []store.PartialResult {
-	next := make(chan store.HashCandidate)
+func (r *run) readPartials(ctx context.Context, targets []hashes.HashCandidate) []hashes.PartialResult {
+	next := make(chan hashes.HashCandidate)
 	var mu sync.Mutex
-	var out []store.PartialResult
+	var out []hashes.PartialResult
 	var wg sync.WaitGroup
 	for range min(r.ioDepth, len(targets)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 2*store.PartialBlock)
+			buf := make([]byte, 2*hashes.PartialBlock)
 			for c := range next {
 				if sum, ok := r.partialOf(ctx, c, buf); ok {
 					mu.Lock()
-					out = append(out, store.PartialResult{ID: c.ID, Sum: sum, SizeBytes: c.SizeBytes, MtimeNS: c.MtimeNS})
+					out = append(out, hashes.PartialResult{ID: c.ID, Sum: sum, SizeBytes: c.SizeBytes, MtimeNS: c.MtimeNS})
 					mu.Unlock()
 				}
 			}
@@ -81,11 +80,11 @@ func (r *run) readPartials(ctx context.Context, targets []store.HashCandidate) [
 	return out
 }
 
-// partialOf reads the span of c that its size calls for (store.HeadBlock
-// or both ends' store.PartialBlock) into buf and digests it; ok is false
+// partialOf reads the span of c that its size calls for (hashes.HeadBlock
+// or both ends' hashes.PartialBlock) into buf and digests it; ok is false
 // when the file is unavailable, unreadable, or not the version its row
 // describes, before or after the read.
-func (r *run) partialOf(ctx context.Context, c store.HashCandidate, buf []byte) (sum []byte, ok bool) {
+func (r *run) partialOf(ctx context.Context, c hashes.HashCandidate, buf []byte) (sum []byte, ok bool) {
 	root := r.roots[c.LibraryID]
 	if root == nil || ctx.Err() != nil || c.Volumes >= 2 { // a volume set is read whole
 		return nil, false
@@ -95,11 +94,11 @@ func (r *run) partialOf(ctx context.Context, c store.HashCandidate, buf []byte) 
 		return nil, false
 	}
 	defer f.Close()
-	if !sameVersion(fi, c) || fi.Size() <= store.NoPartialMax {
+	if !sameVersion(fi, c) || fi.Size() <= hashes.NoPartialMax {
 		return nil, false
 	}
-	if fi.Size() <= 2*store.PartialBlock {
-		buf = buf[:store.HeadBlock]
+	if fi.Size() <= 2*hashes.PartialBlock {
+		buf = buf[:hashes.HeadBlock]
 	}
 	if take := r.budget.take(ctx); take != nil && take(int64(len(buf))) != nil {
 		return nil, false
@@ -116,9 +115,9 @@ func (r *run) partialOf(ctx context.Context, c store.HashCandidate, buf []byte) 
 }
 
 // readEnds fills buf with the file's first bytes, or, when buf holds two
-// store.PartialBlock, its first and its last PartialBlock bytes.
+// hashes.PartialBlock, its first and its last PartialBlock bytes.
 func readEnds(f *os.File, size int64, buf []byte) error {
-	if len(buf) < 2*store.PartialBlock {
+	if len(buf) < 2*hashes.PartialBlock {
 		_, err := f.ReadAt(buf, 0)
 		return err
 	}
@@ -131,6 +130,6 @@ func readEnds(f *os.File, size int64, buf []byte) error {
 }
 
 // sameVersion reports that fi is the version of the file c's row records.
-func sameVersion(fi os.FileInfo, c store.HashCandidate) bool {
+func sameVersion(fi os.FileInfo, c hashes.HashCandidate) bool {
 	return fi.Size() == c.SizeBytes && fi.ModTime().UnixNano() == c.MtimeNS
 }

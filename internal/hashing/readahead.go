@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 )
 
 // Strategy: a small file costs one disk request, and a reader that waits
@@ -42,11 +42,11 @@ type readAhead struct {
 // r.workers hash workers. Files already read when ctx is cancelled are
 // still hashed (it takes microseconds and the read is the expensive part);
 // files not yet read, or interrupted mid-stream, have no outcome.
-func (r *run) hashSmall(ctx context.Context, small []store.HashCandidate, add func(outcome)) {
+func (r *run) hashSmall(ctx context.Context, small []hashes.HashCandidate, add func(outcome)) {
 	if len(small) == 0 {
 		return
 	}
-	reads := make(chan store.HashCandidate)
+	reads := make(chan hashes.HashCandidate)
 	ready := make(chan *readAhead, r.workers)
 	var readers, hashers sync.WaitGroup
 	for range min(r.ioDepth, len(small)) {
@@ -80,7 +80,7 @@ feed:
 }
 
 // readSmall opens c and reads it whole when it fits a buffer.
-func (r *run) readSmall(ctx context.Context, c store.HashCandidate) *readAhead {
+func (r *run) readSmall(ctx context.Context, c hashes.HashCandidate) *readAhead {
 	ra := &readAhead{o: outcome{id: c.ID}}
 	if ctx.Err() != nil {
 		ra.skipped = true

@@ -10,7 +10,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -88,11 +88,11 @@ func TestReadAhead(t *testing.T) {
 
 	t.Run("buffers stay within depth plus twice the workers", func(t *testing.T) {
 		e := setup(t)
-		var cands []store.HashCandidate
+		var cands []hashes.HashCandidate
 		for i := range 200 {
 			rel := fmt.Sprintf("s%03d.cbz", i)
 			id := e.addFile(t, rel, content(i%4)) // below bufSize: read whole
-			cands = append(cands, store.HashCandidate{ID: id, LibraryID: 1, RelativePath: rel, SizeBytes: int64(len(content(i % 4)))})
+			cands = append(cands, hashes.HashCandidate{ID: id, LibraryID: 1, RelativePath: rel, SizeBytes: int64(len(content(i % 4)))})
 		}
 		root, err := resolveLibrary(pathsafe.Roots{e.root}, e.lib)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/pagesig"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -105,8 +106,8 @@ func BenchmarkSameBookReport(b *testing.B) {
 	}
 	var digested, jobNS, digestNS, listNS int64
 	var passesDone time.Duration
-	e.exec.afterPass = func(p store.HashPass) {
-		if p == store.PassBackfill {
+	e.exec.afterPass = func(p hashes.HashPass) {
+		if p == hashes.PassBackfill {
 			passesDone = b.Elapsed()
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
@@ -121,12 +122,12 @@ func (f *fencedFixture) fencedWrites(session int64) []fencedWrite {
 			return w.RecordHash(ctx, fe, f.due, hash)
 		}},
 		{"RecordHashes", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			_, err := w.RecordHashes(ctx, fe, []store.HashResult{{ID: f.due, Algorithm: protocol.HashBLAKE3, Sum: sum, SizeBytes: 10, MtimeNS: 1}},
-				[]store.HashFailure{{ID: f.analysed, Message: "io_error: x", Backoff: func(int64) time.Duration { return time.Minute }}})
+			_, err := hashes.New(w).RecordHashes(ctx, fe, []hashes.HashResult{{ID: f.due, Algorithm: protocol.HashBLAKE3, Sum: sum, SizeBytes: 10, MtimeNS: 1}},
+				[]hashes.HashFailure{{ID: f.analysed, Message: "io_error: x", Backoff: func(int64) time.Duration { return time.Minute }}})
 			return err
 		}},
 		{"RecordPartialHashes", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			_, err := w.RecordPartialHashes(ctx, fe, []store.PartialResult{{ID: f.due, Sum: sum, SizeBytes: 10, MtimeNS: 1}})
+			_, err := hashes.New(w).RecordPartialHashes(ctx, fe, []hashes.PartialResult{{ID: f.due, Sum: sum, SizeBytes: 10, MtimeNS: 1}})
 			return err
 		}},
 		{"ApplyMove", func(ctx context.Context, w *store.Store, fe model.Fence) error {

@@ -129,7 +129,7 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	s := &Store{w: w, r: r, path: name, dsn: cfg.Path, engine: enginePostgres, fewDueMax: fewDueMax,
+	s := &Store{w: w, r: r, path: name, dsn: cfg.Path, engine: enginePostgres,
 		txOptions:      &sql.TxOptions{Isolation: sql.LevelSerializable},
 		claimTxOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted}}
 	if err := s.probePostgres(ctx, cfg.Role); err != nil {

@@ -1,5 +1,5 @@
 // Package store opens the database and holds most of the SQL: with the
-// packages beside it (reading, feed, pgadmin), it is the only code that speaks
+// packages beside it (reading, feed, hashes, pgadmin), it is the only code that speaks
 // SQL. It owns the two connection pools of a process (one writer, many
 // readers) and the clock every timestamp is taken from, and hands both to
 // its sibling packages through internal/sqldb; one file per aggregate of
@@ -77,8 +77,6 @@ type Store struct {
 	dsn    string // the URL as given (PostgreSQL), for dedicated connections
 	now    func() time.Time
 	engine engine
-	// fewDueMax: see fewDue.
-	fewDueMax int
 	// txOptions are the write transactions' options: none on SQLite (its
 	// one writer runs BEGIN IMMEDIATE), SERIALIZABLE on PostgreSQL, so
 	// that the store's read-then-write transactions keep the meaning they
@@ -145,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	useColumns(r)
 	r.SetMaxOpenConns(cfg.MaxReaders)
 	r.SetMaxIdleConns(cfg.MaxReaders)
-	s := &Store{w: w, r: r, path: cfg.Path, now: cfg.Now, fewDueMax: fewDueMax}
+	s := &Store{w: w, r: r, path: cfg.Path, now: cfg.Now}
 	if err := s.probe(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -49,9 +49,7 @@ func setup(t *testing.T) *store.Store {
 
 func mustExec(t *testing.T, s *store.Store, q string, args ...any) {
 	t.Helper()
-	if _, err := storetest.Exec(context.Background(), s, q, args...); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
+	storetest.MustExec(t, s, q, args...)
 }
 
 func TestEnumChecks(t *testing.T) {

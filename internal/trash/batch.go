@@ -9,6 +9,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -145,7 +146,7 @@ func (r *run) verifyGroup(ctx context.Context, keeper model.PlanFile, copies []m
 		return p, nil
 	}
 	h, kid, kv := verify(ctx, r.roots[keeper.LibraryID], keeper)
-	var kpages []store.PageDigest
+	var kpages []hashes.PageDigest
 	if kv == nil {
 		kpages, kv = r.keeperPages(ctx, h, kid, keeper)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -393,7 +394,7 @@ func (m *deleteModel) contentOf(b []byte) string {
 }
 
 // pageListKey is an ordered list of page digests as one string.
-func pageListKey(pages []store.PageDigest) string {
+func pageListKey(pages []hashes.PageDigest) string {
 	var k strings.Builder
 	for _, p := range pages {
 		k.Write(p.Digest)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -29,7 +29,7 @@ func (r *run) samePages() bool { return r.plan.GroupKind == protocol.PlanSamePag
 
 // readPages digests the pages of f from its verified open file h, whose
 // ident was id; the verdict says why they cannot be compared.
-func readPages(ctx context.Context, h *os.File, id ident, f model.PlanFile) ([]store.PageDigest, *verdict) {
+func readPages(ctx context.Context, h *os.File, id ident, f model.PlanFile) ([]hashes.PageDigest, *verdict) {
 	pages, err := hashing.PageDigests(h, f.SizeBytes, path.Base(f.RelativePath))
 	switch now, ok := fstatIdent(h); {
 	case ctx.Err() != nil:
@@ -46,7 +46,7 @@ func readPages(ctx context.Context, h *os.File, id ident, f model.PlanFile) ([]s
 
 // pagesDiffer is "" when copy's ordered page digests are keeper's, else
 // where they part.
-func pagesDiffer(copy, keeper []store.PageDigest) string {
+func pagesDiffer(copy, keeper []hashes.PageDigest) string {
 	for i := range min(len(copy), len(keeper)) {
 		if copy[i].Size != keeper[i].Size || !bytes.Equal(copy[i].Digest, keeper[i].Digest) {
 			return fmt.Sprintf("page %d is not its keeper's", i+1)
@@ -60,7 +60,7 @@ func pagesDiffer(copy, keeper []store.PageDigest) string {
 
 // keeperPages reads the keeper's pages when the plan is same_pages; a
 // verdict makes every copy of the group stay.
-func (r *run) keeperPages(ctx context.Context, h *os.File, kid ident, keeper model.PlanFile) ([]store.PageDigest, *verdict) {
+func (r *run) keeperPages(ctx context.Context, h *os.File, kid ident, keeper model.PlanFile) ([]hashes.PageDigest, *verdict) {
 	if !r.samePages() {
 		return nil, nil
 	}
@@ -72,7 +72,7 @@ func (r *run) keeperPages(ctx context.Context, h *os.File, kid ident, keeper mod
 // outcome: last_copy when its pages are not, or cannot be shown to be,
 // the keeper's (the keeper may not hold what it holds), changed_since_plan
 // when it changed as they were read.
-func (r *run) copyPagesHold(ctx context.Context, h *os.File, id ident, f model.PlanFile, kpages []store.PageDigest) *verdict {
+func (r *run) copyPagesHold(ctx context.Context, h *os.File, id ident, f model.PlanFile, kpages []hashes.PageDigest) *verdict {
 	if !r.samePages() {
 		return nil
 	}

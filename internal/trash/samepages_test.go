@@ -20,6 +20,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -130,7 +131,7 @@ func (e *env) registerBook(rel, format string) {
 	e.storeDigests(rel, e.readDigests(rel))
 }
 
-func (e *env) readDigests(rel string) []store.PageDigest {
+func (e *env) readDigests(rel string) []hashes.PageDigest {
 	e.t.Helper()
 	f, err := os.Open(filepath.Join(e.lib, rel))
 	e.must(err)
@@ -144,7 +145,7 @@ func (e *env) readDigests(rel string) []store.PageDigest {
 
 // storeDigests replaces rel's stored page digests with pages, for the
 // file's current version.
-func (e *env) storeDigests(rel string, pages []store.PageDigest) {
+func (e *env) storeDigests(rel string, pages []hashes.PageDigest) {
 	e.t.Helper()
 	e.exec(`DELETE FROM page_digests WHERE file_id = ?`, e.ids[rel])
 	for i, p := range pages {

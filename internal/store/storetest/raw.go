@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"database/sql"
+	"testing"
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
@@ -81,4 +82,12 @@ func AnalyzeSQL() string {
 		return `VACUUM ANALYZE`
 	}
 	return `ANALYZE`
+}
+
+// MustExec is Exec that fails the test on an error.
+func MustExec(tb testing.TB, st *store.Store, query string, args ...any) {
+	tb.Helper()
+	if _, err := Exec(context.Background(), st, query, args...); err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
 }

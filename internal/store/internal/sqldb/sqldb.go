@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -23,6 +24,10 @@ type DB struct {
 	Postgres bool
 	// Now is the store's clock, truncated to the protocol's milliseconds.
 	Now func() time.Time
+	// Fenced is Write for a claim's work: the transaction first checks
+	// that the claim still holds its lease (protocol §4.1), else it fails
+	// with ErrLeaseLost and writes nothing.
+	Fenced func(ctx context.Context, f model.Fence, fn func(tx *sqlx.Tx) error) error
 	// ListenURL is, on PostgreSQL, the URL a dedicated LISTEN connection
 	// opens (the store's own, password from the environment); "" on SQLite.
 	ListenURL string
@@ -37,3 +42,11 @@ func (d *DB) NowText() string { return protocol.FormatTime(d.Now()) }
 // Of returns the DB of st, a *store.Store; package store sets it when it
 // loads.
 var Of func(st any) *DB
+
+// Pick is the SQL of d's engine: sqlite on SQLite, postgres on PostgreSQL.
+func (d *DB) Pick(sqlite, postgres string) string {
+	if d.Postgres {
+		return postgres
+	}
+	return sqlite
+}

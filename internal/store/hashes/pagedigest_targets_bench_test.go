@@ -1,4 +1,4 @@
-package store_test
+package hashes_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/pagesig"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 )
@@ -51,7 +52,7 @@ func BenchmarkPageDigestTargets(b *testing.B) {
 	b.Run("streamed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			targets, err := control.PageDigestTargets(ctx, 3)
+			targets, err := hashes.New(control).PageDigestTargets(ctx, 3)
 			if err != nil || len(targets) != 2*(n/100) {
 				b.Fatalf("%d targets, %v", len(targets), err)
 			}

@@ -1,4 +1,4 @@
-package store_test
+package hashes_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -50,7 +51,7 @@ func TestHashQueriesFewDue(t *testing.T) {
 		}
 		limit := rapid.IntRange(1, 5).Draw(rt, "limit")
 		for _, library := range []*int64{nil, new(int64(1))} {
-			walk, few := hashPages(t, st, 0, library, limit), hashPages(t, st, store.FewDueMax, library, limit)
+			walk, few := hashPages(t, st, 0, library, limit), hashPages(t, st, hashes.FewDueMax, library, limit)
 			if !slices.Equal(walk, few) {
 				rt.Fatalf("library %v, pages of %d: walking the table %v, from the due files %v", library, limit, walk, few)
 			}
@@ -63,11 +64,10 @@ func TestHashQueriesFewDue(t *testing.T) {
 // other.
 func hashPages(t *testing.T, st *store.Store, max int, library *int64, limit int) []string {
 	t.Helper()
-	store.SetFewDueMax(st, max)
-	defer store.SetFewDueMax(st, store.FewDueMax)
+	hs := hashes.SetFewDueMax(hashes.New(st), max)
 	ctx := context.Background()
 	var out []string
-	page := func(name string, next func(after int64) ([]store.HashCandidate, error)) {
+	page := func(name string, next func(after int64) ([]hashes.HashCandidate, error)) {
 		for after := int64(0); ; {
 			got, err := next(after)
 			if err != nil {
@@ -82,12 +82,12 @@ func hashPages(t *testing.T, st *store.Store, max int, library *int64, limit int
 			after = got[len(got)-1].ID
 		}
 	}
-	page("partial ", func(after int64) ([]store.HashCandidate, error) {
-		return st.PartialTargets(ctx, library, protocol.HashBLAKE3, after, limit)
+	page("partial ", func(after int64) ([]hashes.HashCandidate, error) {
+		return hs.PartialTargets(ctx, library, protocol.HashBLAKE3, after, limit)
 	})
-	for _, p := range []store.HashPass{store.PassCandidates, store.PassBackfill} {
-		page(fmt.Sprint("pass", p, " "), func(after int64) ([]store.HashCandidate, error) {
-			return st.HashCandidates(ctx, p, library, protocol.HashBLAKE3, after, limit)
+	for _, p := range []hashes.HashPass{hashes.PassCandidates, hashes.PassBackfill} {
+		page(fmt.Sprint("pass", p, " "), func(after int64) ([]hashes.HashCandidate, error) {
+			return hs.HashCandidates(ctx, p, library, protocol.HashBLAKE3, after, limit)
 		})
 	}
 	return out

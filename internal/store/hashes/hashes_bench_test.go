@@ -1,4 +1,4 @@
-package store_test
+package hashes_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -35,16 +36,16 @@ func BenchmarkRecordHashes(b *testing.B) {
 		if err != nil || job == nil {
 			b.Fatalf("claim: %v, %v", job, err)
 		}
-		results := make([]store.HashResult, n)
+		results := make([]hashes.HashResult, n)
 		for i := range results {
 			sum := make([]byte, 32)
 			rand.Read(sum)
-			results[i] = store.HashResult{ID: int64(i + 1), Algorithm: protocol.HashSHA256, Sum: sum, SizeBytes: 1000, MtimeNS: 1}
+			results[i] = hashes.HashResult{ID: int64(i + 1), Algorithm: protocol.HashSHA256, Sum: sum, SizeBytes: 1000, MtimeNS: 1}
 		}
 		b.StartTimer()
 		t0 := time.Now()
 		for i := 0; i < n; i += batch {
-			if _, err := w.RecordHashes(ctx, job.Fence(), results[i:min(i+batch, n)], nil); err != nil {
+			if _, err := hashes.New(w).RecordHashes(ctx, job.Fence(), results[i:min(i+batch, n)], nil); err != nil {
 				b.Fatal(err)
 			}
 		}

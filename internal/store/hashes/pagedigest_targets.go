@@ -1,4 +1,4 @@
-package store
+package hashes
 
 import (
 	"context"
@@ -108,7 +108,7 @@ func count(sorted []uint64, v uint64) int {
 // (nil when this build cannot read the signature: it names no trimmed
 // twin).
 func (s *Store) eachSigned(ctx context.Context, fn func(id int64, key []byte, pages []pagesig.Page)) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT f.id, f.pages_key, f.page_signature FROM library_files f WHERE `+signedWhere)
+	rows, err := s.db.R.QueryContext(ctx, `SELECT f.id, f.pages_key, f.page_signature FROM library_files f WHERE `+signedWhere)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *Store) targetRows(ctx context.Context, cands map[int64]bool) ([]PageDig
 			return nil, err
 		}
 		var rows []PageDigestTarget
-		if err := s.r.SelectContext(ctx, &rows, q, args...); err != nil {
+		if err := s.db.R.SelectContext(ctx, &rows, q, args...); err != nil {
 			return nil, fmt.Errorf("page digest targets: %w", err)
 		}
 		out = append(out, slices.DeleteFunc(rows, func(r PageDigestTarget) bool { return r.Digested })...)

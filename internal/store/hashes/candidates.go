@@ -1,4 +1,4 @@
-package store
+package hashes
 
 import (
 	"context"
@@ -59,16 +59,16 @@ func (s *Store) PartialTargets(ctx context.Context, libraryID *int64, alg protoc
 	}
 	indexed, dueSizes := ``, ``
 	if few {
-		indexed = s.pick(` INDEXED BY ix_library_files_size_partial`, ``)
+		indexed = s.db.Pick(` INDEXED BY ix_library_files_size_partial`, ``)
 		dueSizes = `o.size_bytes IN (SELECT p.size_bytes FROM (` + s.hashPending("?2") + `) p) AND `
 	}
 	var out []HashCandidate
-	err = s.r.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns, COALESCE(o.volumes, 0) AS volumes
+	err = s.db.R.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns, COALESCE(o.volumes, 0) AS volumes
 		FROM library_files o`+indexed+` WHERE `+dueSizes+`o.id > ?4 AND o.is_missing = 0 AND o.role <> 'folder' AND o.partial_hash IS NULL AND o.size_bytes > 8192
 		AND EXISTS (SELECT 1 FROM library_files p WHERE p.is_missing = 0 AND p.size_bytes = o.size_bytes AND p.id <> o.id)
 		AND EXISTS (SELECT 1 FROM library_files f WHERE f.size_bytes = o.size_bytes AND `+hashDue+`)
 		ORDER BY o.id LIMIT ?5`,
-		libraryID, string(alg), s.nowText(), afterID, limit)
+		libraryID, string(alg), s.db.NowText(), afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("partial targets: %w", err)
 	}
@@ -92,7 +92,7 @@ const fewDueMax = 4096
 // would enumerate them all again.
 func (s *Store) fewDue(ctx context.Context, alg protocol.HashAlgorithm) (bool, error) {
 	var n int64
-	err := s.r.GetContext(ctx, &n, `SELECT count(*) FROM (SELECT 1 FROM (`+s.hashPending("?1")+`) p LIMIT ?2) AS due`,
+	err := s.db.R.GetContext(ctx, &n, `SELECT count(*) FROM (SELECT 1 FROM (`+s.hashPending("?1")+`) p LIMIT ?2) AS due`,
 		string(alg), s.fewDueMax+1)
 	return n <= int64(s.fewDueMax), err
 }
@@ -114,7 +114,7 @@ func (s *Store) RecordPartialHashes(ctx context.Context, f model.Fence, results 
 	if len(results) == 0 {
 		return 0, nil
 	}
-	err = s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	err = s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		stored = 0
 		for _, r := range results {
 			if len(r.Sum) != 32 {
@@ -165,8 +165,8 @@ func (h HashStatus) Complete() bool { return h.CandidatesPending == 0 }
 // INDEXED BY keeps SQLite's planner, which has no statistics, from picking
 // a full index scan instead (PostgreSQL's has them, and no such clause).
 func (s *Store) hashPending(alg string) string {
-	needsHash := s.pick(` INDEXED BY ix_library_files_needs_hash`, ``)
-	dedup := s.pick(` INDEXED BY ix_library_files_dedup_group`, ``)
+	needsHash := s.db.Pick(` INDEXED BY ix_library_files_needs_hash`, ``)
+	dedup := s.db.Pick(` INDEXED BY ix_library_files_dedup_group`, ``)
 	return `SELECT ` + pendingCols + ` FROM library_files f` + needsHash + `
 		WHERE f.needs_hash = 1 AND f.is_missing = 0
 	UNION ALL SELECT ` + pendingCols + ` FROM library_files f` + dedup + `
@@ -185,12 +185,12 @@ func (s *Store) HashStatus(ctx context.Context, alg protocol.HashAlgorithm) (Has
 	var row struct {
 		Due, DueBytes, Cand, CandBytes, Unreadable int64
 	}
-	err := s.r.QueryRowContext(ctx, `SELECT coalesce(sum(1 - waiting), 0), coalesce(sum(CASE WHEN waiting = 0 THEN size_bytes END), 0),
+	err := s.db.R.QueryRowContext(ctx, `SELECT coalesce(sum(1 - waiting), 0), coalesce(sum(CASE WHEN waiting = 0 THEN size_bytes END), 0),
 			coalesce(sum(cand), 0), coalesce(sum(CASE WHEN cand = 1 THEN size_bytes END), 0), coalesce(sum(waiting), 0)
 		FROM (SELECT f.size_bytes, CASE WHEN f.hash_retry_after > ?2 THEN 1 ELSE 0 END AS waiting,
 				CASE WHEN (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?2) AND `+hashCandidate+` THEN 1 ELSE 0 END AS cand
 			FROM (`+s.hashPending("?1")+`) f) AS pending`,
-		string(alg), s.nowText()).Scan(&row.Due, &row.DueBytes, &row.Cand, &row.CandBytes, &row.Unreadable)
+		string(alg), s.db.NowText()).Scan(&row.Due, &row.DueBytes, &row.Cand, &row.CandBytes, &row.Unreadable)
 	if err != nil {
 		return HashStatus{}, fmt.Errorf("hash status: %w", err)
 	}

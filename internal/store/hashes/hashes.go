@@ -1,4 +1,4 @@
-package store
+package hashes
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -27,7 +28,7 @@ type HashLibrary struct {
 // was queued and there is nothing left to hash.
 func (s *Store) HashLibraries(ctx context.Context, libraryID *int64) ([]HashLibrary, error) {
 	var out []HashLibrary
-	err := s.r.SelectContext(ctx, &out, `SELECT id, path FROM libraries
+	err := s.db.R.SelectContext(ctx, &out, `SELECT id, path FROM libraries
 		WHERE id = ?1 OR ?1 IS NULL ORDER BY id`, libraryID)
 	if err != nil {
 		return nil, fmt.Errorf("hash libraries: %w", err)
@@ -89,9 +90,9 @@ func (s *Store) HashCandidates(ctx context.Context, p HashPass, libraryID *int64
 		where += `f.id IN (SELECT p.id FROM (` + s.hashPending("?2") + `) p) AND `
 	}
 	var out []HashCandidate
-	err = s.r.SelectContext(ctx, &out, `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, COALESCE(f.volumes, 0) AS volumes
+	err = s.db.R.SelectContext(ctx, &out, `SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns, COALESCE(f.volumes, 0) AS volumes
 		FROM library_files f WHERE `+where+p.where()+` ORDER BY f.id LIMIT ?5`,
-		libraryID, string(alg), s.nowText(), afterID, limit)
+		libraryID, string(alg), s.db.NowText(), afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("hash candidates: %w", err)
 	}
@@ -103,9 +104,9 @@ func (s *Store) HashCandidates(ctx context.Context, p HashPass, libraryID *int64
 // over a hashed library of 100,000 files counted them in 300 ms by a scan.
 func (s *Store) CountHashCandidates(ctx context.Context, libraryID *int64, alg protocol.HashAlgorithm) (int64, error) {
 	var n int64
-	err := s.r.GetContext(ctx, &n, `SELECT count(*) FROM (`+s.hashPending("?2")+`) f
+	err := s.db.R.GetContext(ctx, &n, `SELECT count(*) FROM (`+s.hashPending("?2")+`) f
 		WHERE (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3) AND (f.library_id = ?1 OR ?1 IS NULL)`,
-		libraryID, string(alg), s.nowText())
+		libraryID, string(alg), s.db.NowText())
 	if err != nil {
 		return 0, fmt.Errorf("count hash candidates: %w", err)
 	}
@@ -145,9 +146,9 @@ func (s *Store) RecordHashes(ctx context.Context, f model.Fence, results []HashR
 	// to right instead of at random: 20% faster for 100,000 first hashes.
 	results = slices.Clone(results)
 	slices.SortFunc(results, func(a, b HashResult) int { return bytes.Compare(a.Sum, b.Sum) })
-	err = s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	err = s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		stored = 0
-		now := s.nowText()
+		now := s.db.NowText()
 		for _, r := range results {
 			n, err := recordHash(ctx, tx, r, now)
 			if err != nil {
@@ -156,7 +157,7 @@ func (s *Store) RecordHashes(ctx context.Context, f model.Fence, results []HashR
 			stored += n
 		}
 		for _, f := range failures {
-			if err := recordHashFailure(ctx, tx, f, s.Now()); err != nil {
+			if err := recordHashFailure(ctx, tx, f, s.db.Now()); err != nil {
 				return err
 			}
 		}
@@ -218,14 +219,14 @@ type HashState struct {
 	HashRetryAfter  protocol.NullTime `db:"hash_retry_after"`
 }
 
-// HashState returns the hash columns of file id; ErrNotFound when absent.
+// HashState returns the hash columns of file id; sqldb.ErrNotFound when absent.
 func (s *Store) HashState(ctx context.Context, id int64) (HashState, error) {
 	var h HashState
-	err := s.r.GetContext(ctx, &h, `SELECT needs_hash, hash_algorithm, content_hash, hashed_size_bytes,
+	err := s.db.R.GetContext(ctx, &h, `SELECT needs_hash, hash_algorithm, content_hash, hashed_size_bytes,
 		hashed_mtime_ns, hashed_at, hash_error_count, hash_last_error, hash_last_error_at, hash_retry_after
 		FROM library_files WHERE id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return h, missingRow(fileRow, id)
+		return h, sqldb.MissingRow(sqldb.FileRow, id)
 	}
 	if err != nil {
 		return h, fmt.Errorf("hash state: %w", err)

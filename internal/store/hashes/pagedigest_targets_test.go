@@ -1,4 +1,4 @@
-package store_test
+package hashes_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/pagesig"
+	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 )
@@ -78,7 +79,7 @@ func TestPageDigestTargetsFollowTheRule(t *testing.T) {
 		digested[id] = true
 	}
 	want := slices.DeleteFunc(slices.Sorted(maps.Keys(pagesig.Candidates(books, 3))), func(id int64) bool { return digested[id] })
-	targets, err := control.PageDigestTargets(ctx, 3)
+	targets, err := hashes.New(control).PageDigestTargets(ctx, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package hashes
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func (s *Store) RecordPageDigests(ctx context.Context, f model.Fence, books []Bo
 			}
 		}
 	}
-	err = s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	err = s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		stored = 0
 		for _, b := range books {
 			n, err := recordBookDigests(ctx, tx, b)
@@ -79,7 +79,7 @@ func recordBookDigests(ctx context.Context, tx *sqlx.Tx, b BookPageDigests) (int
 // version, in page order (none when it has none or they are stale).
 func (s *Store) PageDigests(ctx context.Context, fileID int64) ([]PageDigest, error) {
 	var out []PageDigest
-	err := s.r.SelectContext(ctx, &out, `SELECT d.page_size, d.digest FROM page_digests d
+	err := s.db.R.SelectContext(ctx, &out, `SELECT d.page_size, d.digest FROM page_digests d
 		JOIN library_files f ON f.id = d.file_id AND f.size_bytes = d.file_size_bytes AND f.mtime_ns = d.file_mtime_ns
 		WHERE d.file_id = ? ORDER BY d.page_seq`, fileID)
 	if err != nil {

@@ -1,0 +1,25 @@
+package hashes_test
+
+import (
+	"testing"
+
+	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// setup opens a migrated database with library 1 and returns its control
+// store.
+func setup(t *testing.T) *store.Store {
+	t.Helper()
+	control, _, _ := storetest.MustOpenDB(t)
+	testfactory.Library(t, control, &testfactory.LibraryOpts{ID: 1, Name: "L", Path: "/libraries/l"})
+	return control
+}
+
+func mustExec(t *testing.T, s *store.Store, q string, args ...any) {
+	t.Helper()
+	storetest.MustExec(t, s, q, args...)
+}
