@@ -78,7 +78,7 @@ test: docker-base-background deps test-deps fmt-check
 # race detector; the others' Go code is the same on both engines and runs
 # under it on SQLite in the main run, so here they check the SQL only, at
 # a fraction of the CPU.
-POSTGRES_RACE_SUITES := ./internal/store ./internal/store/reading ./internal/store/feed ./internal/store/hashes ./internal/engine
+POSTGRES_RACE_SUITES := ./internal/store ./internal/store/reading ./internal/store/feed ./internal/store/hashes ./internal/store/scanning ./internal/engine
 POSTGRES_SUITES := ./internal/store/pgadmin ./internal/api ./internal/trash ./internal/scan ./internal/hashing ./internal/thumbs ./cmd/workerd
 test-postgres: deps
 	BINDERY_TEST_DB=postgres $(GO) test -race -timeout 20m $(POSTGRES_RACE_SUITES); rc=$$?; \

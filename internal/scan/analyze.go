@@ -11,7 +11,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/internal/pagesig"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -21,7 +21,7 @@ import (
 // Results are written a batch at a time; a batch interrupted by a cancel is
 // dropped whole and redone by the next scan (its rows still need analysis).
 func (r *run) analyze(ctx context.Context) error {
-	total, err := r.st.CountToAnalyze(ctx, r.libID)
+	total, err := r.sc.CountToAnalyze(ctx, r.libID)
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func (r *run) analyze(ctx context.Context) error {
 	r.progress(r.counts.FilesSeen, r.counts.FilesSeen+total)
 	var after int64
 	for {
-		targets, err := r.st.FilesToAnalyze(ctx, r.libID, after, r.cfg.BatchSize)
+		targets, err := r.sc.FilesToAnalyze(ctx, r.libID, after, r.cfg.BatchSize)
 		if err != nil {
 			return err
 		}
@@ -41,14 +41,14 @@ func (r *run) analyze(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b := store.AnalysisBatch{SessionID: r.session.ID, Results: make([]store.Analysis, 0, len(results))}
+		b := scanning.AnalysisBatch{SessionID: r.session.ID, Results: make([]scanning.Analysis, 0, len(results))}
 		for _, res := range results {
 			b.Results = append(b.Results, res.analysis)
 			b.Errors = append(b.Errors, res.errs...)
 			r.counts.ErrorCount += int64(len(res.errs))
 		}
 		b.Counts = r.counts
-		if err := r.st.ApplyAnalysis(ctx, r.fence, &b); err != nil {
+		if err := r.sc.ApplyAnalysis(ctx, r.fence, &b); err != nil {
 			return err
 		}
 		done += int64(len(targets))
@@ -57,13 +57,13 @@ func (r *run) analyze(ctx context.Context) error {
 }
 
 type fileResult struct {
-	analysis store.Analysis
+	analysis scanning.Analysis
 	errs     []model.ScanError
 }
 
 // analyzeAll analyses targets with the configured number of workers and
 // returns the results in the targets' order.
-func (r *run) analyzeAll(ctx context.Context, targets []store.FileTarget) []fileResult {
+func (r *run) analyzeAll(ctx context.Context, targets []scanning.FileTarget) []fileResult {
 	out := make([]fileResult, len(targets))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -91,7 +91,7 @@ func (r *run) analyzeAll(ctx context.Context, targets []store.FileTarget) []file
 // what it found (ComicInfo Number and Volume, else the file name). A page
 // of a folder book and series art are read like any image but are no
 // book: they join no series, and only art gets a cover of its own.
-func (r *run) analyzeFile(t store.FileTarget) fileResult {
+func (r *run) analyzeFile(t scanning.FileTarget) fileResult {
 	res := r.readIndex(t)
 	a := &res.analysis
 	m := a.Metadata
@@ -106,9 +106,9 @@ func (r *run) analyzeFile(t store.FileTarget) fileResult {
 // readIndex reads one file's index. A file that cannot be read keeps a
 // row with the error code and a series guessed from its path, so it still
 // shows up in its folder's series; the scan goes on.
-func (r *run) readIndex(t store.FileTarget) fileResult {
+func (r *run) readIndex(t scanning.FileTarget) fileResult {
 	guess := layout.GuessSeries(strings.TrimSuffix(t.RelativePath, "/"))
-	res := fileResult{analysis: store.Analysis{ID: t.ID, SeriesNameRaw: guess.Name}}
+	res := fileResult{analysis: scanning.Analysis{ID: t.ID, SeriesNameRaw: guess.Name}}
 	a := &res.analysis
 	a.Metadata = model.FileMetadata{Source: string(guess.Source), Series: nullStr(guess.Name), Year: nullInt(guess.Year)}
 	fail := func(err error) fileResult {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -26,7 +26,7 @@ import (
 type discover struct {
 	run   *run
 	pager sigPager
-	batch store.DiscoveryBatch
+	batch scanning.DiscoveryBatch
 	last  string
 	// estimate is the expected number of files, for progress.
 	estimate int64
@@ -34,9 +34,9 @@ type discover struct {
 
 func (d *discover) do(ctx context.Context) error {
 	r := d.run
-	d.pager = sigPager{st: r.st, lib: r.libID, limit: max(r.cfg.BatchSize*2, 100)}
+	d.pager = sigPager{sc: r.sc, lib: r.libID, limit: max(r.cfg.BatchSize*2, 100)}
 	d.resetBatch()
-	est, err := r.st.CountPresentFiles(ctx, r.libID)
+	est, err := r.sc.CountPresentFiles(ctx, r.libID)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (d *discover) visit(it item) error {
 // analysed again when the scan is forced or when its last analysis failed
 // with io_error. A row whose role changed (an image that became a page of
 // a folder book, or a book again) is updated and analysed again.
-func (d *discover) seen(sig store.FileSig, st store.FileStat) {
+func (d *discover) seen(sig scanning.FileSig, st scanning.FileStat) {
 	c := &d.run.counts
 	same := sig.SizeBytes == st.SizeBytes && sig.MtimeNS == st.MtimeNS
 	switch {
@@ -162,13 +162,13 @@ func (d *discover) seen(sig store.FileSig, st store.FileStat) {
 		} else {
 			c.Changed++
 		}
-		d.batch.Update = append(d.batch.Update, store.FileUpdate{ID: sig.ID, FileStat: st})
+		d.batch.Update = append(d.batch.Update, scanning.FileUpdate{ID: sig.ID, FileStat: st})
 	default:
 		c.Changed++
 		if sig.IsMissing {
 			c.Restored++
 		}
-		d.batch.Update = append(d.batch.Update, store.FileUpdate{ID: sig.ID, FileStat: st, SigChanged: true})
+		d.batch.Update = append(d.batch.Update, scanning.FileUpdate{ID: sig.ID, FileStat: st, SigChanged: true})
 	}
 	if same && (d.run.force || sig.RetryAnalysis) {
 		d.batch.Reanalyze = append(d.batch.Reanalyze, sig.ID)
@@ -176,7 +176,7 @@ func (d *discover) seen(sig store.FileSig, st store.FileStat) {
 }
 
 // unseen handles a row no file was found for.
-func (d *discover) unseen(sig store.FileSig) {
+func (d *discover) unseen(sig scanning.FileSig) {
 	if sig.IsMissing {
 		return
 	}
@@ -214,7 +214,7 @@ func (d *discover) flush(ctx context.Context) error {
 		return nil
 	}
 	d.batch.Counts = d.run.counts
-	if err := d.run.st.ApplyDiscovery(ctx, d.run.fence, &d.batch); err != nil {
+	if err := d.run.sc.ApplyDiscovery(ctx, d.run.fence, &d.batch); err != nil {
 		return err
 	}
 	d.resetBatch()
@@ -224,7 +224,7 @@ func (d *discover) flush(ctx context.Context) error {
 
 func (d *discover) resetBatch() {
 	r := d.run
-	d.batch = store.DiscoveryBatch{SessionID: r.session.ID, LibraryID: r.libID, MissingSince: r.session.StartedAt,
+	d.batch = scanning.DiscoveryBatch{SessionID: r.session.ID, LibraryID: r.libID, MissingSince: r.session.StartedAt,
 		Insert: d.batch.Insert[:0], Update: d.batch.Update[:0], Reanalyze: d.batch.Reanalyze[:0],
 		Missing: d.batch.Missing[:0], Errors: d.batch.Errors[:0]}
 }
@@ -232,34 +232,34 @@ func (d *discover) resetBatch() {
 // sigPager reads a library's rows in relative_path order, one page at a
 // time (keyset pagination, so no read transaction stays open).
 type sigPager struct {
-	st    *store.Store
+	sc    *scanning.Store
 	lib   int64
 	limit int
 	// folder limits the rows to one folder of a scoped scan ("" all).
 	folder string
-	buf    []store.FileSig
+	buf    []scanning.FileSig
 	pos    int
 	after  string
 	done   bool
 }
 
-func (p *sigPager) peek(ctx context.Context) (store.FileSig, bool, error) {
+func (p *sigPager) peek(ctx context.Context) (scanning.FileSig, bool, error) {
 	if p.pos < len(p.buf) {
 		return p.buf[p.pos], true, nil
 	}
 	if p.done {
-		return store.FileSig{}, false, nil
+		return scanning.FileSig{}, false, nil
 	}
-	page, err := p.st.FileSigsUnder(ctx, p.lib, p.folder, p.after, p.limit)
+	page, err := p.sc.FileSigsUnder(ctx, p.lib, p.folder, p.after, p.limit)
 	if err != nil {
-		return store.FileSig{}, false, err
+		return scanning.FileSig{}, false, err
 	}
 	p.buf, p.pos = page, 0
 	if len(page) < p.limit {
 		p.done = true
 	}
 	if len(page) == 0 {
-		return store.FileSig{}, false, nil
+		return scanning.FileSig{}, false, nil
 	}
 	p.after = page[len(page)-1].RelativePath
 	return p.buf[0], true, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -68,7 +69,7 @@ func TestExecutorErrors(t *testing.T) {
 	})
 	t.Run("abandoned session closed", func(t *testing.T) {
 		e := setup(t)
-		if _, err := e.worker.StartScanSession(context.Background(), e.job("{}").Fence(), e.lib); err != nil {
+		if _, err := scanning.New(e.worker).StartScanSession(context.Background(), e.job("{}").Fence(), e.lib); err != nil {
 			t.Fatal(err)
 		}
 		e.scan()

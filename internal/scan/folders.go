@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -54,7 +54,7 @@ func (w *walker) shape(rel string, list []dirEntry) folderShape {
 // mtime the newest of the folder, its pages and its ComicInfo.xml: adding,
 // removing, renaming or rewriting any page changes the book.
 func (w *walker) folderBook(rel string, self fs.DirEntry, list []dirEntry, fn func(item) error) error {
-	book := store.FileStat{RelativePath: rel + "/", Role: protocol.RoleFolder}
+	book := scanning.FileStat{RelativePath: rel + "/", Role: protocol.RoleFolder}
 	if self != nil {
 		if info, err := self.Info(); err == nil {
 			book = statOf(book.RelativePath, info, protocol.RoleFolder)

@@ -11,7 +11,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -35,7 +35,7 @@ func (r *run) detectMoves(ctx context.Context) error {
 	alg := protocol.HashAlgorithm(r.vals.Enum(settings.HashAlgorithm))
 	var after int64
 	for {
-		cands, err := r.st.MoveCandidates(ctx, r.libID, after, r.cfg.BatchSize)
+		cands, err := r.sc.MoveCandidates(ctx, r.libID, after, r.cfg.BatchSize)
 		if err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func (r *run) detectMoves(ctx context.Context) error {
 	}
 }
 
-func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.MoveCandidate) error {
+func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c scanning.MoveCandidate) error {
 	abs, err := pathsafe.Resolve(r.root, c.RelativePath)
 	if err != nil {
 		return nil // gone or unsafe now; analysis records what is wrong
@@ -62,13 +62,13 @@ func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.M
 		// unreadable (analysis records the error on the file).
 		return ctx.Err()
 	}
-	h := store.FileHash{Algorithm: string(alg), Sum: sum, SizeBytes: st.SizeBytes, MtimeNS: st.MtimeNS}
-	matches, err := r.st.MissingWithHash(ctx, r.libID, st.SizeBytes, string(alg), sum)
+	h := scanning.FileHash{Algorithm: string(alg), Sum: sum, SizeBytes: st.SizeBytes, MtimeNS: st.MtimeNS}
+	matches, err := r.sc.MissingWithHash(ctx, r.libID, st.SizeBytes, string(alg), sum)
 	if err != nil {
 		return err
 	}
 	if len(matches) != 1 {
-		return r.st.RecordHash(ctx, r.fence, c.ID, h)
+		return r.sc.RecordHash(ctx, r.fence, c.ID, h)
 	}
 	counts := r.counts
 	counts.Moved++
@@ -78,7 +78,7 @@ func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.M
 	if matches[0].MissingSince.Valid && matches[0].MissingSince.Equal(r.session.StartedAt.Time) {
 		counts.Missing--
 	}
-	ok, err := r.st.ApplyMove(ctx, r.fence, store.Move{SessionID: r.session.ID, NewID: c.ID, OldID: matches[0].ID,
+	ok, err := r.sc.ApplyMove(ctx, r.fence, scanning.Move{SessionID: r.session.ID, NewID: c.ID, OldID: matches[0].ID,
 		Stat: st, Hash: h, Counts: counts})
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func (r *run) tryMove(ctx context.Context, alg protocol.HashAlgorithm, c store.M
 
 // identity stats and hashes the candidate at abs as discovery and the hash
 // job do: a multi-volume RAR book by all its volumes, in order.
-func identity(ctx context.Context, abs string, c store.MoveCandidate, alg protocol.HashAlgorithm) (store.FileStat, []byte, error) {
+func identity(ctx context.Context, abs string, c scanning.MoveCandidate, alg protocol.HashAlgorithm) (scanning.FileStat, []byte, error) {
 	st, err := statFile(abs, c.RelativePath, c.Role)
 	if err != nil {
 		return st, nil, err
@@ -120,14 +120,14 @@ func (r *run) vanishedElsewhere(ctx context.Context) error {
 	gone := map[int64]bool{}
 	var after int64
 	for {
-		rows, err := r.st.NewRows(ctx, r.libID, after, r.cfg.BatchSize)
+		rows, err := r.sc.NewRows(ctx, r.libID, after, r.cfg.BatchSize)
 		if err != nil || len(rows) == 0 {
 			return err
 		}
 		after = rows[len(rows)-1].ID
 		var batch []int64
 		for _, n := range rows {
-			olds, err := r.st.PresentWithSize(ctx, r.libID, n.SizeBytes, n.ID)
+			olds, err := r.sc.PresentWithSize(ctx, r.libID, n.SizeBytes, n.ID)
 			if err != nil {
 				return err
 			}
@@ -145,9 +145,9 @@ func (r *run) vanishedElsewhere(ctx context.Context) error {
 			continue
 		}
 		r.counts.Missing += int64(len(batch))
-		b := store.DiscoveryBatch{SessionID: r.session.ID, LibraryID: r.libID, MissingSince: r.session.StartedAt,
+		b := scanning.DiscoveryBatch{SessionID: r.session.ID, LibraryID: r.libID, MissingSince: r.session.StartedAt,
 			Missing: batch, Counts: r.counts}
-		if err := r.st.ApplyDiscovery(ctx, r.fence, &b); err != nil {
+		if err := r.sc.ApplyDiscovery(ctx, r.fence, &b); err != nil {
 			return err
 		}
 	}

@@ -19,7 +19,7 @@ func (r *run) purge(ctx context.Context) error {
 	}
 	cutoff := r.st.Now().Add(-time.Duration(days) * 24 * time.Hour)
 	for {
-		n, err := r.st.PurgeMissing(ctx, r.fence, r.libID, cutoff, r.cfg.BatchSize)
+		n, err := r.sc.PurgeMissing(ctx, r.fence, r.libID, cutoff, r.cfg.BatchSize)
 		if err != nil {
 			return err
 		}

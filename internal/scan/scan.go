@@ -35,6 +35,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -60,6 +61,7 @@ type Config struct {
 // protocol allows one scan at a time.
 type Executor struct {
 	st  *store.Store
+	sc  *scanning.Store // the scan job's rows
 	cfg Config
 }
 
@@ -70,13 +72,14 @@ func New(st *store.Store, cfg Config) *Executor {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 500
 	}
-	return &Executor{st: st, cfg: cfg}
+	return &Executor{st: st, sc: scanning.New(st), cfg: cfg}
 }
 
 // run is the state of one scan.
 type run struct {
 	ctx context.Context
 	st  *store.Store
+	sc  *scanning.Store
 	// fence is the job's claim: every write of the scan carries it, and
 	// the store refuses it (store.ErrLeaseLost) once the lease is lost.
 	fence     model.Fence
@@ -114,12 +117,12 @@ func (e *Executor) Execute(ctx context.Context, job model.Job, rep engine.Report
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	r := &run{ctx: ctx, st: e.st, fence: job.Fence(), cfg: e.cfg, vals: vals, rep: rep, libID: job.Library(), force: p.Force, paths: paths,
+	r := &run{ctx: ctx, st: e.st, sc: e.sc, fence: job.Fence(), cfg: e.cfg, vals: vals, rep: rep, libID: job.Library(), force: p.Force, paths: paths,
 		coverMode: vals.Enum(settings.ScanCoverMode) == "scan"}
 	if r.root, r.video, err = e.resolveLibrary(ctx, r.libID); err != nil {
 		return nil, err
 	}
-	r.session, err = e.st.StartScanSession(ctx, r.fence, r.libID)
+	r.session, err = e.sc.StartScanSession(ctx, r.fence, r.libID)
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
@@ -131,7 +134,7 @@ func (e *Executor) Execute(ctx context.Context, job model.Job, rep engine.Report
 			code, msg, runErr = protocol.ErrCancelled, "scan cancelled", ctx.Err()
 		}
 	}
-	if err := e.st.FinishScanSession(context.WithoutCancel(ctx), r.fence, r.session.ID, status, r.counts, code, msg); err != nil {
+	if err := e.sc.FinishScanSession(context.WithoutCancel(ctx), r.fence, r.session.ID, status, r.counts, code, msg); err != nil {
 		return r.counts.Map(), errors.Join(runErr, err)
 	}
 	return r.counts.Map(), runErr
@@ -171,7 +174,7 @@ func (r *run) phases(ctx context.Context) error {
 // needs_cover so that controld admits a render.
 func (r *run) markMissingCovers(ctx context.Context) error {
 	for {
-		n, err := r.st.MarkCoversMissing(ctx, r.fence, r.libID, r.cfg.BatchSize)
+		n, err := r.sc.MarkCoversMissing(ctx, r.fence, r.libID, r.cfg.BatchSize)
 		if err != nil {
 			return err
 		}
@@ -183,7 +186,7 @@ func (r *run) markMissingCovers(ctx context.Context) error {
 		return nil
 	}
 	for after := int64(0); ; {
-		covers, err := r.st.CoveredFiles(ctx, r.libID, after, r.cfg.BatchSize)
+		covers, err := r.sc.CoveredFiles(ctx, r.libID, after, r.cfg.BatchSize)
 		if err != nil || len(covers) == 0 {
 			return err
 		}
@@ -196,7 +199,7 @@ func (r *run) markMissingCovers(ctx context.Context) error {
 				lost = append(lost, c.FileID)
 			}
 		}
-		if err := r.st.MarkNeedsCover(ctx, r.fence, lost); err != nil {
+		if err := r.sc.MarkNeedsCover(ctx, r.fence, lost); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
@@ -246,10 +249,10 @@ func (r *run) progress(processed, total int64) {
 }
 
 // statFile stats abs as discovery does.
-func statFile(abs, rel string, role protocol.FileRole) (store.FileStat, error) {
+func statFile(abs, rel string, role protocol.FileRole) (scanning.FileStat, error) {
 	info, err := os.Stat(abs)
 	if err != nil {
-		return store.FileStat{}, err
+		return scanning.FileStat{}, err
 	}
 	return statOf(rel, info, role), nil
 }

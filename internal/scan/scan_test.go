@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/hashing"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -183,8 +183,8 @@ func (e *env) hashAll() {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		h := store.FileHash{Algorithm: "blake3", Sum: sum, SizeBytes: st.SizeBytes, MtimeNS: st.MtimeNS}
-		if err := e.worker.RecordHash(ctx, fence, id, h); err != nil {
+		h := scanning.FileHash{Algorithm: "blake3", Sum: sum, SizeBytes: st.SizeBytes, MtimeNS: st.MtimeNS}
+		if err := scanning.New(e.worker).RecordHash(ctx, fence, id, h); err != nil {
 			e.t.Fatal(err)
 		}
 	}

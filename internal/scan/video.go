@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/video"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -29,7 +29,7 @@ func withoutVideo(exts map[string]bool) map[string]bool {
 // video_probes; a file with a picture gets a cover. A file ffprobe cannot
 // read keeps its row, format video, with the error (video_unreadable,
 // video_timeout).
-func (r *run) readVideo(t store.FileTarget, v *video.File, res *fileResult, fail func(error) fileResult) fileResult {
+func (r *run) readVideo(t scanning.FileTarget, v *video.File, res *fileResult, fail func(error) fileResult) fileResult {
 	defer v.Close()
 	a := &res.analysis
 	a.Format = string(protocol.FormatVideo)
@@ -48,7 +48,7 @@ func (r *run) readVideo(t store.FileTarget, v *video.File, res *fileResult, fail
 // content, which no archive reader knows (archiveErr), starts like a
 // video container (a .cbz that is really an MP4). ok is false when t is
 // no video, or the library indexes none.
-func (r *run) openVideo(t store.FileTarget, archiveErr error) (v *video.File, ok bool, err error) {
+func (r *run) openVideo(t scanning.FileTarget, archiveErr error) (v *video.File, ok bool, err error) {
 	switch {
 	case !r.video:
 		return nil, false, nil

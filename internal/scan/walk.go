@@ -16,7 +16,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -31,7 +31,7 @@ type item struct {
 	// opaque marks a folder that could not be read: the rows under it are
 	// neither seen nor missing, they are left alone.
 	opaque bool
-	stat   store.FileStat
+	stat   scanning.FileStat
 }
 
 // walker walks a library folder without ever following a symlink out of
@@ -206,8 +206,8 @@ func (w *walker) wanted(rel string) bool {
 // skipName is layout.SkipName: the names a library never indexes.
 func skipName(name string) bool { return layout.SkipName(name) }
 
-func statOf(rel string, info fs.FileInfo, role protocol.FileRole) store.FileStat {
-	st := store.FileStat{RelativePath: rel, SizeBytes: info.Size(), MtimeNS: info.ModTime().UnixNano(), Role: role}
+func statOf(rel string, info fs.FileInfo, role protocol.FileRole) scanning.FileStat {
+	st := scanning.FileStat{RelativePath: rel, SizeBytes: info.Size(), MtimeNS: info.ModTime().UnixNano(), Role: role}
 	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
 		st.Inode, st.Device = int64(sys.Ino), int64(sys.Dev)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
@@ -106,20 +107,20 @@ func (f *fencedFixture) fencedWrites(session int64) []fencedWrite {
 	sum[0] = 7
 	counts := model.ScanCounts{FilesSeen: 3}
 	errs := []model.ScanError{{RelativePath: "x/", ErrorCode: protocol.ErrIOError, Message: "unreadable"}}
-	hash := store.FileHash{Algorithm: "blake3", Sum: sum, SizeBytes: 10, MtimeNS: 1}
+	hash := scanning.FileHash{Algorithm: "blake3", Sum: sum, SizeBytes: 10, MtimeNS: 1}
 	return []fencedWrite{
 		{"ApplyDiscovery", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			return w.ApplyDiscovery(ctx, fe, &store.DiscoveryBatch{SessionID: session, LibraryID: 1,
-				MissingSince: protocol.NewTime(f.clock.Now()), Insert: []store.FileStat{{RelativePath: "zombie.cbz", SizeBytes: 1, MtimeNS: 1}},
+			return scanning.New(w).ApplyDiscovery(ctx, fe, &scanning.DiscoveryBatch{SessionID: session, LibraryID: 1,
+				MissingSince: protocol.NewTime(f.clock.Now()), Insert: []scanning.FileStat{{RelativePath: "zombie.cbz", SizeBytes: 1, MtimeNS: 1}},
 				Missing: []int64{f.analysed}, Errors: errs, Counts: counts})
 		}},
 		{"ApplyAnalysis", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			return w.ApplyAnalysis(ctx, fe, &store.AnalysisBatch{SessionID: session, Counts: counts, Results: []store.Analysis{{
+			return scanning.New(w).ApplyAnalysis(ctx, fe, &scanning.AnalysisBatch{SessionID: session, Counts: counts, Results: []scanning.Analysis{{
 				ID: f.due, Format: "zip", TotalPages: new(int64(2)), SeriesNameRaw: "Zombie",
 				Metadata: model.FileMetadata{Source: "filename"}, SortKey: "z"}}})
 		}},
 		{"RecordHash", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			return w.RecordHash(ctx, fe, f.due, hash)
+			return scanning.New(w).RecordHash(ctx, fe, f.due, hash)
 		}},
 		{"RecordHashes", func(ctx context.Context, w *store.Store, fe model.Fence) error {
 			_, err := hashes.New(w).RecordHashes(ctx, fe, []hashes.HashResult{{ID: f.due, Algorithm: protocol.HashBLAKE3, Sum: sum, SizeBytes: 10, MtimeNS: 1}},
@@ -131,12 +132,12 @@ func (f *fencedFixture) fencedWrites(session int64) []fencedWrite {
 			return err
 		}},
 		{"ApplyMove", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			_, err := w.ApplyMove(ctx, fe, store.Move{SessionID: session, NewID: f.due, OldID: f.gone, Counts: counts, Hash: hash,
-				Stat: store.FileStat{RelativePath: "due.cbz", SizeBytes: 10, MtimeNS: 1}})
+			_, err := scanning.New(w).ApplyMove(ctx, fe, scanning.Move{SessionID: session, NewID: f.due, OldID: f.gone, Counts: counts, Hash: hash,
+				Stat: scanning.FileStat{RelativePath: "due.cbz", SizeBytes: 10, MtimeNS: 1}})
 			return err
 		}},
 		{"PurgeMissing", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			_, err := w.PurgeMissing(ctx, fe, 1, f.clock.Now(), 10)
+			_, err := scanning.New(w).PurgeMissing(ctx, fe, 1, f.clock.Now(), 10)
 			return err
 		}},
 		{"EnsureSeries", func(ctx context.Context, w *store.Store, fe model.Fence) error {
@@ -154,24 +155,24 @@ func (f *fencedFixture) fencedWrites(session int64) []fencedWrite {
 			return err
 		}},
 		{"MarkCoversMissing", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			_, err := w.MarkCoversMissing(ctx, fe, 1, 10)
+			_, err := scanning.New(w).MarkCoversMissing(ctx, fe, 1, 10)
 			return err
 		}},
 		{"MarkNeedsCover", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			return w.MarkNeedsCover(ctx, fe, []int64{f.due})
+			return scanning.New(w).MarkNeedsCover(ctx, fe, []int64{f.due})
 		}},
 		{"AddScanErrors", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			return w.AddScanErrors(ctx, fe, session, errs)
+			return scanning.New(w).AddScanErrors(ctx, fe, session, errs)
 		}},
 		{"UpdateScanCounts", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			return w.UpdateScanCounts(ctx, fe, session, counts)
+			return scanning.New(w).UpdateScanCounts(ctx, fe, session, counts)
 		}},
 		{"FinishScanSession", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			return w.FinishScanSession(ctx, fe, session, protocol.ScanSucceeded, counts, "", "")
+			return scanning.New(w).FinishScanSession(ctx, fe, session, protocol.ScanSucceeded, counts, "", "")
 		}},
 		// Last: it closes the session the others write.
 		{"StartScanSession", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			_, err := w.StartScanSession(ctx, fe, 1)
+			_, err := scanning.New(w).StartScanSession(ctx, fe, 1)
 			return err
 		}},
 	}
@@ -193,7 +194,7 @@ func TestZombieWritesChangeNothing(t *testing.T) {
 				t.Fatalf("claim: %+v %v", job, err)
 			}
 			zombie := job.Fence()
-			session, err := f.worker.StartScanSession(f.ctx, zombie, 1)
+			session, err := scanning.New(f.worker).StartScanSession(f.ctx, zombie, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +224,7 @@ func TestZombieWritesChangeNothing(t *testing.T) {
 				t.Fatalf("claim again: %+v %v", again, err)
 			}
 			refused(t, "claimed again")
-			live, err := f.worker.StartScanSession(f.ctx, again.Fence(), 1)
+			live, err := scanning.New(f.worker).StartScanSession(f.ctx, again.Fence(), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,7 +254,7 @@ func TestRecoveryClosesScanSession(t *testing.T) {
 			if err != nil || job == nil || job.ID != lost {
 				t.Fatalf("claim: %+v %v", job, err)
 			}
-			session, err := f.worker.StartScanSession(f.ctx, job.Fence(), 1)
+			session, err := scanning.New(f.worker).StartScanSession(f.ctx, job.Fence(), 1)
 			if err != nil {
 				t.Fatal(err)
 			}

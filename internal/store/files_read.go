@@ -44,7 +44,7 @@ func (s *Store) GetFile(ctx context.Context, id int64) (model.File, error) {
 // FileMetadata returns the metadata of a file, nil when it has none.
 func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*model.FileMetadata, error) {
 	var m model.FileMetadata
-	err := s.r.GetContext(ctx, &m, `SELECT `+metadataCols+` FROM file_metadata WHERE file_id = ?`, fileID)
+	err := s.r.GetContext(ctx, &m, `SELECT `+sqldb.MetadataCols+` FROM file_metadata WHERE file_id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -140,21 +141,9 @@ func (s *Store) writeOne(ctx context.Context, fn func(q sqlx.ExtContext) error) 
 	return s.retryBusy(ctx, func() error { return fn(s.w) })
 }
 
-// ownedExec runs an owner-checked statement and turns "no row matched"
-// into ErrNotOwner.
+// ownedExec: see sqldb.OwnedExec.
 func ownedExec(ctx context.Context, q sqlx.ExecerContext, query string, args ...any) error {
-	res, err := q.ExecContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return ErrNotOwner
-	}
-	return nil
+	return sqldb.OwnedExec(ctx, q, query, args...)
 }
 
 // ownerErr wraps a lease-path error, mapping a RETURNING that found no row

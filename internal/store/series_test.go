@@ -12,6 +12,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
@@ -120,30 +121,30 @@ func TestEnsureSeriesConcurrent(t *testing.T) {
 func TestDiscoveryReplay(t *testing.T) {
 	d := setupDataPlane(t)
 	ctx := context.Background()
-	sess, err := d.a.StartScanSession(ctx, d.fence, d.lib)
+	sess, err := scanning.New(d.a).StartScanSession(ctx, d.fence, d.lib)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: sess.StartedAt,
-		Insert: []store.FileStat{{RelativePath: "a.cbz", SizeBytes: 1, MtimeNS: 2}, {RelativePath: "b.cbz", SizeBytes: 3, MtimeNS: 4}},
+	b := &scanning.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: sess.StartedAt,
+		Insert: []scanning.FileStat{{RelativePath: "a.cbz", SizeBytes: 1, MtimeNS: 2}, {RelativePath: "b.cbz", SizeBytes: 3, MtimeNS: 4}},
 		Errors: []model.ScanError{{RelativePath: "x", ErrorCode: protocol.ErrIOError, Message: "m"}},
 		Counts: model.ScanCounts{FilesSeen: 2, Added: 2, ErrorCount: 1}}
 	for range 2 {
-		if err := d.a.ApplyDiscovery(ctx, d.fence, b); err != nil {
+		if err := scanning.New(d.a).ApplyDiscovery(ctx, d.fence, b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n, _ := storetest.QueryInt(ctx, d.a, `SELECT count(*) FROM library_files`); n != 2 {
 		t.Fatalf("%d rows", n)
 	}
-	sigs, err := d.a.FileSigsAfter(ctx, d.lib, "", 10)
+	sigs, err := scanning.New(d.a).FileSigsAfter(ctx, d.lib, "", 10)
 	if err != nil || len(sigs) != 2 || sigs[0].RelativePath != "a.cbz" {
 		t.Fatalf("sigs %v %v", sigs, err)
 	}
-	miss := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: protocol.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+	miss := &scanning.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib, MissingSince: protocol.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		Missing: []int64{sigs[0].ID}, Counts: b.Counts}
 	for range 2 {
-		if err := d.b.ApplyDiscovery(ctx, d.fence, miss); err != nil {
+		if err := scanning.New(d.b).ApplyDiscovery(ctx, d.fence, miss); err != nil {
 			t.Fatal(err)
 		}
 		miss.MissingSince = protocol.NewTime(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) // a replay must not move missing_since
@@ -163,16 +164,16 @@ func TestDiscoveryReplay(t *testing.T) {
 func TestApplyMoveRace(t *testing.T) {
 	d := setupDataPlane(t)
 	ctx := context.Background()
-	sess, _ := d.a.StartScanSession(ctx, d.fence, d.lib)
-	b := &store.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib,
-		Insert: []store.FileStat{{RelativePath: "old.cbz", SizeBytes: 5, MtimeNS: 1}, {RelativePath: "new.cbz", SizeBytes: 5, MtimeNS: 2}}}
-	if err := d.a.ApplyDiscovery(ctx, d.fence, b); err != nil {
+	sess, _ := scanning.New(d.a).StartScanSession(ctx, d.fence, d.lib)
+	b := &scanning.DiscoveryBatch{SessionID: sess.ID, LibraryID: d.lib,
+		Insert: []scanning.FileStat{{RelativePath: "old.cbz", SizeBytes: 5, MtimeNS: 1}, {RelativePath: "new.cbz", SizeBytes: 5, MtimeNS: 2}}}
+	if err := scanning.New(d.a).ApplyDiscovery(ctx, d.fence, b); err != nil {
 		t.Fatal(err)
 	}
-	sigs, _ := d.a.FileSigsAfter(ctx, d.lib, "", 10) // new.cbz, old.cbz
-	h := store.FileHash{Algorithm: "blake3", Sum: make([]byte, 32), SizeBytes: 5, MtimeNS: 2}
-	ok, err := d.a.ApplyMove(ctx, d.fence, store.Move{SessionID: sess.ID, NewID: sigs[0].ID, OldID: sigs[1].ID,
-		Stat: store.FileStat{RelativePath: "new.cbz", SizeBytes: 5, MtimeNS: 2}, Hash: h})
+	sigs, _ := scanning.New(d.a).FileSigsAfter(ctx, d.lib, "", 10) // new.cbz, old.cbz
+	h := scanning.FileHash{Algorithm: "blake3", Sum: make([]byte, 32), SizeBytes: 5, MtimeNS: 2}
+	ok, err := scanning.New(d.a).ApplyMove(ctx, d.fence, scanning.Move{SessionID: sess.ID, NewID: sigs[0].ID, OldID: sigs[1].ID,
+		Stat: scanning.FileStat{RelativePath: "new.cbz", SizeBytes: 5, MtimeNS: 2}, Hash: h})
 	if err != nil || ok {
 		t.Fatalf("move onto a present row: ok=%v err=%v", ok, err)
 	}
@@ -217,21 +218,21 @@ func TestNaturalOrderPlans(t *testing.T) {
 func TestAbandonedSessionKeepsItsEnd(t *testing.T) {
 	d := setupDataPlane(t)
 	ctx := context.Background()
-	old, err := d.a.StartScanSession(ctx, d.fence, d.lib)
+	old, err := scanning.New(d.a).StartScanSession(ctx, d.fence, d.lib)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.b.StartScanSession(ctx, d.fence, d.lib); err != nil {
+	if _, err := scanning.New(d.b).StartScanSession(ctx, d.fence, d.lib); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.a.UpdateScanCounts(ctx, d.fence, old.ID, model.ScanCounts{FilesSeen: 9}); !errors.Is(err, store.ErrNotOwner) {
+	if err := scanning.New(d.a).UpdateScanCounts(ctx, d.fence, old.ID, model.ScanCounts{FilesSeen: 9}); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("update counts of a closed session: %v", err)
 	}
-	if err := d.a.FinishScanSession(ctx, d.fence, old.ID, protocol.ScanSucceeded, model.ScanCounts{FilesSeen: 9}, "", ""); !errors.Is(err, store.ErrNotOwner) {
+	if err := scanning.New(d.a).FinishScanSession(ctx, d.fence, old.ID, protocol.ScanSucceeded, model.ScanCounts{FilesSeen: 9}, "", ""); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("finish of a closed session: %v", err)
 	}
 	got, err := d.a.GetScan(ctx, old.ID)
-	if err != nil || got.Status != "failed" || model.Deref(got.ErrorMessage) != store.AbandonedScanMessage || got.FilesSeen != 0 {
+	if err != nil || got.Status != "failed" || model.Deref(got.ErrorMessage) != scanning.AbandonedScanMessage || got.FilesSeen != 0 {
 		t.Fatalf("session %+v %v, want it failed as abandoned with no figures", got, err)
 	}
 }

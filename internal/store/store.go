@@ -1,5 +1,5 @@
 // Package store opens the database and holds most of the SQL: with the
-// packages beside it (reading, feed, hashes, pgadmin), it is the only code that speaks
+// packages beside it (reading, feed, hashes, scanning, pgadmin), it is the only code that speaks
 // SQL. It owns the two connection pools of a process (one writer, many
 // readers) and the clock every timestamp is taken from, and hands both to
 // its sibling packages through internal/sqldb; one file per aggregate of

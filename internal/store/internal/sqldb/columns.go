@@ -25,3 +25,15 @@ const JobCols = `id, kind, status, library_id, priority, payload, progress, proc
 const ThumbnailCols = `id, file_id, library_id, group_key, media_type, format, status, output_relpath, width,
 	height, bytes_size, worker_id, worker_heartbeat_at, lease_expires_at, lease_epoch, error_code, error_message,
 	error_count, retry_after, created_at, updated_at, started_at, finished_at, task, cover_hash`
+
+// ScanCols selects a model.Scan from scan_sessions.
+const ScanCols = `id, job_id, library_id, status, files_seen, directories_seen, bytes_seen, added, changed,
+	unchanged, missing, restored, moved, series_created, purged, error_count, error_code, error_message, started_at,
+	finished_at`
+
+// VideoProbeCols selects a model.VideoProbe from video_probes.
+const VideoProbeCols = `file_id, container, duration_ms, width, height, video_codec, audio_codec, rotation, probed_at`
+
+// MetadataCols selects a model.FileMetadata from file_metadata.
+const MetadataCols = `file_id, source, series, number, volume, title, year, month, publisher, genre, tags,
+	age_rating, language_iso, writer, penciller, summary, web, front_cover_page, manga, series_count, updated_at`

@@ -57,3 +57,20 @@ func GetRow[T any](ctx context.Context, db sqlx.QueryerContext, k RowKind, q str
 	}
 	return out, nil
 }
+
+// OwnedExec runs an owner-checked statement and turns "no row matched"
+// into ErrNotOwner.
+func OwnedExec(ctx context.Context, q sqlx.ExecerContext, query string, args ...any) error {
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotOwner
+	}
+	return nil
+}

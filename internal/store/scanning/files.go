@@ -1,4 +1,4 @@
-package store
+package scanning
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func (s *Store) FileSigsUnder(ctx context.Context, libraryID int64, folder, afte
 		below = strings.TrimSuffix(folder, "/") + "0"
 	}
 	out := make([]FileSig, 0, limit)
-	rows, err := s.r.QueryContext(ctx, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing, role,
+	rows, err := s.db.R.QueryContext(ctx, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing, role,
 			CASE WHEN analysis_error_code = ? THEN 1 ELSE 0 END
 		FROM library_files WHERE library_id = ? AND relative_path > ? AND relative_path >= ?
 			AND (? = '' OR relative_path < ?) ORDER BY relative_path LIMIT ?`,
@@ -146,8 +146,8 @@ func (b *DiscoveryBatch) Len() int {
 // idempotent (inserts skip existing paths, missing marks skip rows already
 // missing), so a batch replayed after a kill changes nothing twice.
 func (s *Store) ApplyDiscovery(ctx context.Context, f model.Fence, b *DiscoveryBatch) error {
-	now := s.nowText()
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	now := s.db.NowText()
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		if err := insertFiles(ctx, tx, b, now); err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ const targetCols = `id, relative_path, size_bytes, mtime_ns, role`
 // analysis, with id > afterID, in id order.
 func (s *Store) FilesToAnalyze(ctx context.Context, libraryID, afterID int64, limit int) ([]FileTarget, error) {
 	var out []FileTarget
-	err := s.r.SelectContext(ctx, &out, `SELECT `+targetCols+` FROM library_files
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+targetCols+` FROM library_files
 		WHERE library_id = ? AND needs_analysis = 1 AND is_missing = 0 AND id > ? ORDER BY id LIMIT ?`,
 		libraryID, afterID, limit)
 	if err != nil {
@@ -261,7 +261,7 @@ func (s *Store) FilesToAnalyze(ctx context.Context, libraryID, afterID int64, li
 // CountToAnalyze counts the present rows of a library that need analysis.
 func (s *Store) CountToAnalyze(ctx context.Context, libraryID int64) (int64, error) {
 	var n int64
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM library_files
+	err := s.db.R.QueryRowContext(ctx, `SELECT count(*) FROM library_files
 		WHERE library_id = ? AND needs_analysis = 1 AND is_missing = 0`, libraryID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count to analyze: %w", err)
@@ -273,7 +273,7 @@ func (s *Store) CountToAnalyze(ctx context.Context, libraryID int64) (int64, err
 // expected size of the next walk).
 func (s *Store) CountPresentFiles(ctx context.Context, libraryID int64) (int64, error) {
 	var n int64
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM library_files WHERE library_id = ? AND is_missing = 0`,
+	err := s.db.R.QueryRowContext(ctx, `SELECT count(*) FROM library_files WHERE library_id = ? AND is_missing = 0`,
 		libraryID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count files: %w", err)
@@ -286,9 +286,9 @@ func (s *Store) CountPresentFiles(ctx context.Context, libraryID int64) (int64, 
 // and returns how many it marked; callers loop until it returns less than
 // limit.
 func (s *Store) MarkCoversMissing(ctx context.Context, f model.Fence, libraryID int64, limit int) (int64, error) {
-	now := s.nowText()
+	now := s.db.NowText()
 	var n int64
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE library_files SET needs_cover = 1, updated_at = ?
 			WHERE id IN (SELECT id FROM library_files WHERE library_id = ? AND is_missing = 0 AND needs_cover = 0
 				AND needs_analysis = 0 AND cover_updated_at IS NULL AND total_pages > 0 AND role <> 'page' LIMIT ?)`, now, libraryID, limit)
@@ -316,7 +316,7 @@ type CoveredFile struct {
 // order, so that a scan can check their cache files still exist.
 func (s *Store) CoveredFiles(ctx context.Context, libraryID, afterID int64, limit int) ([]CoveredFile, error) {
 	var out []CoveredFile
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id,
+	err := s.db.R.SelectContext(ctx, &out, `SELECT f.id,
 			(SELECT t.output_relpath FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready'
 			 ORDER BY t.id DESC LIMIT 1) AS output_relpath
 		FROM library_files f
@@ -334,8 +334,8 @@ func (s *Store) MarkNeedsCover(ctx context.Context, f model.Fence, ids []int64) 
 	if len(ids) == 0 {
 		return nil
 	}
-	now := s.nowText()
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	now := s.db.NowText()
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET needs_cover = 1, updated_at = ? WHERE id = ?`)
 		if err != nil {
 			return err
@@ -370,7 +370,7 @@ type MoveCandidate struct {
 // and the same size as some missing row of the library.
 func (s *Store) MoveCandidates(ctx context.Context, libraryID, afterID int64, limit int) ([]MoveCandidate, error) {
 	var out []MoveCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id, COALESCE(f.volumes, 0) AS volumes
+	err := s.db.R.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id, COALESCE(f.volumes, 0) AS volumes
 		FROM library_files f
 		WHERE f.library_id = ?1 AND f.needs_analysis = 1 AND f.id > ?2 AND f.is_missing = 0 AND f.analyzed_at IS NULL
 		  AND f.role <> 'folder' AND EXISTS (SELECT 1 FROM library_files m
@@ -393,7 +393,7 @@ type MissingMatch struct {
 // hash, still valid for their signature, equals sum.
 func (s *Store) MissingWithHash(ctx context.Context, libraryID, size int64, alg string, sum []byte) ([]MissingMatch, error) {
 	var out []MissingMatch
-	err := s.r.SelectContext(ctx, &out, `SELECT id, missing_since FROM library_files
+	err := s.db.R.SelectContext(ctx, &out, `SELECT id, missing_since FROM library_files
 		WHERE library_id = ? AND is_missing = 1 AND size_bytes = ? AND hash_algorithm = ? AND content_hash = ?
 		  AND hashed_size_bytes = size_bytes AND hashed_mtime_ns = mtime_ns ORDER BY id LIMIT 2`,
 		libraryID, size, alg, sum)
@@ -414,8 +414,8 @@ type FileHash struct {
 // RecordHash stores a hash computed by the scanner, only while the row's
 // signature is still the one that was hashed.
 func (s *Store) RecordHash(ctx context.Context, f model.Fence, id int64, h FileHash) error {
-	now := s.nowText()
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	now := s.db.NowText()
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE library_files SET hash_algorithm = ?, content_hash = ?,
 				hashed_size_bytes = ?, hashed_mtime_ns = ?, hashed_at = ?, needs_hash = 0, updated_at = ?
 			WHERE id = ? AND size_bytes = ? AND mtime_ns = ?`,
@@ -446,9 +446,9 @@ type Move struct {
 // rows are still what the scanner saw (the new row never analysed, the old
 // one missing). It reports false, changing nothing, when they are not.
 func (s *Store) ApplyMove(ctx context.Context, f model.Fence, m Move) (bool, error) {
-	now := s.nowText()
+	now := s.db.NowText()
 	applied := false
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		applied = false
 		res, err := tx.ExecContext(ctx, `DELETE FROM library_files WHERE id = ? AND analyzed_at IS NULL
 			AND is_missing = 0 AND relative_path = ?`, m.NewID, m.Stat.RelativePath)
@@ -509,7 +509,7 @@ var errMoveRace = errors.New("move: old row is no longer missing")
 // the row that names it.
 func (s *Store) PurgeMissing(ctx context.Context, f model.Fence, libraryID int64, cutoff time.Time, limit int) (int64, error) {
 	var n int64
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM library_files WHERE id IN (SELECT f.id FROM library_files f
 			WHERE f.library_id = ? AND f.is_missing = 1 AND f.missing_since < ?
 			AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id) ORDER BY f.id LIMIT ?)`,
@@ -531,7 +531,7 @@ func (s *Store) PurgeMissing(ctx context.Context, f model.Fence, libraryID int64
 // come from (a scoped scan checks whether their files are gone).
 func (s *Store) PresentWithSize(ctx context.Context, libraryID, size, exceptID int64) ([]FileSig, error) {
 	var out []FileSig
-	err := s.r.SelectContext(ctx, &out, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing, role, 0 AS retry_analysis
+	err := s.db.R.SelectContext(ctx, &out, `SELECT id, relative_path, size_bytes, mtime_ns, is_missing, role, 0 AS retry_analysis
 		FROM library_files
 		WHERE library_id = ? AND size_bytes = ? AND id <> ? AND is_missing = 0 AND role <> 'folder' ORDER BY id LIMIT 16`,
 		libraryID, size, exceptID)
@@ -546,7 +546,7 @@ func (s *Store) PresentWithSize(ctx context.Context, libraryID, size, exceptID i
 // not folders).
 func (s *Store) NewRows(ctx context.Context, libraryID, afterID int64, limit int) ([]MoveCandidate, error) {
 	var out []MoveCandidate
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id, COALESCE(f.volumes, 0) AS volumes
+	err := s.db.R.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.size_bytes, f.mtime_ns, f.role, f.last_seen_scan_id, COALESCE(f.volumes, 0) AS volumes
 		FROM library_files f
 		WHERE f.library_id = ? AND f.needs_analysis = 1 AND f.id > ? AND f.is_missing = 0 AND f.analyzed_at IS NULL
 		  AND f.role <> 'folder' ORDER BY f.id LIMIT ?`, libraryID, afterID, limit)

@@ -1,4 +1,4 @@
-package store
+package scanning
 
 import (
 	"context"
@@ -7,11 +7,9 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
-
-const metadataCols = `file_id, source, series, number, volume, title, year, month, publisher, genre, tags,
-	age_rating, language_iso, writer, penciller, summary, web, front_cover_page, manga, series_count, updated_at`
 
 // Analysis is the outcome of analysing one file.
 type Analysis struct {
@@ -49,9 +47,9 @@ type AnalysisBatch struct {
 // says), their metadata and the session's errors and counts. Rows no longer
 // needing analysis are left alone, so a replayed batch is a no-op.
 func (s *Store) ApplyAnalysis(ctx context.Context, f model.Fence, b *AnalysisBatch) error {
-	at := protocol.NewTime(s.Now())
+	at := protocol.NewTime(s.db.Now())
 	now := at.String()
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		file, err := tx.PrepareContext(ctx, `UPDATE library_files SET format = nullif(?, ''), total_pages = ?,
 				series_name_raw = nullif(?, ''), series_id = NULL, sort_key = ?, analysis_error_code = nullif(?, ''),
 				analysis_error_message = nullif(?, ''), analyzed_at = ?, needs_analysis = 0,
@@ -61,7 +59,7 @@ func (s *Store) ApplyAnalysis(ctx context.Context, f model.Fence, b *AnalysisBat
 			return err
 		}
 		defer file.Close()
-		meta, err := tx.PrepareNamedContext(ctx, `INSERT INTO file_metadata (`+metadataCols+`) VALUES
+		meta, err := tx.PrepareNamedContext(ctx, `INSERT INTO file_metadata (`+sqldb.MetadataCols+`) VALUES
 			(:file_id, :source, :series, :number, :volume, :title, :year, :month, :publisher, :genre, :tags,
 			 :age_rating, :language_iso, :writer, :penciller, :summary, :web, :front_cover_page, :manga, :series_count, :updated_at)
 			ON CONFLICT (file_id) DO UPDATE SET source = excluded.source, series = excluded.series,
