@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,16 @@ import (
 // run.
 func scaleRows(ctx context.Context, r *runner) []Row {
 	sizes := r.pick([]int{2000, 10_000}, []int{10_000, 1_000_000})
+	if v := os.Getenv("BENCH_SCALE_SIZES"); v != "" { // e.g. 100000,300000: sizes of one's own
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return []Row{notRun("scale: first scan through both daemons", v, "BENCH_SCALE_SIZES", fmt.Errorf("BENCH_SCALE_SIZES=%q: not a list of sizes", v))}
+			}
+			sizes = append(sizes, n)
+		}
+	}
 	var rows []Row
 	var base float64 // first-scan files/s at the smallest size
 	for i, n := range sizes {
