@@ -35,6 +35,9 @@ type runConfig struct {
 	ShutdownGrace        time.Duration
 	// TestExecutor is BINDERY_TEST_EXECUTOR (test-only; see executors.go).
 	TestExecutor string
+	// PprofAddr is BINDERY_PPROF_ADDR: where to serve net/http/pprof
+	// ("" off, the default).
+	PprofAddr string
 }
 
 func (m *Main) newRunCommand() *cobra.Command {
@@ -51,7 +54,11 @@ exits 0.
 
 Exit codes: 0 clean shutdown, 1 failure, 2 database missing/corrupt,
 3 schema older or newer than this binary (run "controld migrate" or upgrade
-workerd), 64 usage.`,
+workerd), 64 usage.
+
+Profiling (off by default): BINDERY_PPROF_ADDR=127.0.0.1:6061 serves Go's
+net/http/pprof handlers (/debug/pprof/heap and the others) on that address,
+for measuring; never expose it beyond the host.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cli.ApplyEnv(cmd.Flags(), map[string]string{"lease": "BINDERY_LEASE",
@@ -59,6 +66,7 @@ workerd), 64 usage.`,
 				return err
 			}
 			cfg.TestExecutor = os.Getenv("BINDERY_TEST_EXECUTOR")
+			cfg.PprofAddr = os.Getenv("BINDERY_PPROF_ADDR")
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return m.run(ctx, cfg)
@@ -88,6 +96,13 @@ func (m *Main) run(ctx context.Context, cfg runConfig) error {
 	}
 	defer st.Close()
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	if cfg.PprofAddr != "" {
+		stopPprof, err := servePprof(cfg.PprofAddr, log)
+		if err != nil {
+			return cli.Exit(cli.ExitUsage, err)
+		}
+		defer stopPprof()
+	}
 	ex, err := buildExecutors(cfg, st)
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/settings"
@@ -35,27 +36,42 @@ func (r *run) pageDigests(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("page digests: %w", err)
 	}
-	targets, err := r.e.hs.PageDigestTargets(ctx, int(vals.Int(settings.SameBookContainsPages)))
+	// The candidates' ids (8 bytes a book), then their rows a chunk at a
+	// time: a library where most books are candidates holds one chunk of
+	// paths, not all of them. A candidate already digested counts as
+	// processed when its chunk is read.
+	ids, err := r.e.hs.PageDigestCandidates(ctx, int(vals.Int(settings.SameBookContainsPages)))
 	if err != nil {
 		return err
 	}
-	r.total = max(r.total, r.processed) + int64(len(targets))
+	r.total = max(r.total, r.processed) + int64(len(ids))
 	r.rep.Progress(r.processed, r.total)
 	var batch []hashes.BookPageDigests
-	for _, t := range targets {
+	for chunk := range slices.Chunk(ids, hashes.PageDigestTargetChunk) {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(err, r.storePageDigests(ctx, batch))
 		}
-		if b, ok := r.digestTarget(ctx, t); ok {
-			batch = append(batch, b)
+		targets, err := r.e.hs.PageDigestTargetRows(ctx, chunk)
+		if err != nil {
+			return errors.Join(err, r.storePageDigests(ctx, batch))
 		}
-		r.processed++
+		r.processed += int64(len(chunk) - len(targets))
 		r.rep.Progress(r.processed, r.total)
-		if len(batch) == pageDigestBatch {
-			if err := r.storePageDigests(ctx, batch); err != nil {
-				return err
+		for _, t := range targets {
+			if err := ctx.Err(); err != nil {
+				return errors.Join(err, r.storePageDigests(ctx, batch))
 			}
-			batch = nil
+			if b, ok := r.digestTarget(ctx, t); ok {
+				batch = append(batch, b)
+			}
+			r.processed++
+			r.rep.Progress(r.processed, r.total)
+			if len(batch) == pageDigestBatch {
+				if err := r.storePageDigests(ctx, batch); err != nil {
+					return err
+				}
+				batch = nil
+			}
 		}
 	}
 	return r.storePageDigests(ctx, batch)

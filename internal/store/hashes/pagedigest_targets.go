@@ -32,18 +32,41 @@ const signedWhere = `f.pages_key IS NOT NULL AND f.page_signature IS NOT NULL AN
 // in another library is read by the same job, as partial digests are).
 // A book is a candidate when another book has its pages key, or when its
 // pages less up to contains at the start or the end have another book's
-// key (pagesig.Candidates' rule).
-//
-// Memory follows the candidates, not the library, which is streamed
-// twice. The first pass keeps, sorted, the first 8 bytes of every pages
-// key and every book's pagesig.Shape (16 bytes a book). The second keeps
-// a book whose key's prefix occurs twice, or one of whose trimmed page
-// sets has a Shape some book has and then a Key whose prefix some book
-// has (noting it): most books are ruled out by the Shape, never sorted
-// nor hashed. A third pass, when something was noted, adds the books
-// holding a noted prefix; only the candidates' rows are then read. Equal
-// prefixes or Shapes of unequal keys only add a book to read.
+// key (pagesig.Candidates' rule). It is PageDigestCandidates and then
+// PageDigestTargetRows over every candidate; the hash job calls the two
+// itself, a chunk of rows at a time.
 func (s *Store) PageDigestTargets(ctx context.Context, contains int) ([]PageDigestTarget, error) {
+	ids, err := s.PageDigestCandidates(ctx, contains)
+	if err != nil {
+		return nil, err
+	}
+	var out []PageDigestTarget
+	for chunk := range slices.Chunk(ids, PageDigestTargetChunk) {
+		rows, err := s.PageDigestTargetRows(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// PageDigestTargetChunk is the most ids PageDigestTargetRows takes.
+const PageDigestTargetChunk = 500
+
+// PageDigestCandidates returns the ids, sorted, of the candidate books of
+// every library (PageDigestTargets' rule), digested or not.
+//
+// Memory is 8 bytes a book and 8 bytes a candidate: the library is
+// streamed twice. The first pass keeps, sorted, the first 8 bytes of every
+// pages key and every book's pagesig.Shape (16 bytes a book). The second
+// keeps a book whose key's prefix occurs twice, or one of whose trimmed
+// page sets has a Shape some book has and then a Key whose prefix some
+// book has (noting it): most books are ruled out by the Shape, never
+// sorted nor hashed. A third pass, when something was noted, adds the
+// books holding a noted prefix. Equal prefixes or Shapes of unequal keys
+// only add a book to read.
+func (s *Store) PageDigestCandidates(ctx context.Context, contains int) ([]int64, error) {
 	var keys, shapes []uint64
 	err := s.eachSigned(ctx, func(_ int64, key []byte, pages []pagesig.Page) {
 		keys = append(keys, prefix(key))
@@ -56,31 +79,35 @@ func (s *Store) PageDigestTargets(ctx context.Context, contains int) ([]PageDige
 	}
 	slices.Sort(keys)
 	slices.Sort(shapes)
-	cands, noted := map[int64]bool{}, map[uint64]bool{}
+	// cands: appended in the stream's order, sorted and deduplicated at
+	// the end (a slice: 8 bytes a candidate, where a map took about 40).
+	var cands []int64
+	noted := map[uint64]bool{}
 	err = s.eachSigned(ctx, func(id int64, key []byte, pages []pagesig.Page) {
 		if count(keys, prefix(key)) > 1 {
-			cands[id] = true
+			cands = append(cands, id)
 		}
 		for _, sub := range pagesig.Trimmed(pages, contains) {
 			if count(shapes, pagesig.Shape(sub)) == 0 {
 				continue
 			}
 			if p := prefix(pagesig.Key(sub)); count(keys, p) > 0 {
-				cands[id], noted[p] = true, true
+				cands, noted[p] = append(cands, id), true
 			}
 		}
 	})
 	if err == nil && len(noted) > 0 {
 		err = s.eachSigned(ctx, func(id int64, key []byte, _ []pagesig.Page) {
 			if noted[prefix(key)] {
-				cands[id] = true
+				cands = append(cands, id)
 			}
 		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("page digest targets: %w", err)
 	}
-	return s.targetRows(ctx, cands)
+	slices.Sort(cands)
+	return slices.Clip(slices.Compact(cands)), nil
 }
 
 // prefix is the first 8 bytes of a key (0 for none).
@@ -128,28 +155,26 @@ func (s *Store) eachSigned(ctx context.Context, fn func(id int64, key []byte, pa
 	return rows.Err()
 }
 
-// targetRows reads the candidates' rows, 500 ids a query, and keeps those
+// PageDigestTargetRows reads the rows of ids (at most
+// PageDigestTargetChunk, sorted), in id order, and keeps the signed books
 // whose current version has no digests.
-func (s *Store) targetRows(ctx context.Context, cands map[int64]bool) ([]PageDigestTarget, error) {
-	ids := make([]int64, 0, len(cands))
-	for id := range cands {
-		ids = append(ids, id)
+func (s *Store) PageDigestTargetRows(ctx context.Context, ids []int64) ([]PageDigestTarget, error) {
+	if len(ids) == 0 {
+		return nil, nil
 	}
-	slices.Sort(ids)
-	var out []PageDigestTarget
-	for chunk := range slices.Chunk(ids, 500) {
-		q, args, err := sqlx.In(`SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns,
-			EXISTS (SELECT 1 FROM page_digests d WHERE d.file_id = f.id AND d.page_seq = 0
-				AND d.file_size_bytes = f.size_bytes AND d.file_mtime_ns = f.mtime_ns) AS digested
-			FROM library_files f WHERE f.id IN (?) AND `+signedWhere+` ORDER BY f.id`, chunk)
-		if err != nil {
-			return nil, err
-		}
-		var rows []PageDigestTarget
-		if err := s.db.R.SelectContext(ctx, &rows, q, args...); err != nil {
-			return nil, fmt.Errorf("page digest targets: %w", err)
-		}
-		out = append(out, slices.DeleteFunc(rows, func(r PageDigestTarget) bool { return r.Digested })...)
+	if len(ids) > PageDigestTargetChunk {
+		return nil, fmt.Errorf("page digest targets: %d ids, at most %d a query", len(ids), PageDigestTargetChunk)
 	}
-	return out, nil
+	q, args, err := sqlx.In(`SELECT f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns,
+		EXISTS (SELECT 1 FROM page_digests d WHERE d.file_id = f.id AND d.page_seq = 0
+			AND d.file_size_bytes = f.size_bytes AND d.file_mtime_ns = f.mtime_ns) AS digested
+		FROM library_files f WHERE f.id IN (?) AND `+signedWhere+` ORDER BY f.id`, ids)
+	if err != nil {
+		return nil, err
+	}
+	var rows []PageDigestTarget
+	if err := s.db.R.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, fmt.Errorf("page digest targets: %w", err)
+	}
+	return slices.DeleteFunc(rows, func(r PageDigestTarget) bool { return r.Digested }), nil
 }
