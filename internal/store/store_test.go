@@ -42,9 +42,7 @@ var enumCases = []struct {
 
 func setup(t *testing.T) *store.Store {
 	t.Helper()
-	control, _, _ := storetest.MustOpenDB(t)
-	testfactory.Library(t, control, &testfactory.LibraryOpts{ID: 1, Name: "L", Path: "/libraries/l"})
-	return control
+	return testfactory.Control(t)
 }
 
 func mustExec(t *testing.T, s *store.Store, q string, args ...any) {

@@ -127,3 +127,12 @@ func b(v bool) int {
 	}
 	return 0
 }
+
+// Control opens a migrated database (storetest.MustOpenDB) holding library
+// 1 ("L" at /libraries/l) and returns its control store.
+func Control(tb testing.TB) *store.Store {
+	tb.Helper()
+	control, _, _ := storetest.MustOpenDB(tb)
+	Library(tb, control, &LibraryOpts{ID: 1, Name: "L", Path: "/libraries/l"})
+	return control
+}
