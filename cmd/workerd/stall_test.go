@@ -52,8 +52,13 @@ func TestStalledDisk(t *testing.T) {
 		}
 		return s
 	}
+	// Which verdict the recovery reaches is a race the protocol allows
+	// (store/crashes.go): the worker's liveness write, queued behind the
+	// lock, may land before the recovery runs (alive: lease_lost, no
+	// attempt burned) or not (silent 3.5 leases: lease_expired). Either
+	// way the row is recovered exactly once.
 	recovered := state()
-	if !strings.HasPrefix(recovered, "retryable,lease_expired,-,1,") {
+	if !strings.HasPrefix(recovered, "retryable,lease_expired,-,1,") && !strings.HasPrefix(recovered, "retryable,lease_lost,-,1,") {
 		t.Fatalf("after the stall: %s, want recovered once", recovered)
 	}
 	// The stalled heartbeat (up to a busy timeout behind) and anything
