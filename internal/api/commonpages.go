@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 )
 
 type commonPageJSON struct {
@@ -47,16 +47,16 @@ func (s *Server) listCommonPages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pages, err := s.st.CommonPages(ctx, int(vals.Int(settings.SameBookCommonPagesMinSeries)), after, limit+1)
+	pages, err := s.dp.CommonPages(ctx, int(vals.Int(settings.SameBookCommonPagesMinSeries)), after, limit+1)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(pages, limit, commonPageView, func(p store.CommonPage) string {
+	return c.JSON(http.StatusOK, makePage(pages, limit, commonPageView, func(p duplicates.CommonPage) string {
 		return EncodeCursor(commonPageCursor{Digest: hex.EncodeToString(p.Digest)})
 	}))
 }
 
-func commonPageView(p store.CommonPage) commonPageJSON {
+func commonPageView(p duplicates.CommonPage) commonPageJSON {
 	return commonPageJSON{Digest: hex.EncodeToString(p.Digest), Books: p.Books, Series: p.Series,
 		FileID: p.ExampleFileID, Page: p.ExamplePageSeq + 1,
 		ImageURL: fmt.Sprintf("%s/files/%d/pages/%d", Base, p.ExampleFileID, p.ExamplePageSeq+1)}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -28,7 +28,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 		after = &dc
 	}
 	ctx := c.Request().Context()
-	groups, err := s.st.DuplicateGroups(ctx, after, limit+1)
+	groups, err := s.dp.DuplicateGroups(ctx, after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, groupPage{
 		page: makePage(groups, limit, duplicateGroupView,
-			func(g store.DuplicateGroup) string { return EncodeCursor(g.Anchor()) }),
+			func(g duplicates.DuplicateGroup) string { return EncodeCursor(g.Anchor()) }),
 		Status: status,
 	})
 }
@@ -95,10 +95,10 @@ func (s *Server) listDuplicateFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	files, err := s.st.DuplicateGroupFiles(c.Request().Context(), key, after, limit+1)
+	files, err := s.dp.DuplicateGroupFiles(c.Request().Context(), key, after, limit+1)
 	if err != nil {
 		return err
 	}
 	return idPageJSON(c, files, limit, duplicateFileView,
-		func(f store.DuplicateFile) int64 { return f.ID })
+		func(f duplicates.DuplicateFile) int64 { return f.ID })
 }

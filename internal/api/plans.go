@@ -14,7 +14,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -52,9 +52,9 @@ func (s *Server) createPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sel.Rules = store.SameBookRules{Contains: int(vals.Int(settings.SameBookContainsPages)),
+	sel.Rules = duplicates.SameBookRules{Contains: int(vals.Int(settings.SameBookContainsPages)),
 		CommonMinSeries: int(vals.Int(settings.SameBookCommonPagesMinSeries))}
-	groups, err := s.st.PlanGroups(ctx, sel)
+	groups, err := s.dp.PlanGroups(ctx, sel)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (s *Server) createPlan(c echo.Context) error {
 		return err
 	}
 	request, _ := json.Marshal(b)
-	plan, err := s.st.CreatePlan(ctx, store.NewPlan{Policy: pol.Name, Action: action, Kind: sel.Kind, Request: string(request),
+	plan, err := s.dp.CreatePlan(ctx, duplicates.NewPlan{Policy: pol.Name, Action: action, Kind: sel.Kind, Request: string(request),
 		Groups: planned, TTL: time.Duration(vals.Int(settings.DeletePlanTTLHours)) * time.Hour})
 	if err != nil {
 		return err
@@ -72,8 +72,8 @@ func (s *Server) createPlan(c echo.Context) error {
 }
 
 // parse checks the body's bad forms before any row is read.
-func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAction, error) {
-	var sel store.PlanSelection
+func (b planBody) parse() (duplicates.PlanSelection, dedup.Policy, protocol.DeleteAction, error) {
+	var sel duplicates.PlanSelection
 	var pol dedup.Policy
 	kind, err := b.kind()
 	if err != nil {
@@ -83,8 +83,8 @@ func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAct
 	switch {
 	case b.All == (len(b.GroupKeys) > 0):
 		return sel, pol, "", fieldf("group_keys", "want a list of group keys, or all: true")
-	case len(b.GroupKeys) > store.MaxPlanGroups:
-		return sel, pol, "", apiErr(protocol.CodePlanTooLarge, "more than %d group keys", store.MaxPlanGroups)
+	case len(b.GroupKeys) > duplicates.MaxPlanGroups:
+		return sel, pol, "", apiErr(protocol.CodePlanTooLarge, "more than %d group keys", duplicates.MaxPlanGroups)
 	case !b.All && (b.LibraryID != 0 || b.MinSizeBytes != 0):
 		return sel, pol, "", fieldf("library_id", "library_id and min_size_bytes filter all: true")
 	case b.LibraryID < 0 || b.MinSizeBytes < 0:
@@ -102,7 +102,7 @@ func (b planBody) parse() (store.PlanSelection, dedup.Policy, protocol.DeleteAct
 		}
 		seen[k] = true
 		if kind == protocol.PlanSamePages {
-			key, _ := store.ParseSameKey(k)
+			key, _ := duplicates.ParseSameKey(k)
 			sel.SameKeys = append(sel.SameKeys, key)
 		} else {
 			key, _ := protocol.ParseGroupKey(k)
@@ -133,7 +133,7 @@ func (b planBody) kind() (protocol.PlanKind, error) {
 		return protocol.PlanBytes, nil
 	case string(protocol.PlanSamePages):
 		return protocol.PlanSamePages, nil
-	case store.KindContains, store.KindSamePagesByIndex:
+	case duplicates.KindContains, duplicates.KindSamePagesByIndex:
 		return "", apiErr(protocol.CodeGroupReportOnly, "%s groups are a report only: a plan resolves same_pages groups "+
 			"(equal ordered page digests) and byte-identical groups; move or remove such a book yourself", b.Kind)
 	}
@@ -145,7 +145,7 @@ func (b planBody) kind() (protocol.PlanKind, error) {
 func checkGroupKey(kind protocol.PlanKind, k string) error {
 	var err error
 	if kind == protocol.PlanSamePages {
-		_, err = store.ParseSameKey(k)
+		_, err = duplicates.ParseSameKey(k)
 	} else {
 		_, err = protocol.ParseGroupKey(k)
 	}
@@ -227,7 +227,7 @@ func (s *Server) listPlans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	plans, err := s.st.ListPlans(c.Request().Context(), after, limit+1)
+	plans, err := s.dp.ListPlans(c.Request().Context(), after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -239,7 +239,7 @@ func (s *Server) getPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	plan, err := s.st.GetPlan(c.Request().Context(), id)
+	plan, err := s.dp.GetPlan(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func (s *Server) executePlan(c echo.Context) error {
 	if err := emptyBody(c); err != nil {
 		return err
 	}
-	job, created, err := s.st.AuthorizePlan(c.Request().Context(), id)
+	job, created, err := s.dp.AuthorizePlan(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -270,17 +270,17 @@ func (s *Server) executePlan(c echo.Context) error {
 // became of each copy.
 func (s *Server) planJSON(c echo.Context, status int, plan model.Plan) error {
 	ctx := c.Request().Context()
-	files, err := s.st.PlanFiles(ctx, plan.ID)
+	files, err := s.dp.PlanFiles(ctx, plan.ID)
 	if err != nil {
 		return err
 	}
 	var results []model.DeleteResult
 	var fates map[int64]protocol.DeleteOutcome
 	if plan.JobID != nil {
-		if results, err = s.st.DeleteResults(ctx, model.Deref(plan.JobID)); err != nil {
+		if results, err = s.dp.DeleteResults(ctx, model.Deref(plan.JobID)); err != nil {
 			return err
 		}
-		if fates, err = s.st.TrashFates(ctx, model.Deref(plan.JobID)); err != nil {
+		if fates, err = s.dp.TrashFates(ctx, model.Deref(plan.JobID)); err != nil {
 			return err
 		}
 	}
@@ -314,7 +314,7 @@ func (s *Server) restoreTrash(c echo.Context) error {
 			return fieldf("file_ids", "want file ids")
 		}
 	}
-	job, err := s.st.CreateRestore(c.Request().Context(), id, b.FileIDs)
+	job, err := s.dp.CreateRestore(c.Request().Context(), id, b.FileIDs)
 	if err != nil {
 		return err
 	}

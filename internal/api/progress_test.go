@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/natsort"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -127,7 +128,7 @@ func TestKeeperTakesProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := e.st.SettleKeeperProgress(e.ctx); err != nil || n != 1 {
+	if n, err := duplicates.New(e.st).SettleKeeperProgress(e.ctx); err != nil || n != 1 {
 		t.Fatalf("settle: %d %v", n, err)
 	}
 	var got struct {
@@ -142,7 +143,7 @@ func TestKeeperTakesProgress(t *testing.T) {
 	if got.Page != 11 || got.Completed {
 		t.Fatalf("bob's own keeper progress was overwritten: %+v", got)
 	}
-	if n, err := e.st.SettleKeeperProgress(e.ctx); err != nil || n != 0 {
+	if n, err := duplicates.New(e.st).SettleKeeperProgress(e.ctx); err != nil || n != 0 {
 		t.Fatalf("second pass: %d %v", n, err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 )
 
 type sameBookGroupJSON struct {
@@ -40,7 +40,7 @@ func (s *Server) listSameBooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var after store.SameBookAfter
+	var after duplicates.SameBookAfter
 	if cur := c.QueryParam("cursor"); cur != "" {
 		if after, err = decodeSameBookCursor(cur); err != nil {
 			return err
@@ -51,32 +51,32 @@ func (s *Server) listSameBooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	groups, err := s.st.SameBookGroups(ctx, after, limit+1, store.SameBookRules{
+	groups, err := s.dp.SameBookGroups(ctx, after, limit+1, duplicates.SameBookRules{
 		Contains: int(vals.Int(settings.SameBookContainsPages)), CommonMinSeries: int(vals.Int(settings.SameBookCommonPagesMinSeries))})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(groups, limit, sameBookGroupView, func(g store.SameBookGroup) string {
+	return c.JSON(http.StatusOK, makePage(groups, limit, sameBookGroupView, func(g duplicates.SameBookGroup) string {
 		return EncodeCursor(sameBookCursor{Kind: g.Kind, Key: hex.EncodeToString(g.Key)})
 	}))
 }
 
-func decodeSameBookCursor(cur string) (store.SameBookAfter, error) {
+func decodeSameBookCursor(cur string) (duplicates.SameBookAfter, error) {
 	var sc sameBookCursor
 	if decodeCursor(cur, &sc) != nil {
-		return store.SameBookAfter{}, invalidCursor()
+		return duplicates.SameBookAfter{}, invalidCursor()
 	}
 	if sc.Kind == "" {
-		sc.Kind = store.KindSamePagesByIndex
+		sc.Kind = duplicates.KindSamePagesByIndex
 	}
 	key, err := hex.DecodeString(sc.Key)
-	if err != nil || len(key) != 32 || !store.ValidSameBookKind(sc.Kind) {
-		return store.SameBookAfter{}, invalidCursor()
+	if err != nil || len(key) != 32 || !duplicates.ValidSameBookKind(sc.Kind) {
+		return duplicates.SameBookAfter{}, invalidCursor()
 	}
-	return store.SameBookAfter{Kind: sc.Kind, Key: key}, nil
+	return duplicates.SameBookAfter{Kind: sc.Kind, Key: key}, nil
 }
 
-func sameBookGroupView(g store.SameBookGroup) sameBookGroupJSON {
+func sameBookGroupView(g duplicates.SameBookGroup) sameBookGroupJSON {
 	out := sameBookGroupJSON{Key: hex.EncodeToString(g.Key), Kind: g.Kind, Books: make([]sameBookJSON, 0, len(g.Books))}
 	for _, b := range g.Books {
 		out.Books = append(out.Books, sameBookJSON{ID: b.ID, LibraryID: b.LibraryID, RelativePath: b.RelativePath,

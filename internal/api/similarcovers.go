@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 )
 
 type similarCoversJSON struct {
@@ -40,31 +40,31 @@ func (s *Server) listSimilarCovers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var after store.CoverPairAfter
+	var after duplicates.CoverPairAfter
 	if cur := c.QueryParam("cursor"); cur != "" {
 		var pc coverPairCursor
 		if decodeCursor(cur, &pc) != nil || pc.A < 1 || pc.B <= pc.A || pc.Distance < 0 || pc.Distance > 64 {
 			return invalidCursor()
 		}
-		after = store.CoverPairAfter{Distance: pc.Distance, A: pc.A, B: pc.B}
+		after = duplicates.CoverPairAfter{Distance: pc.Distance, A: pc.A, B: pc.B}
 	}
 	ctx := c.Request().Context()
 	vals, err := settings.Load(ctx, s.st)
 	if err != nil {
 		return err
 	}
-	pairs, err := s.st.SimilarCovers(ctx, after, limit+1, int(vals.Int(settings.SameBookCoverDistance)), store.SameBookRules{
+	pairs, err := s.dp.SimilarCovers(ctx, after, limit+1, int(vals.Int(settings.SameBookCoverDistance)), duplicates.SameBookRules{
 		Contains: int(vals.Int(settings.SameBookContainsPages)), CommonMinSeries: int(vals.Int(settings.SameBookCommonPagesMinSeries))})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(pairs, limit, s.similarCoversView, func(p store.SimilarCoverPair) string {
+	return c.JSON(http.StatusOK, makePage(pairs, limit, s.similarCoversView, func(p duplicates.SimilarCoverPair) string {
 		return EncodeCursor(coverPairCursor{Distance: p.Distance, A: p.A.ID, B: p.B.ID})
 	}))
 }
 
-func (s *Server) similarCoversView(p store.SimilarCoverPair) similarCoversJSON {
-	book := func(b store.CoverBook) coverBookJSON {
+func (s *Server) similarCoversView(p duplicates.SimilarCoverPair) similarCoversJSON {
+	book := func(b duplicates.CoverBook) coverBookJSON {
 		return coverBookJSON{ID: b.ID, LibraryID: b.LibraryID, RelativePath: b.RelativePath, Format: b.Format,
 			SizeBytes: b.SizeBytes, CoverHash: fmt.Sprintf("%016x", uint64(b.CoverHash)),
 			CoverURL: s.signer.url(b.ID, b.CoverVersion())}

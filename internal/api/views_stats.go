@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -18,7 +19,7 @@ type duplicateGroupJSON struct {
 	WastedBytes    int64  `json:"wasted_bytes"`
 }
 
-func duplicateGroupView(g store.DuplicateGroup) duplicateGroupJSON { return duplicateGroupJSON(g) }
+func duplicateGroupView(g duplicates.DuplicateGroup) duplicateGroupJSON { return duplicateGroupJSON(g) }
 
 type duplicateFileJSON struct {
 	ID           int64             `json:"id"`
@@ -29,7 +30,7 @@ type duplicateFileJSON struct {
 	Role         protocol.FileRole `json:"role"`
 }
 
-func duplicateFileView(f store.DuplicateFile) duplicateFileJSON { return duplicateFileJSON(f) }
+func duplicateFileView(f duplicates.DuplicateFile) duplicateFileJSON { return duplicateFileJSON(f) }
 
 type recoverJSON struct {
 	Jobs       int64 `json:"jobs"`

@@ -18,7 +18,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -49,8 +49,8 @@ func invalid(format string, args ...any) error {
 }
 
 // Decide plans every group: its keeper and the copies to remove.
-func Decide(groups []store.PlanGroup, p Policy) ([]store.PlannedGroup, error) {
-	out := make([]store.PlannedGroup, 0, len(groups))
+func Decide(groups []duplicates.PlanGroup, p Policy) ([]duplicates.PlannedGroup, error) {
+	out := make([]duplicates.PlannedGroup, 0, len(groups))
 	for _, g := range groups {
 		keep, err := p.keeper(g)
 		if err != nil {
@@ -61,7 +61,7 @@ func Decide(groups []store.PlanGroup, p Policy) ([]store.PlannedGroup, error) {
 			return nil, err
 		}
 		if len(remove) > 0 {
-			out = append(out, store.PlannedGroup{Key: g.Key, SameKey: g.SameKey, Keep: keep, Remove: remove})
+			out = append(out, duplicates.PlannedGroup{Key: g.Key, SameKey: g.SameKey, Keep: keep, Remove: remove})
 		}
 	}
 	return out, nil
@@ -69,34 +69,34 @@ func Decide(groups []store.PlanGroup, p Policy) ([]store.PlannedGroup, error) {
 
 // removable reports whether a member may be removed: a whole book in one
 // file.
-func removable(m store.PlanMember) bool { return m.Role == protocol.RoleBook && m.Volumes == 0 }
+func removable(m duplicates.PlanMember) bool { return m.Role == protocol.RoleBook && m.Volumes == 0 }
 
 // samePages reports whether m holds the keeper's pages, all of them: in a
 // same_pages group, books are grouped with common pages (a scanlator's
 // credit) left out, but a copy goes only when its whole ordered page list
 // is its keeper's. Members of a byte group have no page lists.
-func samePages(m, keep store.PlanMember) bool { return m.Pages == keep.Pages }
+func samePages(m, keep duplicates.PlanMember) bool { return m.Pages == keep.Pages }
 
-func (p Policy) keeper(g store.PlanGroup) (store.PlanMember, error) {
+func (p Policy) keeper(g duplicates.PlanGroup) (duplicates.PlanMember, error) {
 	if p.Name == protocol.KeepExplicit {
 		id, ok := p.Keep[g.Name()]
 		if !ok {
-			return store.PlanMember{}, invalid("no keeper named for group %s", g.Name())
+			return duplicates.PlanMember{}, invalid("no keeper named for group %s", g.Name())
 		}
 		m, ok := member(g, id)
 		if !ok {
-			return store.PlanMember{}, invalid("file %d is not in group %s", id, g.Name())
+			return duplicates.PlanMember{}, invalid("file %d is not in group %s", id, g.Name())
 		}
 		return m, nil
 	}
-	ms := append([]store.PlanMember(nil), g.Members...)
+	ms := append([]duplicates.PlanMember(nil), g.Members...)
 	sort.SliceStable(ms, func(i, j int) bool { return p.before(ms[i], ms[j]) })
 	return ms[0], nil
 }
 
 // before orders members by the policy's preference; ties go to the oldest
 // copy, then the lowest id, so a plan is the same for the same rows.
-func (p Policy) before(a, b store.PlanMember) bool {
+func (p Policy) before(a, b duplicates.PlanMember) bool {
 	switch p.Name {
 	case protocol.KeepShortestPath:
 		if len(a.RelativePath) != len(b.RelativePath) {
@@ -127,7 +127,7 @@ func (p Policy) before(a, b store.PlanMember) bool {
 
 // formatRank is m's place in prefer_format's order; unlisted formats
 // (and none) come last, together.
-func (p Policy) formatRank(m store.PlanMember) int {
+func (p Policy) formatRank(m duplicates.PlanMember) int {
 	if i := slices.Index(p.Formats, m.Format.String); m.Format.Valid && i >= 0 {
 		return i
 	}
@@ -141,10 +141,10 @@ func under(rel, prefix string) bool {
 	return prefix == "" || strings.HasPrefix(rel, prefix+"/")
 }
 
-func (p Policy) removals(g store.PlanGroup, keep store.PlanMember) ([]store.PlanMember, error) {
+func (p Policy) removals(g duplicates.PlanGroup, keep duplicates.PlanMember) ([]duplicates.PlanMember, error) {
 	ids, narrowed := p.Remove[g.Name()]
 	if !narrowed {
-		var out []store.PlanMember
+		var out []duplicates.PlanMember
 		for _, m := range g.Members {
 			if m.FileID != keep.FileID && removable(m) && samePages(m, keep) && (p.RemoveIn == 0 || m.LibraryID == p.RemoveIn) {
 				out = append(out, m)
@@ -152,7 +152,7 @@ func (p Policy) removals(g store.PlanGroup, keep store.PlanMember) ([]store.Plan
 		}
 		return out, nil
 	}
-	out := make([]store.PlanMember, 0, len(ids))
+	out := make([]duplicates.PlanMember, 0, len(ids))
 	seen := map[int64]bool{}
 	for _, id := range ids {
 		m, ok := member(g, id)
@@ -174,18 +174,18 @@ func (p Policy) removals(g store.PlanGroup, keep store.PlanMember) ([]store.Plan
 	return out, nil
 }
 
-func describe(m store.PlanMember) string {
+func describe(m duplicates.PlanMember) string {
 	if m.Volumes > 0 {
 		return "multi-volume book"
 	}
 	return string(m.Role)
 }
 
-func member(g store.PlanGroup, id int64) (store.PlanMember, bool) {
+func member(g duplicates.PlanGroup, id int64) (duplicates.PlanMember, bool) {
 	for _, m := range g.Members {
 		if m.FileID == id {
 			return m, true
 		}
 	}
-	return store.PlanMember{}, false
+	return duplicates.PlanMember{}, false
 }

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -15,12 +15,12 @@ func key(b byte) protocol.GroupKey {
 	return protocol.GroupKey{Algorithm: protocol.HashBLAKE3, Hash: h}
 }
 
-func group(b byte, ms ...store.PlanMember) store.PlanGroup {
-	return store.PlanGroup{Key: key(b), Members: ms}
+func group(b byte, ms ...duplicates.PlanMember) duplicates.PlanGroup {
+	return duplicates.PlanGroup{Key: key(b), Members: ms}
 }
 
-func book(id, lib int64, rel string, mtime int64) store.PlanMember {
-	return store.PlanMember{FileID: id, LibraryID: lib, RelativePath: rel, SizeBytes: 100, MtimeNS: mtime, Role: protocol.RoleBook}
+func book(id, lib int64, rel string, mtime int64) duplicates.PlanMember {
+	return duplicates.PlanMember{FileID: id, LibraryID: lib, RelativePath: rel, SizeBytes: 100, MtimeNS: mtime, Role: protocol.RoleBook}
 }
 
 func TestPolicies(t *testing.T) {
@@ -41,7 +41,7 @@ func TestPolicies(t *testing.T) {
 		{Policy{Name: protocol.KeepPreferPathPrefix, PathPrefix: "Nowhere"}, 4},
 		{Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{key(1).String(): 3}}, 3},
 	} {
-		plan, err := Decide([]store.PlanGroup{g}, tc.p)
+		plan, err := Decide([]duplicates.PlanGroup{g}, tc.p)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.p.Name, err)
 		}
@@ -57,7 +57,7 @@ func TestOnlyBooksRemoved(t *testing.T) {
 	set := book(3, 1, "Old/Book.part1.rar", 60)
 	set.Volumes = 3
 	g := group(1, book(1, 1, "a.jpg", 100), page, set, book(4, 1, "b.jpg", 200))
-	plan, err := Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepOldest})
+	plan, err := Decide([]duplicates.PlanGroup{g}, Policy{Name: protocol.KeepOldest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestOnlyBooksRemoved(t *testing.T) {
 		t.Fatalf("plan %+v: a page may be kept, never removed, and the set stays", plan[0])
 	}
 	only := group(2, page, set)
-	if plan, err := Decide([]store.PlanGroup{only}, Policy{Name: protocol.KeepOldest}); err != nil || len(plan) != 0 {
+	if plan, err := Decide([]duplicates.PlanGroup{only}, Policy{Name: protocol.KeepOldest}); err != nil || len(plan) != 0 {
 		t.Fatalf("a group with nothing removable is planned: %+v %v", plan, err)
 	}
 }
@@ -83,13 +83,13 @@ func TestBadExplicitPlans(t *testing.T) {
 		"keeper also removed":   {Name: protocol.KeepExplicit, Keep: map[string]int64{k: 1}, Remove: map[string][]int64{k: {1}}},
 		"a page removed":        {Name: protocol.KeepExplicit, Keep: map[string]int64{k: 1}, Remove: map[string][]int64{k: {4}}},
 	} {
-		_, err := Decide([]store.PlanGroup{g}, p)
+		_, err := Decide([]duplicates.PlanGroup{g}, p)
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Code != protocol.CodePlanInvalid {
 			t.Errorf("%s: %v, want plan_invalid", name, err)
 		}
 	}
-	plan, err := Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{k: 1}, Remove: map[string][]int64{k: {3, 3}}})
+	plan, err := Decide([]duplicates.PlanGroup{g}, Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{k: 1}, Remove: map[string][]int64{k: {3, 3}}})
 	if err != nil || len(plan[0].Remove) != 1 || plan[0].Remove[0].FileID != 3 {
 		t.Fatalf("narrowed plan %+v %v", plan, err)
 	}
@@ -102,7 +102,7 @@ func TestDecideProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	roles := []protocol.FileRole{protocol.RoleBook, protocol.RoleBook, protocol.RolePage, protocol.RoleSidecar}
 	for iter := range 2000 {
-		var groups []store.PlanGroup
+		var groups []duplicates.PlanGroup
 		id := int64(0)
 		for gi := range 1 + rng.IntN(4) {
 			g := group(byte(gi))
@@ -143,7 +143,7 @@ func TestDecideProperties(t *testing.T) {
 // copies; the keeper may lie anywhere (issue 34).
 func TestRemoveInLibrary(t *testing.T) {
 	g := group(1, book(1, 1, "a.cbz", 100), book(2, 2, "b.cbz", 200), book(3, 2, "c.cbz", 300), book(4, 3, "d.cbz", 400))
-	plan, err := Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepOldest, RemoveIn: 2})
+	plan, err := Decide([]duplicates.PlanGroup{g}, Policy{Name: protocol.KeepOldest, RemoveIn: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestRemoveInLibrary(t *testing.T) {
 			t.Errorf("removes %d in library %d", m.FileID, m.LibraryID)
 		}
 	}
-	if plan, _ := Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepOldest, RemoveIn: 9}); len(plan) != 0 {
+	if plan, _ := Decide([]duplicates.PlanGroup{g}, Policy{Name: protocol.KeepOldest, RemoveIn: 9}); len(plan) != 0 {
 		t.Fatalf("a library without copies: %+v", plan)
 	}
 }

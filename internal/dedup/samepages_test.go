@@ -6,21 +6,21 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 // sameBook is a book of a same_pages group: its format, size, mtime and
 // whole page list key.
-func sameBook(id int64, format string, size, mtime int64, pages string) store.PlanMember {
-	return store.PlanMember{FileID: id, LibraryID: 1, RelativePath: "b" + format, SizeBytes: size, MtimeNS: mtime,
+func sameBook(id int64, format string, size, mtime int64, pages string) duplicates.PlanMember {
+	return duplicates.PlanMember{FileID: id, LibraryID: 1, RelativePath: "b" + format, SizeBytes: size, MtimeNS: mtime,
 		Role: protocol.RoleBook, Format: sql.NullString{String: format, Valid: format != ""}, Pages: pages}
 }
 
-func sameGroup(ms ...store.PlanMember) store.PlanGroup {
+func sameGroup(ms ...duplicates.PlanMember) duplicates.PlanGroup {
 	k := make([]byte, 32)
 	k[0] = 0xab
-	return store.PlanGroup{SameKey: k, Members: ms}
+	return duplicates.PlanGroup{SameKey: k, Members: ms}
 }
 
 // TestSamePagesPolicies: prefer_format keeps the first listed container
@@ -47,7 +47,7 @@ func TestSamePagesPolicies(t *testing.T) {
 		{Policy{Name: protocol.KeepOldest}, 1},
 		{Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{name: 2}}, 2},
 	} {
-		plan, err := Decide([]store.PlanGroup{g}, tc.p)
+		plan, err := Decide([]duplicates.PlanGroup{g}, tc.p)
 		if err != nil {
 			t.Fatalf("%s %v: %v", tc.p.Name, tc.p.Formats, err)
 		}
@@ -63,21 +63,21 @@ func TestSamePagesPolicies(t *testing.T) {
 // to remove is left out of the plan.
 func TestSamePagesWholeListOnly(t *testing.T) {
 	g := sameGroup(sameBook(1, "zip", 300, 10, "P"), sameBook(2, "rar", 300, 20, "P+credit"), sameBook(3, "7z", 300, 30, "P"))
-	plan, err := Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepPreferFormat, Formats: []string{"zip"}})
+	plan, err := Decide([]duplicates.PlanGroup{g}, Policy{Name: protocol.KeepPreferFormat, Formats: []string{"zip"}})
 	if err != nil || len(plan) != 1 || len(plan[0].Remove) != 1 || plan[0].Remove[0].FileID != 3 {
 		t.Fatalf("plan %+v, %v: want only book 3 removed", plan, err)
 	}
-	plan, err = Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepPreferFormat, Formats: []string{"rar"}})
+	plan, err = Decide([]duplicates.PlanGroup{g}, Policy{Name: protocol.KeepPreferFormat, Formats: []string{"rar"}})
 	if err != nil || len(plan) != 0 {
 		t.Fatalf("keeping the book with the credit page: plan %+v, %v; want nothing to remove", plan, err)
 	}
 	name := hex.EncodeToString(g.SameKey)
-	_, err = Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{name: 1}, Remove: map[string][]int64{name: {2}}})
+	_, err = Decide([]duplicates.PlanGroup{g}, Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{name: 1}, Remove: map[string][]int64{name: {2}}})
 	var pe *protocol.Error
 	if !errors.As(err, &pe) || pe.Code != protocol.CodePlanInvalid {
 		t.Fatalf("explicit removal of a book with other pages: %v, want plan_invalid", err)
 	}
-	_, err = Decide([]store.PlanGroup{g}, Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{key(1).String(): 1}})
+	_, err = Decide([]duplicates.PlanGroup{g}, Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{key(1).String(): 1}})
 	if !errors.As(err, &pe) || pe.Code != protocol.CodePlanInvalid {
 		t.Fatalf("explicit keeper under a byte group's key: %v, want plan_invalid", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -81,7 +82,7 @@ func (e *env) names(t *testing.T, where string) string {
 // groups renders the duplicate groups as their sorted member paths.
 func (e *env) groups(t *testing.T) string {
 	t.Helper()
-	gs, err := e.control.DuplicateGroups(e.ctx, nil, 100)
+	gs, err := duplicates.New(e.control).DuplicateGroups(e.ctx, nil, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func (e *env) groups(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files, err := e.control.DuplicateGroupFiles(e.ctx, key, 0, 100)
+		files, err := duplicates.New(e.control).DuplicateGroupFiles(e.ctx, key, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

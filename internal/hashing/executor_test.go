@@ -17,6 +17,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -169,7 +170,7 @@ func TestExecute(t *testing.T) {
 				t.Fatalf("%s: row %+v, want blake3 %x", rel, r, want)
 			}
 		}
-		groups, err := e.worker.DuplicateGroups(e.ctx, nil, 10)
+		groups, err := duplicates.New(e.worker).DuplicateGroups(e.ctx, nil, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/pagesig"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/testutil"
 )
@@ -59,7 +59,7 @@ func TestSharedFixturesFormNoFalseGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := e.control.SameBookGroups(e.ctx, store.SameBookAfter{}, 1000, store.SameBookRules{Contains: 3, CommonMinSeries: 5})
+	groups, err := duplicates.New(e.control).SameBookGroups(e.ctx, duplicates.SameBookAfter{}, 1000, duplicates.SameBookRules{Contains: 3, CommonMinSeries: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func (e *env) addSignedFixture(t *testing.T, rel, src string) bool {
 }
 
 // checkGroupWithTools holds a group's books to the tools' extraction.
-func checkGroupWithTools(t *testing.T, lib string, g store.SameBookGroup) error {
+func checkGroupWithTools(t *testing.T, lib string, g duplicates.SameBookGroup) error {
 	t.Helper()
 	var base map[string]int
 	for _, b := range g.Books {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/pagesig"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
@@ -143,10 +143,10 @@ func BenchmarkSameBookReport(b *testing.B) {
 // listAllSameBook pages every same-book group, 500 at a time, and counts
 // the same_pages ones (it fails on any other kind: the library has none).
 func listAllSameBook(b *testing.B, e *env) int {
-	var after store.SameBookAfter
+	var after duplicates.SameBookAfter
 	n := 0
 	for {
-		groups, err := e.control.SameBookGroups(e.ctx, after, 500, store.SameBookRules{Contains: 3, CommonMinSeries: 5})
+		groups, err := duplicates.New(e.control).SameBookGroups(e.ctx, after, 500, duplicates.SameBookRules{Contains: 3, CommonMinSeries: 5})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -160,6 +160,6 @@ func listAllSameBook(b *testing.B, e *env) int {
 			return n
 		}
 		last := groups[len(groups)-1]
-		after = store.SameBookAfter{Kind: last.Kind, Key: last.Key}
+		after = duplicates.SameBookAfter{Kind: last.Kind, Key: last.Key}
 	}
 }

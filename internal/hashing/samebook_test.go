@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 )
 
 // listGroups pages every same-book group, limit at a time, as
@@ -14,9 +14,9 @@ import (
 func (e *env) listGroups(t *testing.T, limit int) []string {
 	t.Helper()
 	var out []string
-	var after store.SameBookAfter
+	var after duplicates.SameBookAfter
 	for range 100 {
-		groups, err := e.control.SameBookGroups(e.ctx, after, limit, store.SameBookRules{Contains: 3, CommonMinSeries: 5})
+		groups, err := duplicates.New(e.control).SameBookGroups(e.ctx, after, limit, duplicates.SameBookRules{Contains: 3, CommonMinSeries: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func (e *env) listGroups(t *testing.T, limit int) []string {
 			return out
 		}
 		last := groups[len(groups)-1]
-		after = store.SameBookAfter{Kind: last.Kind, Key: last.Key}
+		after = duplicates.SameBookAfter{Kind: last.Kind, Key: last.Key}
 	}
 	t.Fatal("paging does not end")
 	return nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -35,6 +36,7 @@ type CleanupScheduler interface {
 // every service and waits for them.
 type Scheduler struct {
 	st       *store.Store
+	dp       *duplicates.Store
 	cfg      Config
 	covers   CoverAdmitter
 	cleanups CleanupScheduler
@@ -48,7 +50,7 @@ type Scheduler struct {
 
 // New prepares a scheduler over st; nothing runs before Start.
 func New(st *store.Store, cfg Config) *Scheduler {
-	return &Scheduler{st: st, cfg: cfg.withDefaults(), covers: st, cleanups: st}
+	return &Scheduler{st: st, dp: duplicates.New(st), cfg: cfg.withDefaults(), covers: st, cleanups: st}
 }
 
 // WithCovers replaces the cover admitter.
@@ -84,7 +86,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		newService("wal", s.cfg.WALInterval, s.walCheckpoints, s),
 		newService("cleanups", s.cfg.CleanupInterval, s.missingCleanups, s),
 		newService("trash", s.cfg.CleanupInterval, s.trashPurges, s),
-		newService("progress", s.cfg.FollowUpInterval, s.st.SettleKeeperProgress, s),
+		newService("progress", s.cfg.FollowUpInterval, s.dp.SettleKeeperProgress, s),
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
 	for _, sv := range services {

@@ -295,7 +295,7 @@ func (s *Scheduler) trashPurges(ctx context.Context) (int64, error) {
 	if days == 0 {
 		return 0, nil
 	}
-	return s.st.SchedulePurges(ctx, s.st.Now().Add(-time.Duration(days)*24*time.Hour), purgeBatch)
+	return s.dp.SchedulePurges(ctx, s.st.Now().Add(-time.Duration(days)*24*time.Hour), purgeBatch)
 }
 
 // purgeBatch bounds the purges one pass schedules.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -32,14 +33,10 @@ import (
 // UPDATE (endLease). A write whose check fails changes nothing and returns
 // ErrLeaseLost.
 
-// ErrLeaseLost: a write was refused because the claim it was made for (a
-// Fence) is no longer the row's live lease. It is an ErrNotOwner, so the
-// engine treats it as the lease lost it is.
-var ErrLeaseLost = fmt.Errorf("%w: the claim's lease was lost", ErrNotOwner)
+// ErrLeaseLost: see sqldb.ErrLeaseLost.
+var ErrLeaseLost = sqldb.ErrLeaseLost
 
-// fenceWhere matches the lease row of a live Fence, in every lease table;
-// its arguments are id, worker, epoch and now (fenceArgs).
-const fenceWhere = `id = ? AND worker_id = ? AND status = 'running' AND lease_epoch = ? AND lease_expires_at > ?`
+const fenceWhere = sqldb.FenceWhere
 
 func (s *Store) fenceArgs(f model.Fence) []any {
 	return []any{f.ID, f.WorkerID, f.Epoch, s.nowText()}

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -34,7 +35,7 @@ type LibraryPatch struct {
 	Watch               *protocol.WatchMode
 }
 
-const libraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_at, allow_delete, allow_unlink, media, watch, created_at, updated_at`
+const libraryCols = sqldb.LibraryCols
 
 // CreateLibrary inserts a library. The same path twice is ErrConflict with
 // code library_exists.

@@ -13,7 +13,7 @@ import (
 func init() {
 	sqldb.Of = func(st any) *sqldb.DB {
 		s := st.(*Store)
-		db := &sqldb.DB{W: s.w, R: s.r, Postgres: s.engine == enginePostgres, Now: s.Now, Write: s.write, Fenced: s.fenced}
+		db := &sqldb.DB{W: s.w, R: s.r, Postgres: s.engine == enginePostgres, Now: s.Now, Write: s.write, Fenced: s.fenced, CheckFence: s.checkFence}
 		if db.Postgres {
 			db.ListenURL, _ = pgURL(s.dsn, false) // Open parsed it already
 		}

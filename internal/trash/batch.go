@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -59,7 +59,7 @@ func (r *run) removals(ctx context.Context, progress func(int)) error {
 		}
 		g := r.files[start:end]
 		start = end
-		if g[0].Decision != store.DecisionKeep {
+		if g[0].Decision != duplicates.DecisionKeep {
 			return protocol.Errorf(protocol.ErrInvalidPayload, "plan %d lists group %d without its keeper first", r.plan.ID, g[0].GroupSeq)
 		}
 		batch = append(batch, g)
@@ -94,7 +94,7 @@ func (r *run) batch(ctx context.Context, groups [][]model.PlanFile) error {
 			}
 		}
 	}()
-	var intents []store.DeleteIntent
+	var intents []duplicates.DeleteIntent
 	for _, g := range groups {
 		p, err := r.verifyGroup(ctx, g[0], g[1:])
 		ps = append(ps, p) // its open copies are closed on the way out
@@ -102,7 +102,7 @@ func (r *run) batch(ctx context.Context, groups [][]model.PlanFile) error {
 			return err
 		}
 		for _, c := range p.cands {
-			intents = append(intents, store.DeleteIntent{FileID: c.f.FileID, TrashPath: trashPath(r.job.ID, c.f)})
+			intents = append(intents, duplicates.DeleteIntent{FileID: c.f.FileID, TrashPath: trashPath(r.job.ID, c.f)})
 		}
 	}
 	// From here the copy in hand, and what moved, are finished even if the
@@ -112,7 +112,7 @@ func (r *run) batch(ctx context.Context, groups [][]model.PlanFile) error {
 	defer cancel()
 	var stop error
 	if len(intents) > 0 {
-		if stop = r.x.st.RecordDeleteIntents(wctx, r.job, intents); stop == nil {
+		if stop = r.x.dp.RecordDeleteIntents(wctx, r.job, intents); stop == nil {
 			stop = r.moveAll(ctx, wctx, ps)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/engine"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -58,7 +59,7 @@ func TestCancelAfterCrashThroughTheEngine(t *testing.T) {
 	if j.Status != protocol.JobCancelled || e.outcomes(job)["b.cbz"] != protocol.OutcomeTrashed {
 		t.Fatalf("job %s, outcomes %v", j.Status, e.outcomes(job))
 	}
-	restore, err := e.control.CreateRestore(e.ctx, job.ID, nil)
+	restore, err := duplicates.New(e.control).CreateRestore(e.ctx, job.ID, nil)
 	e.must(err)
 	if _, err := e.run(restore); err != nil || e.read("b.cbz") != "same" {
 		t.Fatalf("restore: %v", err)

@@ -33,6 +33,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -49,6 +50,7 @@ const recordTimeout = 30 * time.Second
 // Executor runs delete jobs.
 type Executor struct {
 	st  *store.Store
+	dp  *duplicates.Store
 	cfg Config
 	// beforeRemove, when set (tests), runs after a copy and its keeper
 	// were verified and before the copy is moved.
@@ -62,7 +64,9 @@ type Executor struct {
 }
 
 // New returns the delete executor.
-func New(st *store.Store, cfg Config) *Executor { return &Executor{st: st, cfg: cfg} }
+func New(st *store.Store, cfg Config) *Executor {
+	return &Executor{st: st, dp: duplicates.New(st), cfg: cfg}
+}
 
 // run is one delete job.
 type run struct {
@@ -99,7 +103,7 @@ func (x *Executor) Execute(ctx context.Context, job model.Job, rep engine.Report
 	}()
 	total := int64(0)
 	for _, f := range r.files {
-		if f.Decision != store.DecisionKeep {
+		if f.Decision != duplicates.DecisionKeep {
 			total++
 		}
 	}
@@ -138,9 +142,9 @@ func (r *run) trashPlan(ctx context.Context, progress func(int)) error {
 		var err error
 		switch {
 		case r.done[f.FileID]:
-		case f.Decision == store.DecisionRestore:
+		case f.Decision == duplicates.DecisionRestore:
 			err = r.restore(ctx, f)
-		case f.Decision == store.DecisionPurge:
+		case f.Decision == duplicates.DecisionPurge:
 			err = r.purge(ctx, f)
 		}
 		if err != nil {
@@ -160,21 +164,21 @@ func (x *Executor) start(ctx context.Context, job model.Job) (*run, error) {
 	if err := protocol.DecodePayload(job.Payload, &p); err != nil {
 		return nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
 	}
-	plan, err := x.st.GetPlan(ctx, p.PlanID)
+	plan, err := x.dp.GetPlan(ctx, p.PlanID)
 	if err != nil {
 		return nil, protocol.Wrap(protocol.ErrInvalidPayload, err)
 	}
 	if plan.JobID == nil || model.Deref(plan.JobID) != job.ID {
 		return nil, protocol.Errorf(protocol.ErrInvalidPayload, "plan %d was not authorized for job %d", plan.ID, job.ID)
 	}
-	if err := x.st.CheckPlanBinding(ctx, plan.ID); err != nil {
+	if err := x.dp.CheckPlanBinding(ctx, plan.ID); err != nil {
 		return nil, err
 	}
-	files, err := x.st.PlanFiles(ctx, plan.ID)
+	files, err := x.dp.PlanFiles(ctx, plan.ID)
 	if err != nil {
 		return nil, err
 	}
-	results, err := x.st.DeleteResults(ctx, job.ID)
+	results, err := x.dp.DeleteResults(ctx, job.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +227,7 @@ func (r *run) open(ctx context.Context, libID int64) error {
 // intents' fence held when they were written, and a worker frozen since
 // then must not move the copies that follow.
 func (r *run) gate(ctx context.Context, libID int64) error {
-	g, err := r.x.st.ReadDeleteGate(ctx, r.job, libID)
+	g, err := r.x.dp.ReadDeleteGate(ctx, r.job, libID)
 	switch {
 	case err != nil:
 		return err
@@ -262,7 +266,7 @@ func (r *run) record(ctx context.Context, results ...model.DeleteResult) error {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		defer cancel()
 	}
-	if err := r.x.st.RecordDeleteResults(ctx, r.job, results); err != nil {
+	if err := r.x.dp.RecordDeleteResults(ctx, r.job, results); err != nil {
 		return err
 	}
 	for _, res := range results {

@@ -20,6 +20,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/testutil"
@@ -97,7 +98,7 @@ func (e *env) register(rel string) {
 func (e *env) plan(p dedup.Policy, action protocol.DeleteAction) model.Job {
 	e.t.Helper()
 	plan := e.newPlan(p, action)
-	job, created, err := e.control.AuthorizePlan(e.ctx, plan.ID)
+	job, created, err := duplicates.New(e.control).AuthorizePlan(e.ctx, plan.ID)
 	e.must(err)
 	if !created {
 		e.t.Fatal("a new plan's job was not created")
@@ -150,7 +151,7 @@ func (e *env) claimed(job model.Job, worker string) model.Job {
 // outcomes is file → outcome of a job.
 func (e *env) outcomes(job model.Job) map[string]protocol.DeleteOutcome {
 	e.t.Helper()
-	res, err := e.control.DeleteResults(e.ctx, job.ID)
+	res, err := duplicates.New(e.control).DeleteResults(e.ctx, job.ID)
 	e.must(err)
 	out := map[string]protocol.DeleteOutcome{}
 	for _, r := range res {
@@ -203,7 +204,7 @@ func TestTrashCopies(t *testing.T) {
 	t.Run("executing twice answers with the same job", func(t *testing.T) {
 		planID, err := storetest.QueryInt(e.ctx, e.control, `SELECT id FROM delete_plans WHERE job_id = ?`, job.ID)
 		e.must(err)
-		j, created, err := e.control.AuthorizePlan(e.ctx, planID)
+		j, created, err := duplicates.New(e.control).AuthorizePlan(e.ctx, planID)
 		if err != nil || created || j.ID != job.ID {
 			t.Fatalf("second authorize: job %d created %v %v", j.ID, created, err)
 		}
@@ -306,17 +307,17 @@ func TestUnauthorizedJobs(t *testing.T) {
 
 func TestUnlink(t *testing.T) {
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
-	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{})
+	groups, err := duplicates.New(e.control).PlanGroups(e.ctx, duplicates.PlanSelection{})
 	e.must(err)
 	planned, err := dedup.Decide(groups, dedup.Policy{Name: protocol.KeepOldest})
 	e.must(err)
-	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: protocol.KeepOldest, Action: protocol.ActionUnlink, Groups: planned, TTL: time.Hour})
+	plan, err := duplicates.New(e.control).CreatePlan(e.ctx, duplicates.NewPlan{Policy: protocol.KeepOldest, Action: protocol.ActionUnlink, Groups: planned, TTL: time.Hour})
 	e.must(err)
-	if _, _, err := e.control.AuthorizePlan(e.ctx, plan.ID); protocol.CodeOf(err, "") != protocol.CodeUnlinkForbidden {
+	if _, _, err := duplicates.New(e.control).AuthorizePlan(e.ctx, plan.ID); protocol.CodeOf(err, "") != protocol.CodeUnlinkForbidden {
 		t.Fatalf("unlink without allow_unlink: %v", err)
 	}
 	e.exec(`UPDATE libraries SET allow_unlink = 1`)
-	job, _, err := e.control.AuthorizePlan(e.ctx, plan.ID)
+	job, _, err := duplicates.New(e.control).AuthorizePlan(e.ctx, plan.ID)
 	e.must(err)
 	if _, err := e.run(job); err != nil {
 		t.Fatal(err)
@@ -333,11 +334,11 @@ func TestUnlink(t *testing.T) {
 func TestResume(t *testing.T) {
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x", "c.cbz": "x", "d.cbz": "x"})
 	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
-	removes, err := e.control.PlanFiles(e.ctx, mustPlanID(e, job))
+	removes, err := duplicates.New(e.control).PlanFiles(e.ctx, mustPlanID(e, job))
 	e.must(err)
 	var copies []string
 	for _, f := range removes {
-		if f.Decision == store.DecisionRemove {
+		if f.Decision == duplicates.DecisionRemove {
 			copies = append(copies, f.RelativePath)
 		}
 	}
@@ -455,16 +456,16 @@ func TestRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("a file its job did not trash", func(t *testing.T) {
-		if _, err := e.control.CreateRestore(e.ctx, del.ID, []int64{e.ids["a.cbz"]}); protocol.CodeOf(err, "") != protocol.CodeNotInTrash {
+		if _, err := duplicates.New(e.control).CreateRestore(e.ctx, del.ID, []int64{e.ids["a.cbz"]}); protocol.CodeOf(err, "") != protocol.CodeNotInTrash {
 			t.Fatalf("restoring the keeper: %v", err)
 		}
-		if _, err := e.control.CreateRestore(e.ctx, 999, nil); protocol.CodeOf(err, "") != protocol.CodeJobNotFound {
+		if _, err := duplicates.New(e.control).CreateRestore(e.ctx, 999, nil); protocol.CodeOf(err, "") != protocol.CodeJobNotFound {
 			t.Fatalf("restoring an unknown job: %v", err)
 		}
 	})
 	// b's path is taken again by the time of the restore: it stays in the trash.
 	e.write("b/b.cbz", "new", t0)
-	job, err := e.control.CreateRestore(e.ctx, del.ID, nil)
+	job, err := duplicates.New(e.control).CreateRestore(e.ctx, del.ID, nil)
 	e.must(err)
 	if _, err := e.run(job); err != nil {
 		t.Fatal(err)
@@ -488,7 +489,7 @@ func TestRestore(t *testing.T) {
 	}
 	t.Run("once b's path is free again", func(t *testing.T) {
 		e.must(os.Remove(filepath.Join(e.lib, "b/b.cbz")))
-		job, err := e.control.CreateRestore(e.ctx, del.ID, []int64{e.ids["b/b.cbz"]})
+		job, err := duplicates.New(e.control).CreateRestore(e.ctx, del.ID, []int64{e.ids["b/b.cbz"]})
 		e.must(err)
 		if _, err := e.run(job); err != nil {
 			t.Fatal(err)
@@ -512,7 +513,7 @@ func TestPurge(t *testing.T) {
 		e.exec(`UPDATE jobs SET status = 'completed', finished_at = '2026-01-01 00:00:00.000' WHERE id = ?`, job.ID)
 	}
 	finish(del)
-	restore, err := e.control.CreateRestore(e.ctx, del.ID, []int64{e.ids["b/b.cbz"]})
+	restore, err := duplicates.New(e.control).CreateRestore(e.ctx, del.ID, []int64{e.ids["b/b.cbz"]})
 	e.must(err)
 	if _, err := e.run(restore); err != nil {
 		t.Fatal(err)
@@ -521,14 +522,14 @@ func TestPurge(t *testing.T) {
 	trash := filepath.Join(e.lib, protocol.TrashDir, strconv.FormatInt(del.ID, 10))
 	e.write(filepath.Join(protocol.TrashDir, strconv.FormatInt(del.ID, 10), "e/e.cbz"), "other", t0)
 
-	if n, err := e.control.SchedulePurges(e.ctx, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), 10); err != nil || n != 0 {
+	if n, err := duplicates.New(e.control).SchedulePurges(e.ctx, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), 10); err != nil || n != 0 {
 		t.Fatalf("a purge scheduled before the trash is old enough: %d %v", n, err)
 	}
-	n, err := e.control.SchedulePurges(e.ctx, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), 10)
+	n, err := duplicates.New(e.control).SchedulePurges(e.ctx, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), 10)
 	if err != nil || n != 1 {
 		t.Fatalf("scheduled %d purges: %v", n, err)
 	}
-	if n, err := e.control.SchedulePurges(e.ctx, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), 10); err != nil || n != 0 {
+	if n, err := duplicates.New(e.control).SchedulePurges(e.ctx, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), 10); err != nil || n != 0 {
 		t.Fatalf("the same trash purged twice: %d %v", n, err)
 	}
 	purge := e.runPurge()
@@ -545,7 +546,7 @@ func TestPurge(t *testing.T) {
 	if !e.exists("b/b.cbz") || !e.exists("a.cbz") {
 		t.Error("a restored file or the keeper was purged")
 	}
-	fates, err := e.control.TrashFates(e.ctx, del.ID)
+	fates, err := duplicates.New(e.control).TrashFates(e.ctx, del.ID)
 	e.must(err)
 	if len(fates) != 2 || fates[e.ids["b/b.cbz"]] != protocol.OutcomeRestored || fates[e.ids["c/d/c.cbz"]] != protocol.OutcomePurged {
 		t.Errorf("trash fates %v", fates)

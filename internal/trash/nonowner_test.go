@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -122,7 +123,7 @@ func TestRestoreWithoutNoReplace(t *testing.T) {
 	}
 	noRenameNoReplace(t)
 	e.write("b/b.cbz", "user", t0)
-	restore, err := e.control.CreateRestore(e.ctx, del.ID, nil)
+	restore, err := duplicates.New(e.control).CreateRestore(e.ctx, del.ID, nil)
 	e.must(err)
 	if _, err := e.run(restore); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -181,7 +182,7 @@ func (m *deleteModel) userEdit(rel string) {
 // files are free.
 func (m *deleteModel) delete(rt *rapid.T) {
 	e := m.e
-	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{Kind: m.kind, Rules: store.SameBookRules{CommonMinSeries: 5}})
+	groups, err := duplicates.New(e.control).PlanGroups(e.ctx, duplicates.PlanSelection{Kind: m.kind, Rules: duplicates.SameBookRules{CommonMinSeries: 5}})
 	if err != nil || len(groups) == 0 {
 		return
 	}
@@ -195,10 +196,10 @@ func (m *deleteModel) delete(rt *rapid.T) {
 		return
 	}
 	action := rapid.SampledFrom([]protocol.DeleteAction{protocol.ActionTrash, protocol.ActionUnlink}).Draw(rt, "action")
-	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: protocol.KeepExplicit, Action: action, Kind: m.kind,
+	plan, err := duplicates.New(e.control).CreatePlan(e.ctx, duplicates.NewPlan{Policy: protocol.KeepExplicit, Action: action, Kind: m.kind,
 		Groups: planned, TTL: time.Hour})
 	e.must(err)
-	job, _, err := e.control.AuthorizePlan(e.ctx, plan.ID)
+	job, _, err := duplicates.New(e.control).AuthorizePlan(e.ctx, plan.ID)
 	if protocol.CodeOf(err, "") == protocol.CodeFilesBusy {
 		return
 	}
@@ -309,14 +310,14 @@ func (m *deleteModel) restore(rt *rapid.T) {
 		return
 	}
 	del := rapid.SampledFrom(m.jobs).Draw(rt, "restored job")
-	job, err := m.e.control.CreateRestore(m.e.ctx, del.ID, nil)
+	job, err := duplicates.New(m.e.control).CreateRestore(m.e.ctx, del.ID, nil)
 	switch protocol.CodeOf(err, "") {
 	case protocol.CodeNotInTrash, protocol.CodeFilesBusy, protocol.CodeJobNotFound:
 		return
 	}
 	m.e.must(err)
 	m.again(job)
-	res, err := m.e.control.DeleteResults(m.e.ctx, job.ID)
+	res, err := duplicates.New(m.e.control).DeleteResults(m.e.ctx, job.ID)
 	m.e.must(err)
 	for _, r := range res {
 		if r.Outcome != protocol.OutcomeRestored {
@@ -332,7 +333,7 @@ func (m *deleteModel) restore(rt *rapid.T) {
 // purge empties every ended job's trash for good.
 func (m *deleteModel) purge(rt *rapid.T) {
 	e := m.e
-	n, err := e.control.SchedulePurges(e.ctx, time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC), 100)
+	n, err := duplicates.New(e.control).SchedulePurges(e.ctx, time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC), 100)
 	e.must(err)
 	if n == 0 {
 		return

@@ -21,7 +21,7 @@ func (r *run) reconcile(ctx context.Context) error {
 	if r.plan.Action != protocol.ActionTrash && r.plan.Action != protocol.ActionUnlink {
 		return nil
 	}
-	intents, err := r.x.st.DeleteIntents(ctx, r.job.ID)
+	intents, err := r.x.dp.DeleteIntents(ctx, r.job.ID)
 	if err != nil || len(intents) == 0 {
 		return err
 	}
@@ -51,7 +51,7 @@ func (r *run) reconcile(ctx context.Context) error {
 	if len(drop) == 0 {
 		return nil
 	}
-	return r.x.st.DropDeleteIntents(ctx, r.job, drop)
+	return r.x.dp.DropDeleteIntents(ctx, r.job, drop)
 }
 
 // settleIntent decides one intent: an outcome, or settled with none (the

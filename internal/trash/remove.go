@@ -75,7 +75,7 @@ func (r *run) move(ctx context.Context, root *os.Root, h *os.File, id ident, f m
 // anything there, and is the outcome o of f. A worker that no longer owns
 // the job moves nothing back: the job's new owner settles the file.
 func (r *run) putBack(ctx context.Context, root *os.Root, f model.PlanFile, trashRel string, o protocol.DeleteOutcome, why string) model.DeleteResult {
-	if err := r.x.st.CheckDeleteOwner(ctx, r.job); err != nil {
+	if err := r.x.dp.CheckDeleteOwner(ctx, r.job); err != nil {
 		return result(f, o, why+"; not moved back ("+err.Error()+")", trashRel)
 	}
 	if err := renameNoReplace(root, trashRel, f.RelativePath); err != nil {
@@ -98,7 +98,7 @@ func (r *run) settle(ctx context.Context, keeper model.PlanFile, kid ident, move
 		r.x.beforeSettle()
 	}
 	keeperMsg := r.keeperHolds(keeper, kid)
-	unlink := r.plan.Action == protocol.ActionUnlink && r.x.st.CheckDeleteOwner(ctx, r.job) == nil
+	unlink := r.plan.Action == protocol.ActionUnlink && r.x.dp.CheckDeleteOwner(ctx, r.job) == nil
 	for _, s := range moved {
 		root := r.roots[s.f.LibraryID]
 		switch cur, ok := lstatIdent(root, s.trashRel); {

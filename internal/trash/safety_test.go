@@ -15,6 +15,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
@@ -26,11 +27,11 @@ import (
 // newPlan plans every group with policy, without authorizing it.
 func (e *env) newPlan(p dedup.Policy, action protocol.DeleteAction) model.Plan {
 	e.t.Helper()
-	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{})
+	groups, err := duplicates.New(e.control).PlanGroups(e.ctx, duplicates.PlanSelection{})
 	e.must(err)
 	planned, err := dedup.Decide(groups, p)
 	e.must(err)
-	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: p.Name, Action: action, Groups: planned, TTL: time.Hour})
+	plan, err := duplicates.New(e.control).CreatePlan(e.ctx, duplicates.NewPlan{Policy: p.Name, Action: action, Groups: planned, TTL: time.Hour})
 	e.must(err)
 	return plan
 }
@@ -87,20 +88,20 @@ func TestSwappedKeepers(t *testing.T) {
 	e := setup(t, map[string]string{"X/a.cbz": "book", "Y/b.cbz": "book"})
 	p1 := e.newPlan(e.keep("X/a.cbz"), protocol.ActionTrash)
 	p2 := e.newPlan(e.keep("Y/b.cbz"), protocol.ActionTrash)
-	j1, _, err := e.control.AuthorizePlan(e.ctx, p1.ID)
+	j1, _, err := duplicates.New(e.control).AuthorizePlan(e.ctx, p1.ID)
 	e.must(err)
-	_, _, err = e.control.AuthorizePlan(e.ctx, p2.ID)
+	_, _, err = duplicates.New(e.control).AuthorizePlan(e.ctx, p2.ID)
 	wantCode(t, err, protocol.CodeFilesBusy)
 	if !strings.Contains(err.Error(), "plan "+strconv.FormatInt(p1.ID, 10)) {
 		t.Fatalf("files_busy does not name the plan holding the files: %v", err)
 	}
-	if p, _ := e.control.GetPlan(e.ctx, p2.ID); p.JobID != nil {
+	if p, _ := duplicates.New(e.control).GetPlan(e.ctx, p2.ID); p.JobID != nil {
 		t.Fatal("the refused plan got a job")
 	}
 	if _, err := e.run(j1); err != nil {
 		t.Fatal(err)
 	}
-	j2, _, err := e.control.AuthorizePlan(e.ctx, p2.ID)
+	j2, _, err := duplicates.New(e.control).AuthorizePlan(e.ctx, p2.ID)
 	e.must(err)
 	if _, err := e.run(j2); err != nil {
 		t.Fatal(err)
@@ -121,7 +122,7 @@ func TestClaimRace(t *testing.T) {
 		jobs := make([]model.Job, 2)
 		errs := make([]error, 2)
 		for k, p := range plans {
-			wg.Go(func() { jobs[k], _, errs[k] = e.control.AuthorizePlan(e.ctx, p.ID) })
+			wg.Go(func() { jobs[k], _, errs[k] = duplicates.New(e.control).AuthorizePlan(e.ctx, p.ID) })
 		}
 		wg.Wait()
 		won := -1
@@ -270,7 +271,7 @@ func TestRenameNoReplace(t *testing.T) {
 func (e *env) killedAfterMove(job model.Job, rel string) {
 	e.t.Helper()
 	trashRel := filepath.Join(protocol.TrashDir, strconv.FormatInt(job.ID, 10), rel)
-	e.must(e.worker.RecordDeleteIntents(e.ctx, job, []store.DeleteIntent{{FileID: e.ids[rel], TrashPath: trashRel}}))
+	e.must(duplicates.New(e.worker).RecordDeleteIntents(e.ctx, job, []duplicates.DeleteIntent{{FileID: e.ids[rel], TrashPath: trashRel}}))
 	e.must(os.MkdirAll(filepath.Dir(filepath.Join(e.lib, trashRel)), 0o755))
 	e.must(os.Rename(filepath.Join(e.lib, rel), filepath.Join(e.lib, trashRel)))
 }
@@ -313,10 +314,10 @@ func TestCrashThenCancel(t *testing.T) {
 	if got := e.outcomes(job); got["b.cbz"] != protocol.OutcomeTrashed {
 		t.Fatalf("outcomes %v", got)
 	}
-	if left, err := e.control.DeleteIntents(e.ctx, job.ID); err != nil || len(left) != 0 {
+	if left, err := duplicates.New(e.control).DeleteIntents(e.ctx, job.ID); err != nil || len(left) != 0 {
 		t.Fatalf("intents left %v %v", left, err)
 	}
-	restore, err := e.control.CreateRestore(e.ctx, job.ID, nil)
+	restore, err := duplicates.New(e.control).CreateRestore(e.ctx, job.ID, nil)
 	e.must(err)
 	if _, err := e.run(restore); err != nil {
 		t.Fatal(err)
@@ -334,7 +335,7 @@ func TestRestoreCutBetweenLinkAndUnlink(t *testing.T) {
 	if _, err := e.run(del); err != nil {
 		t.Fatal(err)
 	}
-	restore, err := e.control.CreateRestore(e.ctx, del.ID, nil)
+	restore, err := duplicates.New(e.control).CreateRestore(e.ctx, del.ID, nil)
 	e.must(err)
 	trashed := filepath.Join(e.lib, protocol.TrashDir, strconv.FormatInt(del.ID, 10), "b.cbz")
 	e.must(os.Link(trashed, filepath.Join(e.lib, "b.cbz")))
@@ -360,7 +361,7 @@ func TestPlanOutlivesLibrary(t *testing.T) {
 	e.write("b.cbz", "same", t0)
 	testfactory.Library(t, e.control, &testfactory.LibraryOpts{ID: 1, Name: "other", Path: other, AllowDelete: true,
 		CreatedAt: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)})
-	_, _, err := e.control.AuthorizePlan(e.ctx, before.ID)
+	_, _, err := duplicates.New(e.control).AuthorizePlan(e.ctx, before.ID)
 	wantCode(t, err, protocol.CodePlanInvalid)
 	_, err = e.run(authorized)
 	wantCode(t, err, protocol.CodePlanInvalid)
@@ -379,7 +380,7 @@ func TestPurgeChecksDigest(t *testing.T) {
 	}
 	trashRel := filepath.Join(protocol.TrashDir, strconv.FormatInt(del.ID, 10), "b.cbz")
 	e.rewrite(trashRel, "diff")
-	if n, err := e.control.SchedulePurges(e.ctx, time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC), 10); err != nil || n != 1 {
+	if n, err := duplicates.New(e.control).SchedulePurges(e.ctx, time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC), 10); err != nil || n != 1 {
 		t.Fatalf("scheduled %d purges: %v", n, err)
 	}
 	purge := e.runPurge()

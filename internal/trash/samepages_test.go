@@ -20,6 +20,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -172,18 +173,18 @@ var keepZip = dedup.Policy{Name: protocol.KeepPreferFormat, Formats: []string{"z
 // authorizes the plan.
 func (e *env) samePagesPlan(p dedup.Policy) model.Job {
 	e.t.Helper()
-	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{Kind: protocol.PlanSamePages,
-		Rules: store.SameBookRules{Contains: 3, CommonMinSeries: 5}})
+	groups, err := duplicates.New(e.control).PlanGroups(e.ctx, duplicates.PlanSelection{Kind: protocol.PlanSamePages,
+		Rules: duplicates.SameBookRules{Contains: 3, CommonMinSeries: 5}})
 	e.must(err)
 	planned, err := dedup.Decide(groups, p)
 	e.must(err)
 	if len(planned) == 0 {
 		e.t.Fatal("nothing planned")
 	}
-	plan, err := e.control.CreatePlan(e.ctx, store.NewPlan{Policy: p.Name, Action: protocol.ActionTrash, Kind: protocol.PlanSamePages,
+	plan, err := duplicates.New(e.control).CreatePlan(e.ctx, duplicates.NewPlan{Policy: p.Name, Action: protocol.ActionTrash, Kind: protocol.PlanSamePages,
 		Groups: planned, TTL: time.Hour})
 	e.must(err)
-	job, _, err := e.control.AuthorizePlan(e.ctx, plan.ID)
+	job, _, err := duplicates.New(e.control).AuthorizePlan(e.ctx, plan.ID)
 	e.must(err)
 	return job
 }
@@ -191,7 +192,7 @@ func (e *env) samePagesPlan(p dedup.Policy) model.Job {
 // message is the message of rel's outcome in job.
 func (e *env) message(job model.Job, rel string) string {
 	e.t.Helper()
-	res, err := e.control.DeleteResults(e.ctx, job.ID)
+	res, err := duplicates.New(e.control).DeleteResults(e.ctx, job.ID)
 	e.must(err)
 	for _, r := range res {
 		if r.FileID == e.ids[rel] {
@@ -229,7 +230,7 @@ func TestSamePagesTrashAndRestore(t *testing.T) {
 	if !bytes.Equal(e.bytesOf(trashed), orig) {
 		t.Fatal("the trash copy is not the original")
 	}
-	restore, err := e.control.CreateRestore(e.ctx, job.ID, nil)
+	restore, err := duplicates.New(e.control).CreateRestore(e.ctx, job.ID, nil)
 	e.must(err)
 	if _, err := e.run(restore); err != nil {
 		t.Fatal(err)
@@ -376,7 +377,7 @@ func TestSamePagesMidJob(t *testing.T) {
 		if got := e.outcomes(job); got["Saga/Saga 01.cb7"] != protocol.OutcomeTrashed {
 			t.Fatalf("outcomes after the crash %v", got)
 		}
-		restore, err := e.control.CreateRestore(e.ctx, job.ID, nil)
+		restore, err := duplicates.New(e.control).CreateRestore(e.ctx, job.ID, nil)
 		e.must(err)
 		if _, err := e.run(restore); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/pgadmin"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -84,11 +85,11 @@ func TestCopyToPostgres(t *testing.T) {
 			t.Errorf("%s: %d on PostgreSQL (%v), %d on SQLite", q, got, err, want)
 		}
 	}
-	srcGroups, err := src.DuplicateGroups(ctx, nil, 20)
+	srcGroups, err := duplicates.New(src).DuplicateGroups(ctx, nil, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dstGroups, err := dst.DuplicateGroups(ctx, nil, 20)
+	dstGroups, err := duplicates.New(dst).DuplicateGroups(ctx, nil, 20)
 	if err != nil || !reflect.DeepEqual(srcGroups, dstGroups) || len(dstGroups) != 20 {
 		t.Fatalf("duplicate groups: %v\nPostgreSQL %+v\nSQLite %+v", err, dstGroups, srcGroups)
 	}

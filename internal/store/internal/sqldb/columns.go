@@ -16,6 +16,9 @@ const FileCols = `f.id, f.library_id, f.relative_path, f.size_bytes, f.mtime_ns,
 	(SELECT t.id FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready' ORDER BY t.id DESC LIMIT 1) AS cover_thumbnail_id,
 	f.created_at, f.updated_at`
 
+// LibraryCols selects a model.Library from libraries.
+const LibraryCols = `id, name, path, scan_interval_minutes, last_scan_requested_at, allow_delete, allow_unlink, media, watch, created_at, updated_at`
+
 // JobCols selects a model.Job from jobs.
 const JobCols = `id, kind, status, library_id, priority, payload, progress, processed_items, total_items,
 	result, attempt, retry_after, cancel_requested, worker_id, worker_heartbeat_at, lease_expires_at,

@@ -23,6 +23,10 @@ var (
 	// ErrNotOwner: a lease-path write by a worker that no longer owns the
 	// row (recovered, cancelled or finished by someone else).
 	ErrNotOwner = errors.New("lease not owned")
+	// ErrLeaseLost: a write was refused because the claim it was made for
+	// (a Fence) is no longer the row's live lease. It is an ErrNotOwner, so
+	// the engine treats it as the lease lost it is.
+	ErrLeaseLost = fmt.Errorf("%w: the claim's lease was lost", ErrNotOwner)
 )
 
 // RowKind names the rows of one table in not-found errors: the code the

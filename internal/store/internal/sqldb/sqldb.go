@@ -28,6 +28,10 @@ type DB struct {
 	// that the claim still holds its lease (protocol §4.1), else it fails
 	// with ErrLeaseLost and writes nothing.
 	Fenced func(ctx context.Context, f model.Fence, fn func(tx *sqlx.Tx) error) error
+	// CheckFence checks, without writing, that f is the live lease of its
+	// row: at the start of a transaction (the row locked FOR SHARE on
+	// PostgreSQL) or alone on a pool; else ErrLeaseLost.
+	CheckFence func(ctx context.Context, q sqlx.QueryerContext, f model.Fence) error
 	// ListenURL is, on PostgreSQL, the URL a dedicated LISTEN connection
 	// opens (the store's own, password from the environment); "" on SQLite.
 	ListenURL string
@@ -38,6 +42,15 @@ type DB struct {
 
 // NowText is Now as the protocol writes it in a column.
 func (d *DB) NowText() string { return protocol.FormatTime(d.Now()) }
+
+// FenceWhere matches the lease row of a live Fence, in every lease table;
+// its arguments are id, worker, epoch and now (FenceArgs).
+const FenceWhere = `id = ? AND worker_id = ? AND status = 'running' AND lease_epoch = ? AND lease_expires_at > ?`
+
+// FenceArgs are FenceWhere's arguments for f, now.
+func (d *DB) FenceArgs(f model.Fence) []any {
+	return []any{f.ID, f.WorkerID, f.Epoch, d.NowText()}
+}
 
 // Of returns the DB of st, a *store.Store; package store sets it when it
 // loads.

@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"context"
@@ -25,9 +25,9 @@ const purgeDue = `SELECT p.job_id AS job_id, p.id AS plan_id FROM delete_plans p
 // back): a plan bound to a new delete job, once per trashed job. It returns
 // how many it scheduled, at most limit.
 func (s *Store) SchedulePurges(ctx context.Context, before time.Time, limit int) (int64, error) {
-	now := protocol.FormatTime(s.Now())
+	now := protocol.FormatTime(s.db.Now())
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		var due []struct {
 			JobID  int64 `db:"job_id"`
 			PlanID int64 `db:"plan_id"`

@@ -1,4 +1,4 @@
-package store_test
+package duplicates_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 )
@@ -26,7 +27,7 @@ func BenchmarkSimilarCovers(b *testing.B) {
 	seedCovers(b, control, lib, benchBooks)
 	var n int
 	for b.Loop() {
-		pairs, err := control.SimilarCovers(ctx, store.CoverPairAfter{}, 50, 6, store.SameBookRules{Contains: 3, CommonMinSeries: 5})
+		pairs, err := duplicates.New(control).SimilarCovers(ctx, duplicates.CoverPairAfter{}, 50, 6, duplicates.SameBookRules{Contains: 3, CommonMinSeries: 5})
 		if err != nil || len(pairs) == 0 {
 			b.Fatalf("%d pairs, %v", len(pairs), err)
 		}

@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -67,7 +68,7 @@ func busyFiles(ctx context.Context, tx *sqlx.Tx, planID int64) error {
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	return &protocol.Error{Code: protocol.CodeFilesBusy, Message: msg, Err: ErrConflict}
+	return &protocol.Error{Code: protocol.CodeFilesBusy, Message: msg, Err: sqldb.ErrConflict}
 }
 
 // filesBusy reports whether a live claim holds any of the files.
@@ -102,11 +103,11 @@ func checkPlanBinding(ctx context.Context, q sqlx.QueryerContext, planID int64) 
 	if b.Now.Valid {
 		msg = fmt.Sprintf("plan %d: library %d is now %s, not %s as planned", planID, b.LibraryID, b.Now.String, b.Planned.String)
 	}
-	return &protocol.Error{Code: protocol.CodePlanInvalid, Message: msg, Err: ErrConflict}
+	return &protocol.Error{Code: protocol.CodePlanInvalid, Message: msg, Err: sqldb.ErrConflict}
 }
 
 // CheckPlanBinding is plan_invalid when a plan's libraries are no longer
 // the folders it was made for; workerd checks it before it moves anything.
 func (s *Store) CheckPlanBinding(ctx context.Context, planID int64) error {
-	return checkPlanBinding(ctx, s.r, planID)
+	return checkPlanBinding(ctx, s.db.R, planID)
 }

@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -53,12 +54,12 @@ func (s *Store) samePagesPlanGroups(ctx context.Context, sel PlanSelection) ([]P
 		}
 		switch {
 		case len(sel.SameKeys) > 0 && len(g.Members) < 2:
-			return nil, &protocol.Error{Code: protocol.CodeGroupNotFound, Err: ErrNotFound,
+			return nil, &protocol.Error{Code: protocol.CodeGroupNotFound, Err: sqldb.ErrNotFound,
 				Message: "no same_pages group " + g.Name() + " with two books hashed as they are now"}
 		case len(g.Members) < 2 || !g.touches(sel.LibraryID):
 			continue
 		case len(out) == MaxPlanGroups:
-			return nil, &protocol.Error{Code: protocol.CodePlanTooLarge, Err: ErrConflict,
+			return nil, &protocol.Error{Code: protocol.CodePlanTooLarge, Err: sqldb.ErrConflict,
 				Message: "the selection has more than " + strconv.Itoa(MaxPlanGroups) + " groups: narrow it by library"}
 		}
 		out = append(out, g)
@@ -96,7 +97,7 @@ func (s *Store) samePagesGroupMembers(ctx context.Context, ids []int64, whole ma
 		return nil, err
 	}
 	var ms []PlanMember
-	if err := s.r.SelectContext(ctx, &ms, q, args...); err != nil {
+	if err := s.db.R.SelectContext(ctx, &ms, q, args...); err != nil {
 		return nil, fmt.Errorf("same_pages group members: %w", err)
 	}
 	for i := range ms {

@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func (s *Store) SettleKeeperProgress(ctx context.Context) (int64, error) {
 		JOIN delete_plan_files r ON r.plan_id = pl.id AND r.file_id = o.file_id AND r.decision = 'remove'
 		JOIN delete_plan_files k ON k.plan_id = pl.id AND k.group_seq = r.group_seq AND k.decision = 'keep'`
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO reading_progress (user_id, file_id, page, completed, updated_at)
 			SELECT p.user_id, k.file_id, max(p.page), max(p.completed), max(p.updated_at) `+removed+`
 			GROUP BY p.user_id, k.file_id ON CONFLICT (user_id, file_id) DO NOTHING`)

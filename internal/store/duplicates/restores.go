@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -33,13 +34,13 @@ const inTrashQuery = `SELECT f.seq, f.group_seq, f.file_id, f.library_id, f.rela
 // (action restore, one row per file with the identity the file had when
 // it was trashed) bound at once to a new delete job, which it returns.
 func (s *Store) CreateRestore(ctx context.Context, deleteJobID int64, fileIDs []int64) (model.Job, error) {
-	now := protocol.FormatTime(s.Now())
+	now := protocol.FormatTime(s.db.Now())
 	var job model.Job
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		var original model.Plan
 		err := tx.GetContext(ctx, &original, `SELECT `+planCols+` FROM delete_plans WHERE job_id = ? AND action = 'trash'`, deleteJobID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return missingRow(jobRow, deleteJobID)
+			return sqldb.MissingRow(sqldb.JobRow, deleteJobID)
 		}
 		if err != nil {
 			return err

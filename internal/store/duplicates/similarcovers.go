@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ func (s *Store) SimilarCovers(ctx context.Context, after CoverPairAfter, limit, 
 		return nil, fmt.Errorf("similar covers: distance %d outside 0..%d", distance, maxCoverDistance)
 	}
 	var books []CoverBook
-	if err := s.r.SelectContext(ctx, &books, hashedCovers); err != nil {
+	if err := s.db.R.SelectContext(ctx, &books, hashedCovers); err != nil {
 		return nil, fmt.Errorf("similar covers: %w", err)
 	}
 	hashes := make([]uint64, len(books))

@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -78,7 +79,7 @@ type PlanSelection struct {
 	Rules        SameBookRules
 }
 
-var planRow = rowKind{Code: protocol.CodePlanNotFound, Name: "plan"}
+var planRow = sqldb.RowKind{Code: protocol.CodePlanNotFound, Name: "plan"}
 
 const planMembersQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role, COALESCE(volumes, 0) AS volumes, format
 	FROM library_files WHERE hash_algorithm = ? AND content_hash = ? AND ` + groupQualifies + ` ORDER BY id LIMIT ?`
@@ -98,7 +99,7 @@ func (s *Store) PlanGroups(ctx context.Context, sel PlanSelection) ([]PlanGroup,
 				return nil, err
 			}
 			if len(g.Members) < 2 {
-				return nil, &protocol.Error{Code: protocol.CodeGroupNotFound, Message: "no duplicate group " + k.String(), Err: ErrNotFound}
+				return nil, &protocol.Error{Code: protocol.CodeGroupNotFound, Message: "no duplicate group " + k.String(), Err: sqldb.ErrNotFound}
 			}
 			out = append(out, g)
 		}
@@ -127,7 +128,7 @@ func (s *Store) PlanGroups(ctx context.Context, sel PlanSelection) ([]PlanGroup,
 				continue
 			}
 			if len(out) == MaxPlanGroups {
-				return nil, &protocol.Error{Code: protocol.CodePlanTooLarge, Err: ErrConflict,
+				return nil, &protocol.Error{Code: protocol.CodePlanTooLarge, Err: sqldb.ErrConflict,
 					Message: "the selection has more than " + strconv.Itoa(MaxPlanGroups) + " groups: narrow it by library or minimum size"}
 			}
 			out = append(out, g)
@@ -139,7 +140,7 @@ func (s *Store) PlanGroups(ctx context.Context, sel PlanSelection) ([]PlanGroup,
 
 func (s *Store) planGroup(ctx context.Context, k protocol.GroupKey) (PlanGroup, error) {
 	g := PlanGroup{Key: k}
-	if err := s.r.SelectContext(ctx, &g.Members, planMembersQuery, string(k.Algorithm), k.Hash, maxGroupMembers); err != nil {
+	if err := s.db.R.SelectContext(ctx, &g.Members, planMembersQuery, string(k.Algorithm), k.Hash, maxGroupMembers); err != nil {
 		return g, fmt.Errorf("plan group %s: %w", k, err)
 	}
 	return g, nil
@@ -193,7 +194,7 @@ const (
 
 // CreatePlan stores a plan and the identity of every member it names.
 func (s *Store) CreatePlan(ctx context.Context, p NewPlan) (model.Plan, error) {
-	now := s.Now()
+	now := s.db.Now()
 	var plan model.Plan
 	removes, freed := 0, int64(0)
 	for _, g := range p.Groups {
@@ -203,7 +204,7 @@ func (s *Store) CreatePlan(ctx context.Context, p NewPlan) (model.Plan, error) {
 		}
 	}
 	kind := cmp.Or(p.Kind, protocol.PlanBytes)
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &plan, `INSERT INTO delete_plans (policy, action, request, group_count, remove_count,
 				bytes_freed, created_at, expires_at, group_kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+planCols,
 			string(p.Policy), string(p.Action), p.Request, len(p.Groups), removes, freed,
@@ -259,13 +260,13 @@ const insertPlanFile = `INSERT INTO delete_plan_files (plan_id, seq, group_seq, 
 
 // GetPlan returns one plan or plan_not_found.
 func (s *Store) GetPlan(ctx context.Context, id int64) (model.Plan, error) {
-	return getRow[model.Plan](ctx, s.r, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
+	return sqldb.GetRow[model.Plan](ctx, s.db.R, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
 }
 
 // ListPlans returns up to limit plans with id > afterID, in id order.
 func (s *Store) ListPlans(ctx context.Context, afterID int64, limit int) ([]model.Plan, error) {
 	var out []model.Plan
-	err := s.r.SelectContext(ctx, &out, `SELECT `+planCols+` FROM delete_plans WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+planCols+` FROM delete_plans WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list plans: %w", err)
 	}
@@ -276,7 +277,7 @@ func (s *Store) ListPlans(ctx context.Context, afterID int64, limit int) ([]mode
 // group, in execution order.
 func (s *Store) PlanFiles(ctx context.Context, planID int64) ([]model.PlanFile, error) {
 	var out []model.PlanFile
-	err := s.r.SelectContext(ctx, &out, `SELECT seq, group_seq, file_id, library_id, relative_path, decision,
+	err := s.db.R.SelectContext(ctx, &out, `SELECT seq, group_seq, file_id, library_id, relative_path, decision,
 		size_bytes, mtime_ns, hash_algorithm, content_hash, library_path, group_key FROM delete_plan_files WHERE plan_id = ? ORDER BY seq`, planID)
 	if err != nil {
 		return nil, fmt.Errorf("plan files: %w", err)
@@ -290,18 +291,18 @@ func (s *Store) PlanFiles(ctx context.Context, planID int64) ([]model.PlanFile, 
 // (library_read_only) and unlink where a library lacks allow_unlink
 // (unlink_not_allowed).
 func (s *Store) AuthorizePlan(ctx context.Context, id int64) (job model.Job, created bool, err error) {
-	now := s.Now()
-	err = s.write(ctx, func(tx *sqlx.Tx) error {
-		plan, err := getRow[model.Plan](ctx, tx, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
+	now := s.db.Now()
+	err = s.db.Write(ctx, func(tx *sqlx.Tx) error {
+		plan, err := sqldb.GetRow[model.Plan](ctx, tx, planRow, `SELECT `+planCols+` FROM delete_plans WHERE id = ?`, id)
 		if err != nil {
 			return err
 		}
 		if plan.JobID != nil {
-			job, err = getRow[model.Job](ctx, tx, jobRow, `SELECT * FROM jobs WHERE id = ?`, *plan.JobID)
+			job, err = sqldb.GetRow[model.Job](ctx, tx, sqldb.JobRow, `SELECT * FROM jobs WHERE id = ?`, *plan.JobID)
 			return err
 		}
 		if !plan.ExpiresAt.After(now) {
-			return &protocol.Error{Code: protocol.CodePlanExpired, Message: "plan " + strconv.FormatInt(id, 10) + " expired at " + plan.ExpiresAt.String(), Err: ErrConflict}
+			return &protocol.Error{Code: protocol.CodePlanExpired, Message: "plan " + strconv.FormatInt(id, 10) + " expired at " + plan.ExpiresAt.String(), Err: sqldb.ErrConflict}
 		}
 		if err := checkPlanBinding(ctx, tx, id); err != nil {
 			return err
@@ -339,7 +340,7 @@ func insertPlanJob(ctx context.Context, tx *sqlx.Tx, id int64, now string) (mode
 // not allow what the plan would do to them.
 func checkPlanLibraries(ctx context.Context, tx *sqlx.Tx, plan model.Plan) error {
 	var libs []model.Library
-	err := tx.SelectContext(ctx, &libs, `SELECT `+libraryCols+` FROM libraries WHERE id IN
+	err := tx.SelectContext(ctx, &libs, `SELECT `+sqldb.LibraryCols+` FROM libraries WHERE id IN
 		(SELECT library_id FROM delete_plan_files WHERE plan_id = ? AND decision = 'remove') ORDER BY id`, plan.ID)
 	if err != nil {
 		return err
@@ -347,10 +348,10 @@ func checkPlanLibraries(ctx context.Context, tx *sqlx.Tx, plan model.Plan) error
 	for _, l := range libs {
 		switch {
 		case !l.AllowDelete:
-			return &protocol.Error{Code: protocol.CodeLibraryReadOnly, Err: ErrConflict,
+			return &protocol.Error{Code: protocol.CodeLibraryReadOnly, Err: sqldb.ErrConflict,
 				Message: "library " + strconv.FormatInt(l.ID, 10) + " does not allow deletion (PATCH /libraries/{id} allow_delete)"}
 		case plan.Action == protocol.ActionUnlink && !l.AllowUnlink:
-			return &protocol.Error{Code: protocol.CodeUnlinkForbidden, Err: ErrConflict,
+			return &protocol.Error{Code: protocol.CodeUnlinkForbidden, Err: sqldb.ErrConflict,
 				Message: "library " + strconv.FormatInt(l.ID, 10) + " does not allow unlink without the trash (allow_unlink)"}
 		}
 	}

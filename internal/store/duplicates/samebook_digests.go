@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"bytes"
@@ -68,7 +68,7 @@ func (s *Store) comparableBooks(ctx context.Context, minSeries int) ([]digestedB
 
 // digestedBooks reads every present book's current page digests.
 func (s *Store) digestedBooks(ctx context.Context) ([]digestedBook, error) {
-	rows, err := s.r.QueryxContext(ctx, `SELECT f.id, f.library_id, f.relative_path, f.format, f.size_bytes, f.total_pages,
+	rows, err := s.db.R.QueryxContext(ctx, `SELECT f.id, f.library_id, f.relative_path, f.format, f.size_bytes, f.total_pages,
 		f.content_hash, d.digest
 		FROM page_digests d JOIN library_files f ON f.id = d.file_id
 			AND f.size_bytes = d.file_size_bytes AND f.mtime_ns = d.file_mtime_ns
@@ -205,7 +205,7 @@ func (s *Store) indexGroups(ctx context.Context, after []byte, limit int) ([]Sam
 	var out []SameBookGroup
 	for len(out) < limit {
 		var keys [][]byte
-		if err := s.r.SelectContext(ctx, &keys, sameBookKeys, after, limit); err != nil {
+		if err := s.db.R.SelectContext(ctx, &keys, sameBookKeys, after, limit); err != nil {
 			return nil, fmt.Errorf("same-book groups: %w", err)
 		}
 		if len(keys) == 0 {
@@ -235,7 +235,7 @@ func (s *Store) indexGroupBooks(ctx context.Context, keys [][]byte) ([]SameBookG
 		return nil, err
 	}
 	var books []SameBook
-	if err := s.r.SelectContext(ctx, &books, q, args...); err != nil {
+	if err := s.db.R.SelectContext(ctx, &books, q, args...); err != nil {
 		return nil, fmt.Errorf("same-book groups: books: %w", err)
 	}
 	var groups []SameBookGroup

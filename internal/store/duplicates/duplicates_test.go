@@ -1,4 +1,4 @@
-package store_test
+package duplicates_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
@@ -118,8 +119,8 @@ func genRows(seed uint64, n int) []fileRow {
 }
 
 // modelGroups computes the §6.2 list from rows in Go.
-func modelGroups(rows []fileRow) []store.DuplicateGroup {
-	m := map[string]*store.DuplicateGroup{}
+func modelGroups(rows []fileRow) []duplicates.DuplicateGroup {
+	m := map[string]*duplicates.DuplicateGroup{}
 	for _, r := range rows {
 		if r.missing || r.needHash || r.alg == "" || r.sum == nil {
 			continue
@@ -127,20 +128,20 @@ func modelGroups(rows []fileRow) []store.DuplicateGroup {
 		k := r.alg + ":" + hex.EncodeToString(r.sum)
 		g, ok := m[k]
 		if !ok {
-			g = &store.DuplicateGroup{GroupKey: k, HashAlgorithm: r.alg, ContentHashHex: hex.EncodeToString(r.sum)}
+			g = &duplicates.DuplicateGroup{GroupKey: k, HashAlgorithm: r.alg, ContentHashHex: hex.EncodeToString(r.sum)}
 			m[k] = g
 		}
 		g.FileCount++
 		g.TotalSizeBytes += r.size
 	}
-	var out []store.DuplicateGroup
+	var out []duplicates.DuplicateGroup
 	for _, g := range m {
 		if g.FileCount > 1 {
 			g.WastedBytes = g.TotalSizeBytes - g.TotalSizeBytes/g.FileCount
 			out = append(out, *g)
 		}
 	}
-	slices.SortFunc(out, func(a, b store.DuplicateGroup) int {
+	slices.SortFunc(out, func(a, b duplicates.DuplicateGroup) int {
 		return cmp.Or(cmp.Compare(b.FileCount, a.FileCount), cmp.Compare(b.TotalSizeBytes, a.TotalSizeBytes),
 			cmp.Compare(a.HashAlgorithm, b.HashAlgorithm), cmp.Compare(a.ContentHashHex, b.ContentHashHex))
 	})
@@ -148,12 +149,12 @@ func modelGroups(rows []fileRow) []store.DuplicateGroup {
 }
 
 // allGroups pages through DuplicateGroups with page size n.
-func (e *dupEnv) allGroups(t testing.TB, st *store.Store, n int) []store.DuplicateGroup {
+func (e *dupEnv) allGroups(t testing.TB, st *store.Store, n int) []duplicates.DuplicateGroup {
 	t.Helper()
-	var out []store.DuplicateGroup
+	var out []duplicates.DuplicateGroup
 	var after *model.GroupAnchor
 	for {
-		page, err := st.DuplicateGroups(e.ctx, after, n)
+		page, err := duplicates.New(st).DuplicateGroups(e.ctx, after, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +202,7 @@ func TestDuplicateGroups(t *testing.T) {
 					}
 					var ids []int64
 					for after := int64(0); ; {
-						page, err := e.worker.DuplicateGroupFiles(e.ctx, key, after, 2)
+						page, err := duplicates.New(e.worker).DuplicateGroupFiles(e.ctx, key, after, 2)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -225,7 +226,7 @@ func TestDuplicateGroups(t *testing.T) {
 				}
 			})
 			t.Run("bad cursor", func(t *testing.T) {
-				_, err := e.worker.DuplicateGroups(e.ctx, &model.GroupAnchor{FileCount: 2, HashAlgorithm: "md5", ContentHashHex: "00"}, 5)
+				_, err := duplicates.New(e.worker).DuplicateGroups(e.ctx, &model.GroupAnchor{FileCount: 2, HashAlgorithm: "md5", ContentHashHex: "00"}, 5)
 				if err == nil {
 					t.Fatal("want error")
 				}
@@ -298,7 +299,7 @@ func TestDuplicatePlans(t *testing.T) {
 				index = "ix_duplicate_groups_order"
 			}
 			for _, after := range []*model.GroupAnchor{nil, cur} {
-				plan, err := e.worker.ExplainDuplicateGroups(e.ctx, after)
+				plan, err := duplicates.New(e.worker).ExplainDuplicateGroups(e.ctx, after)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -308,7 +309,7 @@ func TestDuplicatePlans(t *testing.T) {
 				}
 			}
 			key, _ := protocol.ParseGroupKey("sha256:" + strings.Repeat("0f", 32))
-			plan, err := e.worker.ExplainDuplicateGroupFiles(e.ctx, key)
+			plan, err := duplicates.New(e.worker).ExplainDuplicateGroupFiles(e.ctx, key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -319,7 +320,7 @@ func TestDuplicatePlans(t *testing.T) {
 	}
 }
 
-func head(g []store.DuplicateGroup) []store.DuplicateGroup {
+func head(g []duplicates.DuplicateGroup) []duplicates.DuplicateGroup {
 	return g[:min(len(g), 3)]
 }
 
@@ -365,7 +366,7 @@ func BenchmarkDuplicateGroups(b *testing.B) {
 			if _, err := storetest.Exec(e.ctx, e.control, gen); err != nil {
 				b.Fatal(err)
 			}
-			first, err := e.worker.DuplicateGroups(e.ctx, nil, 50)
+			first, err := duplicates.New(e.worker).DuplicateGroups(e.ctx, nil, 50)
 			if err != nil || len(first) != 50 || first[0].FileCount != 3 {
 				b.Fatalf("first page: %v %v", len(first), err)
 			}
@@ -376,7 +377,7 @@ func BenchmarkDuplicateGroups(b *testing.B) {
 				cur := &model.GroupAnchor{FileCount: 3, TotalSizeBytes: int64(g%5000) * 3000,
 					HashAlgorithm: "blake3", ContentHashHex: hex.EncodeToString([]byte(fmt.Sprintf("%032d", g)))}
 				start := time.Now()
-				page, err := e.worker.DuplicateGroups(e.ctx, cur, 50)
+				page, err := duplicates.New(e.worker).DuplicateGroups(e.ctx, cur, 50)
 				lat = append(lat, float64(time.Since(start).Microseconds()))
 				if err != nil || len(page) == 0 {
 					b.Fatalf("page: %d %v", len(page), err)

@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func (s *Store) CommonPages(ctx context.Context, minSeries int, after []byte, li
 		return nil, err
 	}
 	for i := range out {
-		if err := s.r.GetContext(ctx, &out[i].ExamplePageSeq, `SELECT min(page_seq) FROM page_digests
+		if err := s.db.R.GetContext(ctx, &out[i].ExamplePageSeq, `SELECT min(page_seq) FROM page_digests
 			WHERE file_id = ? AND digest = ?`, out[i].ExampleFileID, out[i].Digest); err != nil {
 			return nil, fmt.Errorf("common pages: %w", err)
 		}
@@ -49,7 +49,7 @@ func (s *Store) commonPages(ctx context.Context, minSeries int, after []byte, li
 		after = []byte{}
 	}
 	var out []CommonPage
-	if err := s.r.SelectContext(ctx, &out, commonPagesAfter, after, minSeries, limit); err != nil {
+	if err := s.db.R.SelectContext(ctx, &out, commonPagesAfter, after, minSeries, limit); err != nil {
 		return nil, fmt.Errorf("common pages: %w", err)
 	}
 	return out, nil

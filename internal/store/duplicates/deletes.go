@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 // DeleteResults returns what a delete job has recorded so far, by file.
 func (s *Store) DeleteResults(ctx context.Context, jobID int64) ([]model.DeleteResult, error) {
 	var out []model.DeleteResult
-	err := s.r.SelectContext(ctx, &out, `SELECT job_id, file_id, outcome, message, trash_path, created_at
+	err := s.db.R.SelectContext(ctx, &out, `SELECT job_id, file_id, outcome, message, trash_path, created_at
 		FROM delete_outcomes WHERE job_id = ? ORDER BY file_id`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("delete results: %w", err)
@@ -34,7 +35,7 @@ type DeleteIntent struct {
 // DeleteIntents returns the intents of a job that no outcome settled yet.
 func (s *Store) DeleteIntents(ctx context.Context, jobID int64) ([]DeleteIntent, error) {
 	var out []DeleteIntent
-	err := s.r.SelectContext(ctx, &out, `SELECT file_id, trash_path FROM delete_intents WHERE job_id = ? ORDER BY file_id`, jobID)
+	err := s.db.R.SelectContext(ctx, &out, `SELECT file_id, trash_path FROM delete_intents WHERE job_id = ? ORDER BY file_id`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("delete intents: %w", err)
 	}
@@ -43,10 +44,10 @@ func (s *Store) DeleteIntents(ctx context.Context, jobID int64) ([]DeleteIntent,
 
 // RecordDeleteIntents records, before any of them moves, where the job is
 // about to move each file. Like every write for the job, it is refused
-// (ErrNotOwner) unless the job is still running under this worker.
+// (sqldb.ErrNotOwner) unless the job is still running under this worker.
 func (s *Store) RecordDeleteIntents(ctx context.Context, job model.Job, intents []DeleteIntent) error {
-	now := s.nowText()
-	err := s.fenced(ctx, job.Fence(), func(tx *sqlx.Tx) error {
+	now := s.db.NowText()
+	err := s.db.Fenced(ctx, job.Fence(), func(tx *sqlx.Tx) error {
 		for _, in := range intents {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO delete_intents (job_id, file_id, trash_path, created_at)
 				VALUES (?, ?, ?, ?) ON CONFLICT (job_id, file_id) DO NOTHING`, job.ID, in.FileID, in.TrashPath, now); err != nil {
@@ -63,7 +64,7 @@ func (s *Store) RecordDeleteIntents(ctx context.Context, job model.Job, intents 
 
 // DropDeleteIntents removes intents whose file never moved.
 func (s *Store) DropDeleteIntents(ctx context.Context, job model.Job, fileIDs []int64) error {
-	err := s.fenced(ctx, job.Fence(), func(tx *sqlx.Tx) error {
+	err := s.db.Fenced(ctx, job.Fence(), func(tx *sqlx.Tx) error {
 		for _, id := range fileIDs {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM delete_intents WHERE job_id = ? AND file_id = ?`, job.ID, id); err != nil {
 				return err
@@ -87,10 +88,10 @@ func (s *Store) RecordDeleteResult(ctx context.Context, job model.Job, r model.D
 // removed copy's row is marked missing, and a restored one present again,
 // in the same transaction, so groups and counts update at once; a rescan
 // agrees. A worker that no longer owns the job writes nothing
-// (ErrLeaseLost, an ErrNotOwner): the job's new owner reconciles the files from the disk.
+// (sqldb.ErrLeaseLost, an sqldb.ErrNotOwner): the job's new owner reconciles the files from the disk.
 func (s *Store) RecordDeleteResults(ctx context.Context, job model.Job, results []model.DeleteResult) error {
-	now := s.nowText()
-	err := s.fenced(ctx, job.Fence(), func(tx *sqlx.Tx) error {
+	now := s.db.NowText()
+	err := s.db.Fenced(ctx, job.Fence(), func(tx *sqlx.Tx) error {
 		for _, r := range results {
 			if err := recordDeleteResult(ctx, tx, job.ID, r, now); err != nil {
 				return err
@@ -140,21 +141,21 @@ type DeleteGate struct {
 func (s *Store) ReadDeleteGate(ctx context.Context, job model.Job, libraryID int64) (DeleteGate, error) {
 	f := job.Fence()
 	var g DeleteGate
-	err := s.r.GetContext(ctx, &g, `SELECT allow_delete, allow_unlink,
-		EXISTS (SELECT 1 FROM jobs WHERE `+fenceWhere+`) AS owned
-		FROM libraries WHERE id = ?`, append(s.fenceArgs(f), libraryID)...)
+	err := s.db.R.GetContext(ctx, &g, `SELECT allow_delete, allow_unlink,
+		EXISTS (SELECT 1 FROM jobs WHERE `+sqldb.FenceWhere+`) AS owned
+		FROM libraries WHERE id = ?`, append(s.db.FenceArgs(f), libraryID)...)
 	if errors.Is(err, sql.ErrNoRows) {
-		return g, missingRow(libraryRow, libraryID)
+		return g, sqldb.MissingRow(sqldb.LibraryRow, libraryID)
 	}
 	return g, err
 }
 
-// CheckDeleteOwner is ErrLeaseLost unless the job's claim is still its
+// CheckDeleteOwner is sqldb.ErrLeaseLost unless the job's claim is still its
 // live lease (Fence): workerd asks before it moves a file back or unlinks
 // one, so a worker that lost its lease (frozen, then thawed) does not undo
 // what the job's new owner settled.
 func (s *Store) CheckDeleteOwner(ctx context.Context, job model.Job) error {
-	return s.checkFence(ctx, s.r, job.Fence())
+	return s.db.CheckFence(ctx, s.db.R, job.Fence())
 }
 
 // TrashFates returns, by file, what a restore or purge later did with the
@@ -165,7 +166,7 @@ func (s *Store) TrashFates(ctx context.Context, jobID int64) (map[int64]protocol
 		FileID  int64                  `db:"file_id"`
 		Outcome protocol.DeleteOutcome `db:"outcome"`
 	}
-	err := s.r.SelectContext(ctx, &rows, `SELECT o.file_id, o.outcome FROM delete_plans p
+	err := s.db.R.SelectContext(ctx, &rows, `SELECT o.file_id, o.outcome FROM delete_plans p
 		JOIN delete_outcomes o ON o.job_id = p.job_id
 		WHERE p.trash_job_id = ? AND o.outcome IN ('restored', 'purged') ORDER BY o.job_id`, jobID)
 	if err != nil {

@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 // SameBookGroup is a set of present books that hold the same pages in
 // other containers, compressions or page orders (issue 38), by the kind

@@ -1,4 +1,4 @@
-package store
+package duplicates
 
 import (
 	"context"
@@ -120,7 +120,7 @@ func (s *Store) duplicateGroupsQuery(ctx context.Context, after *model.GroupAnch
 // present in this database.
 func (s *Store) hasDuplicateSummary(ctx context.Context) (bool, error) {
 	var n int
-	err := s.r.GetContext(ctx, &n, s.pick(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'duplicate_groups'`,
+	err := s.db.R.GetContext(ctx, &n, s.db.Pick(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'duplicate_groups'`,
 		`SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'duplicate_groups'`))
 	if err != nil {
 		return false, fmt.Errorf("duplicate groups: %w", err)
@@ -129,7 +129,7 @@ func (s *Store) hasDuplicateSummary(ctx context.Context) (bool, error) {
 }
 
 func (s *Store) scanGroups(ctx context.Context, q string, args ...any) ([]DuplicateGroup, error) {
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.db.R.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("duplicate groups: %w", err)
 	}
@@ -159,7 +159,7 @@ func (s *Store) DuplicateGroupFiles(ctx context.Context, key protocol.GroupKey, 
 		return nil, nil
 	}
 	var out []DuplicateFile
-	err := s.r.SelectContext(ctx, &out, groupFilesQuery, string(key.Algorithm), key.Hash, afterID, limit)
+	err := s.db.R.SelectContext(ctx, &out, groupFilesQuery, string(key.Algorithm), key.Hash, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("duplicate group files: %w", err)
 	}
@@ -178,7 +178,7 @@ const groupFilesQuery = `SELECT id, library_id, relative_path, size_bytes, mtime
 
 // explainDuplicates returns the detail lines of EXPLAIN QUERY PLAN for q.
 func (s *Store) explainDuplicates(ctx context.Context, q string, args ...any) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+	rows, err := s.db.R.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("explain: %w", err)
 	}

@@ -1,4 +1,4 @@
-package store_test
+package duplicates_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
@@ -55,10 +56,10 @@ func (e *sameBookEnv) must(err error) {
 // group holding rel.
 func (e *sameBookEnv) samePagesKey(rel string) []byte {
 	e.t.Helper()
-	groups, err := e.control.SameBookGroups(e.ctx, store.SameBookAfter{}, 100, store.SameBookRules{Contains: 3, CommonMinSeries: 5})
+	groups, err := duplicates.New(e.control).SameBookGroups(e.ctx, duplicates.SameBookAfter{}, 100, duplicates.SameBookRules{Contains: 3, CommonMinSeries: 5})
 	e.must(err)
 	for _, g := range groups {
-		if g.Kind == store.KindSamePages && slices.ContainsFunc(g.Books, func(b store.SameBook) bool { return b.RelativePath == rel }) {
+		if g.Kind == duplicates.KindSamePages && slices.ContainsFunc(g.Books, func(b duplicates.SameBook) bool { return b.RelativePath == rel }) {
 			return g.Key
 		}
 	}
@@ -66,7 +67,7 @@ func (e *sameBookEnv) samePagesKey(rel string) []byte {
 	return nil
 }
 
-func memberPaths(g store.PlanGroup) []string {
+func memberPaths(g duplicates.PlanGroup) []string {
 	var out []string
 	for _, m := range g.Members {
 		out = append(out, m.RelativePath)
@@ -93,9 +94,9 @@ func TestSamePagesPlanGroups(t *testing.T) {
 	e.book(2, "b.cbr", "rar", 280, false, "q1", "q2")
 	e.book(2, "c.cbz", "zip", 300, true, "p1", "p2", "p3", "credit") // contains a: report only
 	keyA, keyB := e.samePagesKey("a.cbz"), e.samePagesKey("b.cbz")
-	rules := store.SameBookRules{Contains: 3, CommonMinSeries: 5}
+	rules := duplicates.SameBookRules{Contains: 3, CommonMinSeries: 5}
 
-	all, err := control.PlanGroups(e.ctx, store.PlanSelection{Kind: protocol.PlanSamePages, Rules: rules})
+	all, err := duplicates.New(control).PlanGroups(e.ctx, duplicates.PlanSelection{Kind: protocol.PlanSamePages, Rules: rules})
 	e.must(err)
 	if len(all) != 1 || !bytes.Equal(all[0].SameKey, keyA) || !slices.Equal(memberPaths(all[0]), []string{"a.cbz", "a.cb7"}) {
 		t.Fatalf("all same_pages groups: %+v", all)
@@ -109,32 +110,32 @@ func TestSamePagesPlanGroups(t *testing.T) {
 	if all[0].Name() != hexKey(keyA) {
 		t.Fatalf("group name %q", all[0].Name())
 	}
-	lib2, err := control.PlanGroups(e.ctx, store.PlanSelection{Kind: protocol.PlanSamePages, LibraryID: 2, Rules: rules})
+	lib2, err := duplicates.New(control).PlanGroups(e.ctx, duplicates.PlanSelection{Kind: protocol.PlanSamePages, LibraryID: 2, Rules: rules})
 	e.must(err)
 	if len(lib2) != 0 {
 		t.Fatalf("library 2 has no plannable group, got %+v", lib2)
 	}
 	for name, key := range map[string][]byte{"unknown": digest("nothing"), "one hashed book": keyB} {
-		_, err := control.PlanGroups(e.ctx, store.PlanSelection{Kind: protocol.PlanSamePages, SameKeys: [][]byte{key}, Rules: rules})
+		_, err := duplicates.New(control).PlanGroups(e.ctx, duplicates.PlanSelection{Kind: protocol.PlanSamePages, SameKeys: [][]byte{key}, Rules: rules})
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Code != protocol.CodeGroupNotFound || !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s key: %v, want group_not_found", name, err)
 		}
 	}
 
-	listed, err := control.PlanGroups(e.ctx, store.PlanSelection{Kind: protocol.PlanSamePages, SameKeys: [][]byte{keyA}, Rules: rules})
+	listed, err := duplicates.New(control).PlanGroups(e.ctx, duplicates.PlanSelection{Kind: protocol.PlanSamePages, SameKeys: [][]byte{keyA}, Rules: rules})
 	e.must(err)
 	g := listed[0]
-	plan, err := control.CreatePlan(e.ctx, store.NewPlan{Policy: protocol.KeepPreferFormat, Action: protocol.ActionTrash,
+	plan, err := duplicates.New(control).CreatePlan(e.ctx, duplicates.NewPlan{Policy: protocol.KeepPreferFormat, Action: protocol.ActionTrash,
 		Kind: protocol.PlanSamePages, TTL: time.Hour,
-		Groups: []store.PlannedGroup{{SameKey: g.SameKey, Keep: g.Members[0], Remove: g.Members[1:]}}})
+		Groups: []duplicates.PlannedGroup{{SameKey: g.SameKey, Keep: g.Members[0], Remove: g.Members[1:]}}})
 	e.must(err)
 	if plan.GroupKind != protocol.PlanSamePages || plan.Policy != protocol.KeepPreferFormat || plan.RemoveCount != 1 || plan.BytesFreed != 200 {
 		t.Fatalf("plan %+v", plan)
 	}
-	files, err := control.PlanFiles(e.ctx, plan.ID)
+	files, err := duplicates.New(control).PlanFiles(e.ctx, plan.ID)
 	e.must(err)
-	if len(files) != 2 || files[0].Decision != store.DecisionKeep || files[1].Decision != store.DecisionRemove {
+	if len(files) != 2 || files[0].Decision != duplicates.DecisionKeep || files[1].Decision != duplicates.DecisionRemove {
 		t.Fatalf("plan files %+v", files)
 	}
 	for _, f := range files {
@@ -142,15 +143,15 @@ func TestSamePagesPlanGroups(t *testing.T) {
 			t.Fatalf("plan file %+v: want its own hash and the group's key", f)
 		}
 	}
-	again, err := control.GetPlan(e.ctx, plan.ID)
+	again, err := duplicates.New(control).GetPlan(e.ctx, plan.ID)
 	if err != nil || again.GroupKind != protocol.PlanSamePages {
 		t.Fatalf("plan read back %+v, %v", again, err)
 	}
-	byteGroup := store.PlannedGroup{Key: protocol.GroupKey{Algorithm: protocol.HashBLAKE3, Hash: digest("x")}, Keep: g.Members[0], Remove: g.Members[1:]}
-	bp, err := control.CreatePlan(e.ctx, store.NewPlan{Policy: protocol.KeepOldest, Action: protocol.ActionTrash, TTL: time.Hour,
-		Groups: []store.PlannedGroup{byteGroup}})
+	byteGroup := duplicates.PlannedGroup{Key: protocol.GroupKey{Algorithm: protocol.HashBLAKE3, Hash: digest("x")}, Keep: g.Members[0], Remove: g.Members[1:]}
+	bp, err := duplicates.New(control).CreatePlan(e.ctx, duplicates.NewPlan{Policy: protocol.KeepOldest, Action: protocol.ActionTrash, TTL: time.Hour,
+		Groups: []duplicates.PlannedGroup{byteGroup}})
 	e.must(err)
-	bf, err := control.PlanFiles(e.ctx, bp.ID)
+	bf, err := duplicates.New(control).PlanFiles(e.ctx, bp.ID)
 	e.must(err)
 	if bp.GroupKind != protocol.PlanBytes || bf[1].GroupKey != nil || !bytes.Equal(bf[1].ContentHash, digest("x")) {
 		t.Fatalf("byte plan %+v, files %+v", bp, bf)
