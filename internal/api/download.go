@@ -38,7 +38,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 	if model.Deref(f.Format) == string(protocol.FormatFolder) || strings.HasSuffix(f.RelativePath, "/") {
 		return apiErr(protocol.CodeNotDownloadable, "file %d is a folder book; download its pages", id)
 	}
-	src, err := s.st.CoverSource(ctx, id)
+	src, err := s.th.CoverSource(ctx, id)
 	if err != nil {
 		return err
 	}

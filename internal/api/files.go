@@ -15,6 +15,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -158,11 +159,11 @@ func (s *Server) getCover(c echo.Context) error {
 // openCover opens the cache file of ref after confining it to
 // <state>/covers by realpath.
 func (s *Server) openCover(ref store.CoverRef) (*os.File, os.FileInfo, error) {
-	rel, ok := strings.CutPrefix(ref.OutputRelPath, store.CoversDir+"/")
+	rel, ok := strings.CutPrefix(ref.OutputRelPath, thumbnails.CoversDir+"/")
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: %q is not under %s/", pathsafe.ErrOutside, ref.OutputRelPath, store.CoversDir)
+		return nil, nil, fmt.Errorf("%w: %q is not under %s/", pathsafe.ErrOutside, ref.OutputRelPath, thumbnails.CoversDir)
 	}
-	real, err := pathsafe.Resolve(filepath.Join(s.cfg.StateDir, store.CoversDir), rel)
+	real, err := pathsafe.Resolve(filepath.Join(s.cfg.StateDir, thumbnails.CoversDir), rel)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,7 +203,7 @@ func (s *Server) regenerateCover(c echo.Context) error {
 		return err
 	}
 	format := protocol.ImageFormat(vals.Enum(settings.ScanCoverFormat))
-	t, created, err := s.st.RegenerateThumbnail(ctx, id, format,
+	t, created, err := s.th.RegenerateThumbnail(ctx, id, format,
 		vals.Int(settings.ThumbnailQueueCapacity), vals.Int(settings.CoverCacheShardCount))
 	return s.admitted(c, t, created, err)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -78,12 +79,12 @@ func (m *httpMetrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 
 // queueCollector exports the thumbnail queue figures at scrape time.
 type queueCollector struct {
-	st   *store.Store
+	th   *thumbnails.Store
 	desc *prometheus.Desc
 }
 
 func newQueueCollector(st *store.Store) *queueCollector {
-	return &queueCollector{st: st, desc: prometheus.NewDesc("bindery_thumbnails",
+	return &queueCollector{th: thumbnails.New(st), desc: prometheus.NewDesc("bindery_thumbnails",
 		"Thumbnail and cleanup rows by state.", []string{"state"}, nil)}
 }
 
@@ -92,7 +93,7 @@ func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- q.desc }
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	m, err := q.st.ThumbnailMetrics(ctx)
+	m, err := q.th.ThumbnailMetrics(ctx)
 	if err != nil {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -104,7 +105,7 @@ func (s *Server) createCleanup(c echo.Context) error {
 	if b.GroupKey == nil {
 		return fieldf("group_key", "required: library:<id>, file:<id> or shards:<n>")
 	}
-	if _, err := store.ParseCleanupKey(*b.GroupKey); err != nil {
+	if _, err := thumbnails.ParseCleanupKey(*b.GroupKey); err != nil {
 		return apiErr(protocol.CodeInvalidGroupKey, "%v", err).with("field", "group_key")
 	}
 	at := s.st.Now()
@@ -115,7 +116,7 @@ func (s *Server) createCleanup(c echo.Context) error {
 		}
 		at = t
 	}
-	job, err := s.st.EnqueueCleanup(c.Request().Context(), *b.GroupKey, at)
+	job, err := s.th.EnqueueCleanup(c.Request().Context(), *b.GroupKey, at)
 	if err != nil {
 		return err
 	}

@@ -175,7 +175,7 @@ func (s *Server) locateBook(c echo.Context) (reader.Located, settings.Values, er
 	if err != nil {
 		return reader.Located{}, nil, err
 	}
-	src, err := s.st.CoverSource(ctx, id)
+	src, err := s.th.CoverSource(ctx, id)
 	if err != nil {
 		return reader.Located{}, nil, err
 	}

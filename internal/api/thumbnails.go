@@ -36,17 +36,17 @@ func (s *Server) createThumbnail(c echo.Context) error {
 			return fieldf("format", "want webp or jpeg, got %q", *b.Format)
 		}
 	}
-	t, created, err := s.st.AdmitThumbnail(ctx, *b.FileID, format,
+	t, created, err := s.th.AdmitThumbnail(ctx, *b.FileID, format,
 		vals.Int(settings.ThumbnailQueueCapacity), vals.Int(settings.CoverCacheShardCount))
 	return s.admitted(c, t, created, err)
 }
 
 func (s *Server) getThumbnail(c echo.Context) error {
-	return getByID(c, s.st.GetThumbnail, thumbnailView)
+	return getByID(c, s.th.GetThumbnail, thumbnailView)
 }
 
 func (s *Server) thumbnailMetrics(c echo.Context) error {
-	m, err := s.st.ThumbnailMetrics(c.Request().Context())
+	m, err := s.th.ThumbnailMetrics(c.Request().Context())
 	if err != nil {
 		return err
 	}

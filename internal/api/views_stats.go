@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -64,7 +65,7 @@ type crashedCoverJSON struct {
 	FinishedAt   protocol.Time `json:"finished_at"`
 }
 
-func thumbnailMetricsView(m store.ThumbnailMetrics) thumbnailMetricsJSON {
+func thumbnailMetricsView(m thumbnails.ThumbnailMetrics) thumbnailMetricsJSON {
 	crashed := make([]crashedCoverJSON, 0, len(m.Crashed))
 	for _, c := range m.Crashed {
 		v := crashedCoverJSON(c)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/internal/thumbs"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -81,7 +81,7 @@ func (l Located) Version() string {
 // Locate resolves src under its library and stats it, without opening
 // it. Errors are *protocol.Error (source_missing, path_violation,
 // io_error).
-func (bs *Books) Locate(src store.CoverSource) (Located, error) {
+func (bs *Books) Locate(src thumbnails.CoverSource) (Located, error) {
 	if src.IsMissing {
 		return Located{}, protocol.Errorf(protocol.ErrSourceMissing, "file %d is missing from its library", src.FileID)
 	}
@@ -105,7 +105,7 @@ func (bs *Books) Locate(src store.CoverSource) (Located, error) {
 }
 
 // Open locates src and opens it; see OpenLocated.
-func (bs *Books) Open(ctx context.Context, src store.CoverSource) (*Book, error) {
+func (bs *Books) Open(ctx context.Context, src thumbnails.CoverSource) (*Book, error) {
 	l, err := bs.Locate(src)
 	if err != nil {
 		return nil, err

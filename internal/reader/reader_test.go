@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 )
 
 // source is the row a book is opened from: dir is its library.
-func source(dir, rel string, id int64) store.CoverSource {
-	return store.CoverSource{FileID: id, LibraryPath: dir, RelativePath: rel}
+func source(dir, rel string, id int64) thumbnails.CoverSource {
+	return thumbnails.CoverSource{FileID: id, LibraryPath: dir, RelativePath: rel}
 }
 
 func writeBook(t *testing.T, path string, kind fixtures.Kind, b fixtures.Book) []fixtures.File {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -37,6 +38,7 @@ type CleanupScheduler interface {
 type Scheduler struct {
 	st       *store.Store
 	dp       *duplicates.Store
+	th       *thumbnails.Store
 	cfg      Config
 	covers   CoverAdmitter
 	cleanups CleanupScheduler
@@ -50,7 +52,9 @@ type Scheduler struct {
 
 // New prepares a scheduler over st; nothing runs before Start.
 func New(st *store.Store, cfg Config) *Scheduler {
-	return &Scheduler{st: st, dp: duplicates.New(st), cfg: cfg.withDefaults(), covers: st, cleanups: st}
+	s := &Scheduler{st: st, dp: duplicates.New(st), th: thumbnails.New(st), cfg: cfg.withDefaults()}
+	s.covers, s.cleanups = s.th, s.th
+	return s
 }
 
 // WithCovers replaces the cover admitter.

@@ -17,6 +17,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -254,7 +255,7 @@ func TestFollowUps(t *testing.T) {
 			}
 		}
 		s := e.start(t, fastConfig(nil))
-		if s.covers != CoverAdmitter(e.control) {
+		if s.covers != CoverAdmitter(s.th) {
 			t.Fatal("New does not admit covers through its store")
 		}
 		waitFor(t, "thumbnail rows", func() bool {
@@ -410,9 +411,9 @@ func TestCoverLayoutChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := store.CoverRelPath(file, 256, protocol.ImageWebP)
+	old := thumbnails.CoverRelPath(file, 256, protocol.ImageWebP)
 	if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath,
-		created_at, updated_at) VALUES (?, ?, ?, 'ready', ?, ?, ?)`, file, e.libs[0], store.ThumbnailGroupKey(e.libs[0]), old, now, now); err != nil {
+		created_at, updated_at) VALUES (?, ?, ?, 'ready', ?, ?, ?)`, file, e.libs[0], thumbnails.ThumbnailGroupKey(e.libs[0]), old, now, now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.missingCleanups(e.ctx); err != nil {

@@ -53,7 +53,7 @@ func (s *Scheduler) admitCoversTick(ctx context.Context) (int64, error) {
 	if err != nil {
 		return n, err
 	}
-	hashes, err := s.st.AdmitCoverHashes(ctx, s.cfg.CoverBatch, v.Int(settings.ThumbnailQueueCapacity))
+	hashes, err := s.th.AdmitCoverHashes(ctx, s.cfg.CoverBatch, v.Int(settings.ThumbnailQueueCapacity))
 	return n + hashes, err
 }
 
@@ -269,15 +269,15 @@ func (s *Scheduler) missingCleanups(ctx context.Context) (int64, error) {
 		return n, err
 	}
 	shards := v.Int(settings.CoverCacheShardCount)
-	stale, err := s.st.HasStaleLayoutCovers(ctx, shards)
+	stale, err := s.th.HasStaleLayoutCovers(ctx, shards)
 	if err != nil || !stale {
 		return n, err
 	}
-	flagged, err := s.st.FlagStaleLayoutCovers(ctx, shards)
+	flagged, err := s.th.FlagStaleLayoutCovers(ctx, shards)
 	if err != nil {
 		return n, err
 	}
-	if _, err := s.st.EnqueueCleanup(ctx, fmt.Sprintf("shards:%d", shards), s.st.Now()); err != nil {
+	if _, err := s.th.EnqueueCleanup(ctx, fmt.Sprintf("shards:%d", shards), s.st.Now()); err != nil {
 		return n, err
 	}
 	s.cfg.Logger.Info("cover layout changed", "shard_count", shards, "flagged", flagged)

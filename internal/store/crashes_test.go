@@ -7,6 +7,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -134,13 +135,13 @@ func TestThumbnailFence(t *testing.T) {
 	if err != nil || first == nil || first.ID != id || first.LeaseEpoch != 1 {
 		t.Fatalf("claim %+v %v", first, err)
 	}
-	if _, err := f.worker.MarkCoverRendered(f.ctx, first.Fence(), file); err != nil {
+	if _, err := thumbnails.New(f.worker).MarkCoverRendered(f.ctx, first.Fence(), file); err != nil {
 		t.Fatalf("live claim refused: %v", err)
 	}
 	v := version()
 	// The lease runs out: lost already, before any recovery.
 	f.clock.Advance(lease + time.Second)
-	if _, err := f.worker.MarkCoverRendered(f.ctx, first.Fence(), file); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := thumbnails.New(f.worker).MarkCoverRendered(f.ctx, first.Fence(), file); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("expired claim: %v, want ErrLeaseLost", err)
 	}
 	if err := f.worker.FinishThumbnail(f.ctx, first.Fence(), store.ThumbnailDone{Width: 1}); !errors.Is(err, store.ErrLeaseLost) {
@@ -155,7 +156,7 @@ func TestThumbnailFence(t *testing.T) {
 	if err != nil || second == nil || second.LeaseEpoch != 2 {
 		t.Fatalf("second claim %+v %v", second, err)
 	}
-	if _, err := f.worker.MarkCoverRendered(f.ctx, first.Fence(), file); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := thumbnails.New(f.worker).MarkCoverRendered(f.ctx, first.Fence(), file); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("old claim's cover mark: %v", err)
 	}
 	if err := f.worker.FailThumbnail(f.ctx, first.Fence(), protocol.ErrDecodeError, "old run"); !errors.Is(err, store.ErrLeaseLost) {

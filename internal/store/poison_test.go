@@ -7,6 +7,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -39,7 +40,7 @@ func TestPoisonPills(t *testing.T) {
 		if got != "failed,"+protocol.ErrRenderCrashed+",3,-,-,-,1" {
 			t.Fatalf("row %s", got)
 		}
-		m, err := f.control.ThumbnailMetrics(f.ctx)
+		m, err := thumbnails.New(f.control).ThumbnailMetrics(f.ctx)
 		if err != nil || len(m.Crashed) != 1 || m.Crashed[0].ThumbnailID != poison || m.Crashed[0].FileID != 1 {
 			t.Fatalf("metrics list %+v, %v; want the crashed cover", m.Crashed, err)
 		}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/pathsafe"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -35,7 +35,7 @@ type cache struct {
 }
 
 func newCache(stateDir string, staleAge time.Duration) *cache {
-	return &cache{stateDir: stateDir, dir: filepath.Join(stateDir, store.CoversDir), staleAge: staleAge}
+	return &cache{stateDir: stateDir, dir: filepath.Join(stateDir, thumbnails.CoversDir), staleAge: staleAge}
 }
 
 // target checks an output_relpath (relative to the state dir, under
@@ -45,10 +45,10 @@ func (c *cache) target(relpath string) (string, error) {
 	if c.stateDir == "" {
 		return "", protocol.Errorf(protocol.ErrPathViolation, "no state dir configured")
 	}
-	if !strings.HasPrefix(relpath, store.CoversDir+"/") || strings.Contains(relpath, `\`) {
-		return "", protocol.Errorf(protocol.ErrPathViolation, "output path %q is not under %s/", relpath, store.CoversDir)
+	if !strings.HasPrefix(relpath, thumbnails.CoversDir+"/") || strings.Contains(relpath, `\`) {
+		return "", protocol.Errorf(protocol.ErrPathViolation, "output path %q is not under %s/", relpath, thumbnails.CoversDir)
 	}
-	rel := filepath.FromSlash(strings.TrimPrefix(relpath, store.CoversDir+"/"))
+	rel := filepath.FromSlash(strings.TrimPrefix(relpath, thumbnails.CoversDir+"/"))
 	if filepath.Clean(rel) != rel || filepath.Dir(rel) == "." {
 		return "", protocol.Errorf(protocol.ErrPathViolation, "output path %q is not <shard>/<file>", relpath)
 	}
@@ -181,10 +181,10 @@ func (c *cache) removeStaleTemps(dir string, now time.Time) int {
 // lies under <state>/covers; it reports whether a file was deleted. A path
 // outside the cache is refused with path_violation and nothing is deleted.
 func (c *cache) remove(relpath string) (bool, error) {
-	if !strings.HasPrefix(relpath, store.CoversDir+"/") {
-		return false, protocol.Errorf(protocol.ErrPathViolation, "output path %q is not under %s/", relpath, store.CoversDir)
+	if !strings.HasPrefix(relpath, thumbnails.CoversDir+"/") {
+		return false, protocol.Errorf(protocol.ErrPathViolation, "output path %q is not under %s/", relpath, thumbnails.CoversDir)
 	}
-	rel := filepath.FromSlash(strings.TrimPrefix(relpath, store.CoversDir+"/"))
+	rel := filepath.FromSlash(strings.TrimPrefix(relpath, thumbnails.CoversDir+"/"))
 	dst, err := pathsafe.Lexical(c.dir, rel)
 	if err != nil {
 		return false, protocol.Wrap(protocol.ErrPathViolation, err)

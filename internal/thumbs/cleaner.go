@@ -7,6 +7,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -21,6 +22,7 @@ const cleanBatch = 200
 // still points at.
 type Cleaner struct {
 	st    *store.Store
+	th    *thumbnails.Store
 	cache *cache
 }
 
@@ -29,14 +31,14 @@ var _ engine.CleanupExecutor = (*Cleaner)(nil)
 // NewCleaner returns a cleaner of the cache under cfg.StateDir/covers.
 func NewCleaner(st *store.Store, cfg Config) *Cleaner {
 	cfg = cfg.withDefaults()
-	return &Cleaner{st: st, cache: newCache(cfg.StateDir, cfg.StaleTempAge)}
+	return &Cleaner{st: st, th: thumbnails.New(st), cache: newCache(cfg.StateDir, cfg.StaleTempAge)}
 }
 
 // Clean deletes files first, then rows, batch by batch, so a crash at any
 // point leaves rows whose files may be gone, and running the cleanup again
 // (it is idempotent: a missing file is no error) finishes the job.
 func (c *Cleaner) Clean(ctx context.Context, job model.CleanupJob) (deletedFiles, deletedRows int64, err error) {
-	if _, err := store.ParseCleanupKey(job.GroupKey); err != nil {
+	if _, err := thumbnails.ParseCleanupKey(job.GroupKey); err != nil {
 		return 0, 0, protocol.Wrap(protocol.ErrInvalidPayload, err)
 	}
 	var after int64
@@ -44,7 +46,7 @@ func (c *Cleaner) Clean(ctx context.Context, job model.CleanupJob) (deletedFiles
 		if err := ctx.Err(); err != nil {
 			return deletedFiles, deletedRows, err
 		}
-		rows, err := c.st.CleanupCandidates(ctx, job.GroupKey, after, cleanBatch)
+		rows, err := c.th.CleanupCandidates(ctx, job.GroupKey, after, cleanBatch)
 		if err != nil {
 			return deletedFiles, deletedRows, protocol.Wrap(protocol.ErrIOError, err)
 		}
@@ -75,7 +77,7 @@ func (c *Cleaner) cleanBatch(ctx context.Context, lease model.Fence, rows []mode
 	if err := c.st.CheckFence(ctx, lease); err != nil {
 		return 0, 0, err
 	}
-	inUse, err := c.st.CoverPathsInUse(ctx, paths, ids)
+	inUse, err := c.th.CoverPathsInUse(ctx, paths, ids)
 	if err != nil {
 		return 0, 0, protocol.Wrap(protocol.ErrIOError, err)
 	}
@@ -98,7 +100,7 @@ func (c *Cleaner) cleanBatch(ctx context.Context, lease model.Fence, rows []mode
 			files++
 		}
 	}
-	deleted, err = c.st.DeleteCleanedThumbnails(ctx, lease, ids)
+	deleted, err = c.th.DeleteCleanedThumbnails(ctx, lease, ids)
 	if errors.Is(err, store.ErrNotOwner) {
 		return files, 0, err
 	}

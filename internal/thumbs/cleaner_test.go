@@ -12,6 +12,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -91,7 +92,7 @@ func TestClean(t *testing.T) {
 		must(t, err)
 		covers = append(covers, filepath.Join(e.state, filepath.FromSlash(th.OutputRelpath)))
 	}
-	pending, _, err := e.ctrl.RegenerateThumbnail(ctx, books[3], protocol.ImageWebP, 1000, 256)
+	pending, _, err := thumbnails.New(e.ctrl).RegenerateThumbnail(ctx, books[3], protocol.ImageWebP, 1000, 256)
 	must(t, err)
 	pendingCover := filepath.Join(e.state, filepath.FromSlash(pending.OutputRelpath))
 	must(t, os.MkdirAll(filepath.Dir(pendingCover), 0o755))
@@ -115,14 +116,14 @@ func TestClean(t *testing.T) {
 		// to a library file: neither target may be touched.
 		_, err := storetest.Exec(ctx, e.ctrl, `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath,
 			created_at, updated_at) VALUES (777, ?, ?, 'failed', '../library/b1.jpg', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
-			e.libID, store.ThumbnailGroupKey(e.libID))
+			e.libID, thumbnails.ThumbnailGroupKey(e.libID))
 		must(t, err)
 		must(t, os.Remove(covers[2]))
 		must(t, os.Symlink(filepath.Join(e.lib, "b2.jpg"), covers[2]))
 		// A crash between file and row deletion: the file is already gone.
 		must(t, os.Remove(covers[1]))
 
-		files, rows, err := cl.Clean(ctx, e.cleanup(t, store.ThumbnailGroupKey(e.libID)))
+		files, rows, err := cl.Clean(ctx, e.cleanup(t, thumbnails.ThumbnailGroupKey(e.libID)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestClean(t *testing.T) {
 		// Book 3 rendered in a 256-shard layout, then in 16 shards.
 		_, err := storetest.Exec(ctx, e.ctrl, `UPDATE thumbnails SET status = 'ready' WHERE id = ?`, pending.ID)
 		must(t, err)
-		th, _, err := e.ctrl.RegenerateThumbnail(ctx, books[3], protocol.ImageWebP, 100, 16)
+		th, _, err := thumbnails.New(e.ctrl).RegenerateThumbnail(ctx, books[3], protocol.ImageWebP, 100, 16)
 		must(t, err)
 		th = claimed(t, e.ctrl, th)
 		if _, err := e.r.RenderRow(ctx, th); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -28,7 +29,7 @@ func (e *env) finish(t *testing.T, th model.Thumbnail) (got struct{ hash int64 }
 
 func (e *env) storedHash(t *testing.T, id int64) (int64, bool) {
 	t.Helper()
-	row, err := e.ctrl.GetThumbnail(context.Background(), id)
+	row, err := thumbnails.New(e.ctrl).GetThumbnail(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,14 +47,14 @@ func (e *env) hashRow(t *testing.T, file int64) model.Thumbnail {
 	if _, err := storetest.Exec(ctx, e.ctrl, `UPDATE thumbnails SET cover_hash = NULL WHERE file_id = ?`, file); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.ctrl.AdmitCoverHashes(ctx, 100, 1000); err != nil || n != 1 {
+	if n, err := thumbnails.New(e.ctrl).AdmitCoverHashes(ctx, 100, 1000); err != nil || n != 1 {
 		t.Fatalf("AdmitCoverHashes = %d, %v; want 1", n, err)
 	}
 	id, err := storetest.QueryInt(ctx, e.ctrl, `SELECT id FROM thumbnails WHERE file_id = ? AND task = 'hash' AND status = 'pending'`, file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	th, err := e.ctrl.GetThumbnail(ctx, id)
+	th, err := thumbnails.New(e.ctrl).GetThumbnail(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestRenderStoresCoverHash(t *testing.T) {
 		if v := mustVersion(t, e, id); v != version {
 			t.Fatalf("cover version %d → %d: a hash row must not change the cover URL", version, v)
 		}
-		if n, err := e.ctrl.AdmitCoverHashes(ctx, 100, 1000); err != nil || n != 0 {
+		if n, err := thumbnails.New(e.ctrl).AdmitCoverHashes(ctx, 100, 1000); err != nil || n != 0 {
 			t.Fatalf("AdmitCoverHashes after the backfill = %d, %v; want 0", n, err)
 		}
 	})
@@ -147,7 +148,7 @@ func TestRenderStoresCoverHash(t *testing.T) {
 		if err := e.work.FailThumbnail(ctx, hr.Fence(), protocol.ErrDecodeError, "test"); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := e.ctrl.AdmitCoverHashes(ctx, 100, 1000); err != nil || n != 0 {
+		if n, err := thumbnails.New(e.ctrl).AdmitCoverHashes(ctx, 100, 1000); err != nil || n != 0 {
 			t.Fatalf("AdmitCoverHashes after a failed hash row = %d, %v; want 0", n, err)
 		}
 	})
@@ -180,7 +181,7 @@ func hashRowRenders(t *testing.T, e *env, rel string, book []byte, spoil func(st
 
 func mustVersion(t *testing.T, e *env, id int64) int64 {
 	t.Helper()
-	v, err := e.ctrl.CoverVersionOf(context.Background(), id)
+	v, err := thumbnails.New(e.ctrl).CoverVersionOf(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@ package thumbs
 
 import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -49,7 +49,7 @@ func ShrinkPage(buf []byte, width int, maxPixels int64) ([]byte, protocol.ImageF
 // ResolveSource resolves a file under its library after checking the
 // library lies under roots (nil: its own path only), by realpath. Errors
 // are path_violation, source_missing or io_error.
-func ResolveSource(roots pathsafe.Roots, src store.CoverSource) (string, error) {
+func ResolveSource(roots pathsafe.Roots, src thumbnails.CoverSource) (string, error) {
 	r := Renderer{cfg: Config{LibraryRoots: roots}}
 	return r.resolveSource(src)
 }

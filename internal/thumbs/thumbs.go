@@ -28,6 +28,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/internal/video"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -70,6 +71,7 @@ func (c Config) withDefaults() Config {
 // is safe for concurrent use.
 type Renderer struct {
 	st    *store.Store
+	th    *thumbnails.Store
 	cfg   Config
 	cache *cache
 
@@ -85,7 +87,7 @@ type Renderer struct {
 func NewRenderer(st *store.Store, cfg Config) *Renderer {
 	cfg = cfg.withDefaults()
 	setupVips(cfg.VipsConcurrency)
-	return &Renderer{st: st, cfg: cfg, cache: newCache(cfg.StateDir, cfg.StaleTempAge)}
+	return &Renderer{st: st, th: thumbnails.New(st), cfg: cfg, cache: newCache(cfg.StateDir, cfg.StaleTempAge)}
 }
 
 // Stats counts what the renderer did since it started.
@@ -157,7 +159,7 @@ func (r *Renderer) RenderRow(ctx context.Context, t model.Thumbnail) (Result, er
 			return res, nil
 		}
 	}
-	src, err := r.st.CoverSource(ctx, t.FileID)
+	src, err := r.th.CoverSource(ctx, t.FileID)
 	if errors.Is(err, store.ErrNotFound) {
 		return Result{}, protocol.Errorf(protocol.ErrSourceMissing, "file %d no longer exists", t.FileID)
 	}
@@ -187,7 +189,7 @@ func (r *Renderer) RenderRow(ctx context.Context, t model.Thumbnail) (Result, er
 	if err := r.cache.write(dst, cover.Data, nil); err != nil {
 		return Result{}, err
 	}
-	v, err := r.st.MarkCoverRendered(ctx, t.Fence(), t.FileID)
+	v, err := r.th.MarkCoverRendered(ctx, t.Fence(), t.FileID)
 	if errors.Is(err, store.ErrNotOwner) {
 		return Result{}, err // the claim is lost: the engine writes nothing
 	}
@@ -228,7 +230,7 @@ func hashCached(dst string) (Result, bool) {
 }
 
 // renderPage renders the cover from a comic's cover page.
-func (r *Renderer) renderPage(ctx context.Context, src store.CoverSource, o Options, vals settings.Values) (Cover, error) {
+func (r *Renderer) renderPage(ctx context.Context, src thumbnails.CoverSource, o Options, vals settings.Values) (Cover, error) {
 	page, err := r.readPage(ctx, src, vals.Int(settings.ThumbnailMaxSourceMB)<<20,
 		vals.Int(settings.IOThumbnailRateLimitMBs)*1_000_000)
 	if err != nil {
@@ -265,7 +267,7 @@ func (r *Renderer) loadSettings(ctx context.Context) (settings.Values, error) {
 
 // readPage resolves the file under its library, opens it and reads its
 // cover page, pacing the read through the global thumbnail I/O budget.
-func (r *Renderer) readPage(ctx context.Context, src store.CoverSource, limit, bytesPerSec int64) ([]byte, error) {
+func (r *Renderer) readPage(ctx context.Context, src thumbnails.CoverSource, limit, bytesPerSec int64) ([]byte, error) {
 	if src.IsMissing {
 		return nil, protocol.Errorf(protocol.ErrSourceMissing, "file %d is missing from its library", src.FileID)
 	}
@@ -293,7 +295,7 @@ func (r *Renderer) readPage(ctx context.Context, src store.CoverSource, limit, b
 }
 
 // checkLibrary refuses a source whose library is not under the roots.
-func (r *Renderer) checkLibrary(src store.CoverSource) error {
+func (r *Renderer) checkLibrary(src thumbnails.CoverSource) error {
 	ok, err := r.cfg.LibraryRoots.Contains(src.LibraryPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -307,7 +309,7 @@ func (r *Renderer) checkLibrary(src store.CoverSource) error {
 }
 
 // resolveSource checks the library root and the file by realpath.
-func (r *Renderer) resolveSource(src store.CoverSource) (string, error) {
+func (r *Renderer) resolveSource(src thumbnails.CoverSource) (string, error) {
 	if err := r.checkLibrary(src); err != nil {
 		return "", err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -88,7 +89,7 @@ func (e *env) settings(t *testing.T, kv map[string]string) {
 // admit queues (regenerates) a cover of file in the 256-shard layout.
 func (e *env) admit(t *testing.T, file int64, format protocol.ImageFormat) model.Thumbnail {
 	t.Helper()
-	th, _, err := e.ctrl.RegenerateThumbnail(context.Background(), file, format, 1000, 256)
+	th, _, err := thumbnails.New(e.ctrl).RegenerateThumbnail(context.Background(), file, format, 1000, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func claimed(tb testing.TB, ctrl *store.Store, th model.Thumbnail) model.Thumbna
 		protocol.FormatTime(now), protocol.FormatTime(now.Add(24*time.Hour)), th.ID); err != nil {
 		tb.Fatal(err)
 	}
-	got, err := ctrl.GetThumbnail(ctx, th.ID)
+	got, err := thumbnails.New(ctrl).GetThumbnail(ctx, th.ID)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestRender(t *testing.T) {
 		if len(data) > 48<<10 || res.Attempts > 2 {
 			t.Fatalf("%d bytes in %d attempts", len(data), res.Attempts)
 		}
-		v, _ := e.work.CoverVersionOf(ctx, id)
+		v, _ := thumbnails.New(e.work).CoverVersionOf(ctx, id)
 		if v == 0 || v != res.Version {
 			t.Fatalf("cover_updated_at %d, result version %d", v, res.Version)
 		}
@@ -278,7 +279,7 @@ func TestRender(t *testing.T) {
 				if !errors.As(err, &pe) || pe.Code != c.code {
 					t.Fatalf("%v, want %s", err, c.code)
 				}
-				if _, err := os.Stat(filepath.Join(e.state, filepath.FromSlash(store.CoverRelPath(id, 256, protocol.ImageWebP)))); err == nil {
+				if _, err := os.Stat(filepath.Join(e.state, filepath.FromSlash(thumbnails.CoverRelPath(id, 256, protocol.ImageWebP)))); err == nil {
 					t.Fatal("a cover was written for a failed render")
 				}
 			})

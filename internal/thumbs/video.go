@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/internal/video"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -20,7 +20,7 @@ const blackMean = 12
 // page, so width, byte budget and format are the comics' own. The file is
 // opened confined to its library (video.Open), and ffmpeg reads it only
 // through that descriptor.
-func (r *Renderer) renderVideo(ctx context.Context, src store.CoverSource, o Options, lim video.Limits) (Cover, error) {
+func (r *Renderer) renderVideo(ctx context.Context, src thumbnails.CoverSource, o Options, lim video.Limits) (Cover, error) {
 	if src.IsMissing {
 		return Cover{}, protocol.Errorf(protocol.ErrSourceMissing, "file %d is missing from its library", src.FileID)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/internal/video"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -163,7 +164,7 @@ func newVideoLane(tb testing.TB, lib string, paths []string, durationMS int64) *
 			tb.Fatal(err)
 		}
 		// JPEG, the format ffmpegthumbnailer writes.
-		th, _, err := ctrl.RegenerateThumbnail(ctx, id, protocol.ImageJPEG, 1000, 256)
+		th, _, err := thumbnails.New(ctrl).RegenerateThumbnail(ctx, id, protocol.ImageJPEG, 1000, 256)
 		if err != nil {
 			tb.Fatal(err)
 		}

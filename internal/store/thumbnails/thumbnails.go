@@ -1,4 +1,4 @@
-package store
+package thumbnails
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -68,8 +69,8 @@ const admitOne = `INSERT INTO thumbnails (file_id, library_id, group_key, media_
 
 // AdmitThumbnail queues a cover render of one file. An existing
 // pending/running/ready row of the same (file, format) is returned instead
-// of a duplicate (created=false). ErrNotFound: unknown or missing file.
-// ErrQueueFull: pending+running rows reached capacity.
+// of a duplicate (created=false). sqldb.ErrNotFound: unknown or missing file.
+// sqldb.ErrQueueFull: pending+running rows reached capacity.
 func (s *Store) AdmitThumbnail(ctx context.Context, fileID int64, format protocol.ImageFormat, capacity, shardCount int64) (model.Thumbnail, bool, error) {
 	return s.admitThumbnail(ctx, fileID, format, capacity, shardCount, false)
 }
@@ -87,9 +88,9 @@ func (s *Store) admitThumbnail(ctx context.Context, fileID int64, format protoco
 	}
 	var t model.Thumbnail
 	var created bool
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		created = false
-		now := s.nowText()
+		now := s.db.NowText()
 		if _, err := tx.ExecContext(ctx, `UPDATE thumbnails SET task = 'render', output_relpath = ?, updated_at = ?
 			WHERE file_id = ? AND format = ? AND status = 'pending' AND task = 'hash'`,
 			CoverRelPath(fileID, shardCount, format), now, fileID, format); err != nil {
@@ -132,9 +133,9 @@ func explainRefusal(ctx context.Context, tx *sqlx.Tx, t *model.Thumbnail, fileID
 		return err
 	}
 	if present == 0 {
-		return missingRow(fileRow, fileID)
+		return sqldb.MissingRow(sqldb.FileRow, fileID)
 	}
-	return ErrQueueFull
+	return sqldb.ErrQueueFull
 }
 
 // pruneSuperseded deletes the older failed rows and every ready row but the
@@ -157,16 +158,16 @@ func pruneSuperseded(ctx context.Context, tx *sqlx.Tx, t model.Thumbnail) error 
 // new row even if it has a ready cover. needs_cover is cleared for the files
 // admitted and for those whose pending row already exists (it reads the
 // current content); a file with a running row keeps the flag and is
-// admitted after that render ends. ErrQueueFull when flagged files remain
+// admitted after that render ends. sqldb.ErrQueueFull when flagged files remain
 // and there is no free capacity. Call it until it returns 0.
 func (s *Store) AdmitPendingCovers(ctx context.Context, libraryID int64, limit int, capacity, shardCount int64, format protocol.ImageFormat) (int64, error) {
 	if _, err := protocol.ParseImageFormat(string(format)); err != nil {
 		return 0, fmt.Errorf("admit pending covers: %w", err)
 	}
 	var admitted int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		admitted = 0
-		now := s.nowText()
+		now := s.db.NowText()
 		var active int64
 		if err := tx.GetContext(ctx, &active, `SELECT count(*) FROM thumbnails WHERE status IN ('pending','running')`); err != nil {
 			return err
@@ -241,7 +242,7 @@ func queueFullIfFlagged(ctx context.Context, tx *sqlx.Tx, libraryID int64) error
 		return err
 	}
 	if flagged {
-		return ErrQueueFull
+		return sqldb.ErrQueueFull
 	}
 	return nil
 }
@@ -264,18 +265,18 @@ type CoverSource struct {
 }
 
 // CoverSource looks up the file of a thumbnail row with its library root
-// and the ComicInfo FrontCover page. ErrNotFound when the file or its
+// and the ComicInfo FrontCover page. sqldb.ErrNotFound when the file or its
 // library no longer exists.
 func (s *Store) CoverSource(ctx context.Context, fileID int64) (CoverSource, error) {
 	var c CoverSource
-	err := s.r.GetContext(ctx, &c, `SELECT f.id AS file_id, f.library_id, l.path AS library_path, f.relative_path,
+	err := s.db.R.GetContext(ctx, &c, `SELECT f.id AS file_id, f.library_id, l.path AS library_path, f.relative_path,
 			f.format, f.is_missing, m.front_cover_page, f.cover_updated_at, v.duration_ms, COALESCE(f.volumes, 0) AS volumes
 		FROM library_files f JOIN libraries l ON l.id = f.library_id
 		LEFT JOIN file_metadata m ON m.file_id = f.id
 		LEFT JOIN video_probes v ON v.file_id = f.id
 		WHERE f.id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return CoverSource{}, missingRow(fileRow, fileID)
+		return CoverSource{}, sqldb.MissingRow(sqldb.FileRow, fileID)
 	}
 	if err != nil {
 		return CoverSource{}, fmt.Errorf("cover source of file %d: %w", fileID, err)
@@ -286,19 +287,19 @@ func (s *Store) CoverSource(ctx context.Context, fileID int64) (CoverSource, err
 // MarkCoverRendered gives the file a new cover version after a successful
 // render: cover_updated_at = max(now in Unix seconds, previous + 1), so a
 // re-render changes the ?v= of the cover URL even within the same second.
-// It returns the new version; ErrNotFound when the file row is gone. The
-// write is fenced by the render's claim f (ErrLeaseLost: nothing written).
+// It returns the new version; sqldb.ErrNotFound when the file row is gone. The
+// write is fenced by the render's claim f (sqldb.ErrLeaseLost: nothing written).
 func (s *Store) MarkCoverRendered(ctx context.Context, f model.Fence, fileID int64) (int64, error) {
 	var v int64
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
-		now := s.Now()
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
+		now := s.db.Now()
 		return tx.GetContext(ctx, &v, `UPDATE library_files
 			SET cover_updated_at = CASE WHEN ?1 > coalesce(cover_updated_at, 0) + 1 THEN ?1
 				ELSE coalesce(cover_updated_at, 0) + 1 END, updated_at = ?2
 			WHERE id = ?3 RETURNING cover_updated_at`, now.Unix(), protocol.FormatTime(now), fileID)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, missingRow(fileRow, fileID)
+		return 0, sqldb.MissingRow(sqldb.FileRow, fileID)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("mark cover rendered of file %d: %w", fileID, err)
@@ -309,9 +310,9 @@ func (s *Store) MarkCoverRendered(ctx context.Context, f model.Fence, fileID int
 // CoverVersionOf returns the cover_updated_at of a file (0 when unset).
 func (s *Store) CoverVersionOf(ctx context.Context, fileID int64) (int64, error) {
 	var v sql.NullInt64
-	err := s.r.GetContext(ctx, &v, `SELECT cover_updated_at FROM library_files WHERE id = ?`, fileID)
+	err := s.db.R.GetContext(ctx, &v, `SELECT cover_updated_at FROM library_files WHERE id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, missingRow(fileRow, fileID)
+		return 0, sqldb.MissingRow(sqldb.FileRow, fileID)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("cover version of file %d: %w", fileID, err)

@@ -1,11 +1,11 @@
-package store_test
+package thumbnails_test
 
 import (
 	"context"
 	"strconv"
 	"testing"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -43,16 +43,16 @@ func TestAdmitCoverHashes(t *testing.T) {
 	db.exec(t, `INSERT INTO thumbnails (file_id, library_id, group_key, status, task, format, output_relpath, created_at, updated_at)
 		VALUES (?, ?, 'library:1', 'failed', 'hash', 'webp', 'covers/x.webp', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, failed, db.lib)
 
-	if n, err := db.ctrl.AdmitCoverHashes(ctx, 10, 2); err != nil || n != 2 {
+	if n, err := thumbnails.New(db.ctrl).AdmitCoverHashes(ctx, 10, 2); err != nil || n != 2 {
 		t.Fatalf("capacity 2: %d, %v; want 2", n, err)
 	}
-	if n, err := db.ctrl.AdmitCoverHashes(ctx, 10, 2); err != nil || n != 0 {
+	if n, err := thumbnails.New(db.ctrl).AdmitCoverHashes(ctx, 10, 2); err != nil || n != 0 {
 		t.Fatalf("full queue: %d, %v; want 0 (the backfill waits)", n, err)
 	}
-	if n, err := db.ctrl.AdmitCoverHashes(ctx, 10, 100); err != nil || n != 1 {
+	if n, err := thumbnails.New(db.ctrl).AdmitCoverHashes(ctx, 10, 100); err != nil || n != 1 {
 		t.Fatalf("the rest: %d, %v; want 1", n, err)
 	}
-	if n, err := db.ctrl.AdmitCoverHashes(ctx, 10, 100); err != nil || n != 0 {
+	if n, err := thumbnails.New(db.ctrl).AdmitCoverHashes(ctx, 10, 100); err != nil || n != 0 {
 		t.Fatalf("again: %d, %v; want 0", n, err)
 	}
 	for _, f := range old {
@@ -77,21 +77,21 @@ func TestHashRowBecomesRender(t *testing.T) {
 	a, b := db.addFile(t, db.lib, "a.cbz"), db.addFile(t, db.lib, "b.cbz")
 	db.readyCover(t, a)
 	db.readyCover(t, b)
-	if n, err := db.ctrl.AdmitCoverHashes(ctx, 10, 100); err != nil || n != 2 {
+	if n, err := thumbnails.New(db.ctrl).AdmitCoverHashes(ctx, 10, 100); err != nil || n != 2 {
 		t.Fatalf("hash rows: %d, %v", n, err)
 	}
 	db.exec(t, `UPDATE library_files SET needs_cover = 1 WHERE id = ?`, a)
-	if n, err := db.ctrl.AdmitPendingCovers(ctx, db.lib, 10, 100, 7, protocol.ImageWebP); err != nil || n != 0 {
+	if n, err := thumbnails.New(db.ctrl).AdmitPendingCovers(ctx, db.lib, 10, 100, 7, protocol.ImageWebP); err != nil || n != 0 {
 		t.Fatalf("AdmitPendingCovers: %d, %v; want 0 new rows (the pending row renders)", n, err)
 	}
 	if got := db.count(t, `SELECT count(*) FROM thumbnails WHERE file_id = ? AND status = 'pending' AND task = 'render'
-		AND output_relpath = ?`, a, store.CoverRelPath(a, 7, protocol.ImageWebP)); got != 1 {
+		AND output_relpath = ?`, a, thumbnails.CoverRelPath(a, 7, protocol.ImageWebP)); got != 1 {
 		t.Fatal("the flagged file's hash row did not become a render in the current layout")
 	}
 	if got := db.count(t, `SELECT needs_cover FROM library_files WHERE id = ?`, a); got != 0 {
 		t.Fatal("flag kept although a render is pending")
 	}
-	th, created, err := db.ctrl.RegenerateThumbnail(ctx, b, protocol.ImageWebP, 100, 7)
+	th, created, err := thumbnails.New(db.ctrl).RegenerateThumbnail(ctx, b, protocol.ImageWebP, 100, 7)
 	if err != nil || created || th.Task != protocol.TaskRender || th.Status != protocol.ThumbPending {
 		t.Fatalf("regenerate over a pending hash row: %+v created=%v %v; want that row, now a render", th, created, err)
 	}

@@ -1,4 +1,4 @@
-package store
+package thumbnails
 
 import (
 	"context"
@@ -31,10 +31,10 @@ const admitHashes = `INSERT INTO thumbnails (file_id, library_id, group_key, med
 // AdmitCoverHashes admits at most limit hash rows for ready covers that
 // have no hash, and no more than the free capacity (capacity − pending −
 // running); it returns how many. Call it until it returns less than
-// limit. It never returns ErrQueueFull: the backfill waits behind renders.
+// limit. It never returns sqldb.ErrQueueFull: the backfill waits behind renders.
 func (s *Store) AdmitCoverHashes(ctx context.Context, limit int, capacity int64) (int64, error) {
 	var admitted int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		admitted = 0
 		var active int64
 		if err := tx.GetContext(ctx, &active, `SELECT count(*) FROM thumbnails WHERE status IN ('pending','running')`); err != nil {
@@ -44,7 +44,7 @@ func (s *Store) AdmitCoverHashes(ctx context.Context, limit int, capacity int64)
 		if n <= 0 {
 			return nil
 		}
-		now := s.nowText()
+		now := s.db.NowText()
 		res, err := tx.ExecContext(ctx, admitHashes, now, now, n)
 		if err != nil {
 			return err

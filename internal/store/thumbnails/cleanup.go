@@ -1,4 +1,4 @@
-package store
+package thumbnails
 
 import (
 	"context"
@@ -68,13 +68,13 @@ func (s *Store) EnqueueCleanup(ctx context.Context, groupKey string, executeAfte
 		return model.CleanupJob{}, &protocol.Error{Code: protocol.ErrInvalidPayload, Message: err.Error(), Err: err}
 	}
 	var c model.CleanupJob
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &c, `SELECT * FROM thumbnail_cleanup_jobs WHERE group_key = ? AND status = 'pending'
 			ORDER BY id LIMIT 1`, groupKey)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		now := s.nowText()
+		now := s.db.NowText()
 		return tx.GetContext(ctx, &c, `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at)
 			VALUES (?, 'pending', ?, ?, ?) RETURNING *`, groupKey, protocol.FormatTime(executeAfter), now, now)
 	})
@@ -90,8 +90,8 @@ func (s *Store) EnqueueCleanup(ctx context.Context, groupKey string, executeAfte
 // scheduled.
 func (s *Store) ScheduleMissingCleanups(ctx context.Context, missingFor time.Duration) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		now := s.Now()
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
+		now := s.db.Now()
 		ts := protocol.FormatTime(now)
 		res, err := tx.ExecContext(ctx, `INSERT INTO thumbnail_cleanup_jobs (group_key, status, execute_after, created_at, updated_at)
 			SELECT 'file:' || f.id, 'pending', ?1, ?1, ?1 FROM library_files f
@@ -118,11 +118,11 @@ func (s *Store) ScheduleMissingCleanups(ctx context.Context, missingFor time.Dur
 // returns how many files were flagged.
 func (s *Store) FlagStaleLayoutCovers(ctx context.Context, shardCount int64) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE library_files SET needs_cover = 1, updated_at = ?
 			WHERE is_missing = 0 AND needs_cover = 0 AND EXISTS (SELECT 1 FROM thumbnails t
 				WHERE t.id = (SELECT max(id) FROM thumbnails WHERE file_id = library_files.id AND status = 'ready')
-				AND `+layoutMismatch+`)`, s.nowText(), shardPattern(shardCount), max(shardCount, 1))
+				AND `+layoutMismatch+`)`, s.db.NowText(), shardPattern(shardCount), max(shardCount, 1))
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func (s *Store) FlagStaleLayoutCovers(ctx context.Context, shardCount int64) (in
 // the layout of shardCount shards (cover.cache.shard_count changed).
 func (s *Store) HasStaleLayoutCovers(ctx context.Context, shardCount int64) (bool, error) {
 	var stale bool
-	err := s.r.GetContext(ctx, &stale, `SELECT EXISTS (SELECT 1 FROM thumbnails t
+	err := s.db.R.GetContext(ctx, &stale, `SELECT EXISTS (SELECT 1 FROM thumbnails t
 		WHERE t.status IN ('ready','failed') AND `+layoutMismatch+`)`, shardPattern(shardCount), max(shardCount, 1))
 	if err != nil {
 		return false, fmt.Errorf("stale layout covers: %w", err)
@@ -178,7 +178,7 @@ func (s *Store) CleanupCandidates(ctx context.Context, groupKey string, afterID 
 	}
 	q += ` ORDER BY t.id LIMIT ?`
 	var out []model.Thumbnail
-	if err := s.r.SelectContext(ctx, &out, q, append(args, limit)...); err != nil {
+	if err := s.db.R.SelectContext(ctx, &out, q, append(args, limit)...); err != nil {
 		return nil, fmt.Errorf("cleanup candidates of %s: %w", groupKey, err)
 	}
 	return out, nil
@@ -198,7 +198,7 @@ func (s *Store) CoverPathsInUse(ctx context.Context, paths []string, ids []int64
 		return nil, err
 	}
 	var used []string
-	if err := s.r.SelectContext(ctx, &used, q, args...); err != nil {
+	if err := s.db.R.SelectContext(ctx, &used, q, args...); err != nil {
 		return nil, fmt.Errorf("cover paths in use: %w", err)
 	}
 	for _, p := range used {
@@ -210,7 +210,7 @@ func (s *Store) CoverPathsInUse(ctx context.Context, paths []string, ids []int64
 // DeleteCleanedThumbnails deletes the given rows that are still ready or
 // failed (a row requeued meanwhile is kept) and returns how many went. The
 // delete is fenced by the cleanup's claim c: a cleaner that lost its lease
-// deletes nothing (ErrLeaseLost).
+// deletes nothing (sqldb.ErrLeaseLost).
 func (s *Store) DeleteCleanedThumbnails(ctx context.Context, c model.Fence, ids []int64) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
@@ -220,7 +220,7 @@ func (s *Store) DeleteCleanedThumbnails(ctx context.Context, c model.Fence, ids 
 		return 0, err
 	}
 	var n int64
-	err = s.fenced(ctx, c, func(tx *sqlx.Tx) error {
+	err = s.db.Fenced(ctx, c, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package store_test
+package thumbnails_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -78,7 +79,7 @@ func TestCoverRelPath(t *testing.T) {
 		{12, 11, protocol.ImageWebP, "covers/01/12.webp"},
 	}
 	for _, c := range cases {
-		if got := store.CoverRelPath(c.id, c.shards, c.format); got != c.want {
+		if got := thumbnails.CoverRelPath(c.id, c.shards, c.format); got != c.want {
 			t.Errorf("CoverRelPath(%d, %d, %s) = %q, want %q", c.id, c.shards, c.format, got, c.want)
 		}
 	}
@@ -91,27 +92,27 @@ func TestAdmitThumbnail(t *testing.T) {
 	f2 := db.addFile(t, db.lib, "b.cbz")
 
 	t.Run("creates one row and dedups", func(t *testing.T) {
-		th, created, err := db.ctrl.AdmitThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
+		th, created, err := thumbnails.New(db.ctrl).AdmitThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
 		if err != nil || !created {
 			t.Fatalf("admit: %v created=%v", err, created)
 		}
 		want := model.Thumbnail{FileID: f1, LibraryID: db.lib, GroupKey: fmt.Sprintf("library:%d", db.lib),
-			Status: "pending", Format: "webp", MediaType: "image", OutputRelpath: store.CoverRelPath(f1, 256, protocol.ImageWebP)}
+			Status: "pending", Format: "webp", MediaType: "image", OutputRelpath: thumbnails.CoverRelPath(f1, 256, protocol.ImageWebP)}
 		if th.FileID != want.FileID || th.LibraryID != want.LibraryID || th.GroupKey != want.GroupKey ||
 			th.Status != want.Status || th.Format != want.Format || th.MediaType != want.MediaType ||
 			th.OutputRelpath != want.OutputRelpath || th.CreatedAt.String() != protocol.FormatTime(db.clock.Now()) {
 			t.Fatalf("row %+v", th)
 		}
-		again, created, err := db.ctrl.AdmitThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
+		again, created, err := thumbnails.New(db.ctrl).AdmitThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
 		if err != nil || created || again.ID != th.ID {
 			t.Fatalf("second admit: id %d created=%v err=%v, want the existing row %d", again.ID, created, err, th.ID)
 		}
-		regen, created, err := db.ctrl.RegenerateThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
+		regen, created, err := thumbnails.New(db.ctrl).RegenerateThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
 		if err != nil || created || regen.ID != th.ID {
 			t.Fatalf("regenerate while pending: id %d created=%v err=%v", regen.ID, created, err)
 		}
 		// Another format is another cover.
-		if _, created, err := db.ctrl.AdmitThumbnail(ctx, f1, protocol.ImageJPEG, 10, 256); err != nil || !created {
+		if _, created, err := thumbnails.New(db.ctrl).AdmitThumbnail(ctx, f1, protocol.ImageJPEG, 10, 256); err != nil || !created {
 			t.Fatalf("jpeg admit: %v created=%v", err, created)
 		}
 		db.exec(t, `UPDATE thumbnails SET status = 'failed' WHERE format = 'jpeg'`) // only settled rows may go
@@ -119,11 +120,11 @@ func TestAdmitThumbnail(t *testing.T) {
 	})
 	t.Run("ready row is returned, regenerate makes a new one", func(t *testing.T) {
 		db.exec(t, `UPDATE thumbnails SET status = 'ready' WHERE file_id = ?`, f1)
-		th, created, err := db.ctrl.AdmitThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
+		th, created, err := thumbnails.New(db.ctrl).AdmitThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
 		if err != nil || created || th.Status != "ready" {
 			t.Fatalf("admit over ready: %+v created=%v err=%v", th, created, err)
 		}
-		regen, created, err := db.ctrl.RegenerateThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
+		regen, created, err := thumbnails.New(db.ctrl).RegenerateThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
 		if err != nil || !created || regen.ID == th.ID || regen.Status != "pending" {
 			t.Fatalf("regenerate over ready: %+v created=%v err=%v", regen, created, err)
 		}
@@ -136,9 +137,9 @@ func TestAdmitThumbnail(t *testing.T) {
 		// a failed one, then regenerate: only the newest ready survives.
 		db.exec(t, `UPDATE thumbnails SET status = 'ready' WHERE file_id = ? AND status = 'pending'`, f1)
 		db.exec(t, `INSERT INTO thumbnails (file_id, library_id, group_key, status, output_relpath, created_at, updated_at)
-			VALUES (?, ?, 'library:1', 'failed', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, f1, db.lib, store.CoverRelPath(f1, 256, protocol.ImageWebP))
+			VALUES (?, ?, 'library:1', 'failed', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, f1, db.lib, thumbnails.CoverRelPath(f1, 256, protocol.ImageWebP))
 		newest := db.count(t, `SELECT max(id) FROM thumbnails WHERE file_id = ? AND status = 'ready'`, f1)
-		regen, created, err := db.ctrl.RegenerateThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
+		regen, created, err := thumbnails.New(db.ctrl).RegenerateThumbnail(ctx, f1, protocol.ImageWebP, 10, 256)
 		if err != nil || !created {
 			t.Fatalf("regenerate: %v", err)
 		}
@@ -149,24 +150,24 @@ func TestAdmitThumbnail(t *testing.T) {
 		}
 	})
 	t.Run("unknown or missing file", func(t *testing.T) {
-		if _, _, err := db.ctrl.AdmitThumbnail(ctx, 9999, protocol.ImageWebP, 10, 256); !errors.Is(err, store.ErrNotFound) {
+		if _, _, err := thumbnails.New(db.ctrl).AdmitThumbnail(ctx, 9999, protocol.ImageWebP, 10, 256); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("unknown file: %v", err)
 		}
 		db.exec(t, `UPDATE library_files SET is_missing = 1 WHERE id = ?`, f2)
-		if _, _, err := db.ctrl.AdmitThumbnail(ctx, f2, protocol.ImageWebP, 10, 256); !errors.Is(err, store.ErrNotFound) {
+		if _, _, err := thumbnails.New(db.ctrl).AdmitThumbnail(ctx, f2, protocol.ImageWebP, 10, 256); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("missing file: %v", err)
 		}
 		db.exec(t, `UPDATE library_files SET is_missing = 0 WHERE id = ?`, f2)
-		if _, _, err := db.ctrl.AdmitThumbnail(ctx, f2, "png", 10, 256); err == nil {
+		if _, _, err := thumbnails.New(db.ctrl).AdmitThumbnail(ctx, f2, "png", 10, 256); err == nil {
 			t.Fatal("format png admitted")
 		}
 	})
 	t.Run("queue full", func(t *testing.T) {
 		active := db.count(t, `SELECT count(*) FROM thumbnails WHERE status IN ('pending','running')`)
-		if _, _, err := db.ctrl.AdmitThumbnail(ctx, f2, protocol.ImageWebP, active, 256); !errors.Is(err, store.ErrQueueFull) {
+		if _, _, err := thumbnails.New(db.ctrl).AdmitThumbnail(ctx, f2, protocol.ImageWebP, active, 256); !errors.Is(err, store.ErrQueueFull) {
 			t.Fatalf("at capacity: %v, want ErrQueueFull", err)
 		}
-		if _, created, err := db.ctrl.AdmitThumbnail(ctx, f2, protocol.ImageWebP, active+1, 256); err != nil || !created {
+		if _, created, err := thumbnails.New(db.ctrl).AdmitThumbnail(ctx, f2, protocol.ImageWebP, active+1, 256); err != nil || !created {
 			t.Fatalf("under capacity: %v", err)
 		}
 	})
@@ -195,7 +196,7 @@ func TestAdmitThumbnailCapacityRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, created, err := stores[i].AdmitThumbnail(ctx, files[i], protocol.ImageWebP, capacity, 256)
+			_, created, err := thumbnails.New(stores[i]).AdmitThumbnail(ctx, files[i], protocol.ImageWebP, capacity, 256)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -233,22 +234,22 @@ func TestAdmitPendingCovers(t *testing.T) {
 	db.exec(t, `UPDATE library_files SET needs_cover = 0 WHERE id = ?`, done)
 
 	t.Run("batches bounded by limit and capacity", func(t *testing.T) {
-		n, err := db.ctrl.AdmitPendingCovers(ctx, db.lib, 5, 100, 7, protocol.ImageWebP)
+		n, err := thumbnails.New(db.ctrl).AdmitPendingCovers(ctx, db.lib, 5, 100, 7, protocol.ImageWebP)
 		if err != nil || n != 5 {
 			t.Fatalf("first batch: %d, %v; want 5", n, err)
 		}
-		n, err = db.ctrl.AdmitPendingCovers(ctx, db.lib, 100, 8, 7, protocol.ImageWebP)
+		n, err = thumbnails.New(db.ctrl).AdmitPendingCovers(ctx, db.lib, 100, 8, 7, protocol.ImageWebP)
 		if err != nil || n != 3 {
 			t.Fatalf("capacity-bound batch: %d, %v; want 3 (8 - 5 active)", n, err)
 		}
-		if _, err := db.ctrl.AdmitPendingCovers(ctx, db.lib, 100, 8, 7, protocol.ImageWebP); !errors.Is(err, store.ErrQueueFull) {
+		if _, err := thumbnails.New(db.ctrl).AdmitPendingCovers(ctx, db.lib, 100, 8, 7, protocol.ImageWebP); !errors.Is(err, store.ErrQueueFull) {
 			t.Fatalf("full queue with flagged files: %v, want ErrQueueFull", err)
 		}
-		n, err = db.ctrl.AdmitPendingCovers(ctx, db.lib, 100, 100, 7, protocol.ImageWebP)
+		n, err = thumbnails.New(db.ctrl).AdmitPendingCovers(ctx, db.lib, 100, 100, 7, protocol.ImageWebP)
 		if err != nil || n != 4 {
 			t.Fatalf("rest: %d, %v; want 4", n, err)
 		}
-		n, err = db.ctrl.AdmitPendingCovers(ctx, db.lib, 100, 100, 7, protocol.ImageWebP)
+		n, err = thumbnails.New(db.ctrl).AdmitPendingCovers(ctx, db.lib, 100, 100, 7, protocol.ImageWebP)
 		if err != nil || n != 0 {
 			t.Fatalf("drained: %d, %v", n, err)
 		}
@@ -261,7 +262,7 @@ func TestAdmitPendingCovers(t *testing.T) {
 			t.Fatal("another library's file was touched")
 		}
 		for _, f := range files {
-			want := store.CoverRelPath(f, 7, protocol.ImageWebP)
+			want := thumbnails.CoverRelPath(f, 7, protocol.ImageWebP)
 			if db.count(t, `SELECT count(*) FROM thumbnails WHERE file_id = ? AND output_relpath = ?`, f, want) != 1 {
 				t.Fatalf("file %d: SQL layout differs from Go layout %q", f, want)
 			}
@@ -274,7 +275,7 @@ func TestAdmitPendingCovers(t *testing.T) {
 		db.exec(t, `UPDATE thumbnails SET status = 'ready' WHERE file_id = ?`, files[0])
 		db.exec(t, `UPDATE thumbnails SET status = 'running' WHERE file_id = ?`, files[1])
 		db.exec(t, `UPDATE library_files SET needs_cover = 1 WHERE id IN (?, ?)`, files[0], files[1])
-		n, err := db.ctrl.AdmitPendingCovers(ctx, db.lib, 100, 100, 7, protocol.ImageWebP)
+		n, err := thumbnails.New(db.ctrl).AdmitPendingCovers(ctx, db.lib, 100, 100, 7, protocol.ImageWebP)
 		if err != nil || n != 1 {
 			t.Fatalf("re-admit: %d, %v; want 1", n, err)
 		}
@@ -292,7 +293,7 @@ func TestCoverSourceAndVersion(t *testing.T) {
 	db := setupCovers(t)
 	f := db.addFile(t, db.lib, "sub/a.cbz")
 	db.exec(t, `INSERT INTO file_metadata (file_id, source, front_cover_page, updated_at) VALUES (?, 'comicinfo', 2, '2026-01-01 00:00:00.000')`, f)
-	src, err := db.work.CoverSource(ctx, f)
+	src, err := thumbnails.New(db.work).CoverSource(ctx, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestCoverSourceAndVersion(t *testing.T) {
 		model.Deref(src.FrontCoverPage) != 2 || src.IsMissing || src.LibraryID != db.lib {
 		t.Fatalf("source %+v", src)
 	}
-	if _, err := db.work.CoverSource(ctx, 999); !errors.Is(err, store.ErrNotFound) {
+	if _, err := thumbnails.New(db.work).CoverSource(ctx, 999); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown file: %v", err)
 	}
 	// The worker role may write cover_updated_at (data-plane table), under
@@ -315,23 +316,23 @@ func TestCoverSourceAndVersion(t *testing.T) {
 		t.Fatalf("claim %+v %v", th, err)
 	}
 	fence := th.Fence()
-	v1, err := db.work.MarkCoverRendered(ctx, fence, f)
+	v1, err := thumbnails.New(db.work).MarkCoverRendered(ctx, fence, f)
 	if err != nil || v1 != db.clock.Now().Unix() {
 		t.Fatalf("first version %d, %v; want %d", v1, err, db.clock.Now().Unix())
 	}
-	v2, err := db.work.MarkCoverRendered(ctx, fence, f)
+	v2, err := thumbnails.New(db.work).MarkCoverRendered(ctx, fence, f)
 	if err != nil || v2 != v1+1 {
 		t.Fatalf("second version %d, %v; want %d", v2, err, v1+1)
 	}
 	db.clock.Advance(time.Hour)
-	v3, err := db.work.MarkCoverRendered(ctx, fence, f)
+	v3, err := thumbnails.New(db.work).MarkCoverRendered(ctx, fence, f)
 	if err != nil || v3 != db.clock.Now().Unix() {
 		t.Fatalf("later version %d, %v", v3, err)
 	}
-	if got, _ := db.work.CoverVersionOf(ctx, f); got != v3 {
+	if got, _ := thumbnails.New(db.work).CoverVersionOf(ctx, f); got != v3 {
 		t.Fatalf("CoverVersionOf = %d, want %d", got, v3)
 	}
-	if _, err := db.work.MarkCoverRendered(ctx, fence, 999); !errors.Is(err, store.ErrNotFound) {
+	if _, err := thumbnails.New(db.work).MarkCoverRendered(ctx, fence, 999); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown file: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package thumbnails
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
-
-const thumbnailCols = sqldb.ThumbnailCols
 
 // ThumbnailMetrics are the figures of GET /thumbnails/metrics.
 type ThumbnailMetrics struct {
@@ -45,18 +43,18 @@ type CrashedCover struct {
 	FinishedAt   protocol.Time `db:"finished_at"`
 }
 
-// GetThumbnail returns one thumbnail row or ErrNotFound.
+// GetThumbnail returns one thumbnail row or sqldb.ErrNotFound.
 func (s *Store) GetThumbnail(ctx context.Context, id int64) (model.Thumbnail, error) {
-	return getRow[model.Thumbnail](ctx, s.r, thumbnailRow, `SELECT `+thumbnailCols+` FROM thumbnails WHERE id = ?`, id)
+	return sqldb.GetRow[model.Thumbnail](ctx, s.db.R, sqldb.ThumbnailRow, `SELECT `+sqldb.ThumbnailCols+` FROM thumbnails WHERE id = ?`, id)
 }
 
 // ThumbnailMetrics counts thumbnail and cleanup rows by state. Each count
 // is served by an index whose first column is status.
 func (s *Store) ThumbnailMetrics(ctx context.Context) (ThumbnailMetrics, error) {
-	now := s.nowText()
+	now := s.db.NowText()
 	var m ThumbnailMetrics
 	var oldest sql.NullString
-	err := s.r.QueryRowContext(ctx, `SELECT
+	err := s.db.R.QueryRowContext(ctx, `SELECT
 			(SELECT count(*) FROM thumbnails WHERE status = 'pending'),
 			(SELECT count(*) FROM thumbnails WHERE status = 'running'),
 			(SELECT count(*) FROM thumbnails WHERE status = 'ready' AND task = 'render'),
@@ -73,11 +71,11 @@ func (s *Store) ThumbnailMetrics(ctx context.Context) (ThumbnailMetrics, error) 
 	}
 	if oldest.Valid {
 		if t, err := protocol.ParseTime(oldest.String); err == nil {
-			m.MaxCleanupLagSeconds = s.Now().Sub(t).Seconds()
+			m.MaxCleanupLagSeconds = s.db.Now().Sub(t).Seconds()
 		}
 	}
 	m.Crashed = []CrashedCover{}
-	err = s.r.SelectContext(ctx, &m.Crashed, `SELECT t.id, t.file_id, coalesce(f.relative_path, '') AS relative_path,
+	err = s.db.R.SelectContext(ctx, &m.Crashed, `SELECT t.id, t.file_id, coalesce(f.relative_path, '') AS relative_path,
 			coalesce(t.finished_at, t.updated_at) AS finished_at
 		FROM thumbnails t LEFT JOIN library_files f ON f.id = t.file_id
 		WHERE t.status = 'failed' AND t.error_code = ? ORDER BY t.id DESC LIMIT 20`, protocol.ErrRenderCrashed)

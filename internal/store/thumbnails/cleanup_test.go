@@ -1,4 +1,4 @@
-package store_test
+package thumbnails_test
 
 import (
 	"context"
@@ -10,25 +10,26 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
 func TestParseCleanupKey(t *testing.T) {
-	good := map[string]store.CleanupKey{
+	good := map[string]thumbnails.CleanupKey{
 		"library:1":   {Kind: "library", N: 1},
 		"file:42":     {Kind: "file", N: 42},
 		"shards:256":  {Kind: "shards", N: 256},
 		"library:999": {Kind: "library", N: 999},
 	}
 	for key, want := range good {
-		got, err := store.ParseCleanupKey(key)
+		got, err := thumbnails.ParseCleanupKey(key)
 		if err != nil || got != want || got.String() != key {
 			t.Errorf("ParseCleanupKey(%q) = %+v, %v", key, got, err)
 		}
 	}
 	for _, key := range []string{"", "library", "library:", "library:0", "library:-1", "library:01",
 		"LIBRARY:1", "file:1x", "shards:+4", "series:1", "library:1:2", " file:1"} {
-		if _, err := store.ParseCleanupKey(key); err == nil {
+		if _, err := thumbnails.ParseCleanupKey(key); err == nil {
 			t.Errorf("ParseCleanupKey(%q) accepted", key)
 		}
 	}
@@ -38,18 +39,18 @@ func TestEnqueueCleanup(t *testing.T) {
 	ctx := context.Background()
 	db := setupCovers(t)
 	at := db.clock.Now().Add(time.Hour)
-	c, err := db.ctrl.EnqueueCleanup(ctx, "library:7", at)
+	c, err := thumbnails.New(db.ctrl).EnqueueCleanup(ctx, "library:7", at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.GroupKey != "library:7" || c.Status != "pending" || c.ExecuteAfter.String() != protocol.FormatTime(at) {
 		t.Fatalf("row %+v", c)
 	}
-	again, err := db.ctrl.EnqueueCleanup(ctx, "library:7", at.Add(time.Hour))
+	again, err := thumbnails.New(db.ctrl).EnqueueCleanup(ctx, "library:7", at.Add(time.Hour))
 	if err != nil || again.ID != c.ID {
 		t.Fatalf("second enqueue: %+v %v, want the pending row %d", again, err, c.ID)
 	}
-	if _, err := db.ctrl.EnqueueCleanup(ctx, "library:x", at); protocol.CodeOf(err, "") != protocol.ErrInvalidPayload {
+	if _, err := thumbnails.New(db.ctrl).EnqueueCleanup(ctx, "library:x", at); protocol.CodeOf(err, "") != protocol.ErrInvalidPayload {
 		t.Fatalf("bad key: %v", err)
 	}
 }
@@ -59,7 +60,7 @@ func (db *coverDB) addThumb(t *testing.T, file, lib int64, status string, shards
 	t.Helper()
 	id, err := storetest.InsertID(context.Background(), db.ctrl, `INSERT INTO thumbnails (file_id, library_id, group_key, status,
 		output_relpath, created_at, updated_at) VALUES (?, ?, ?, ?, ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`,
-		file, lib, store.ThumbnailGroupKey(lib), status, store.CoverRelPath(file, shards, protocol.ImageWebP))
+		file, lib, thumbnails.ThumbnailGroupKey(lib), status, thumbnails.CoverRelPath(file, shards, protocol.ImageWebP))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestScheduleMissingCleanups(t *testing.T) {
 	db.exec(t, `UPDATE library_files SET is_missing = 1, missing_since = ? WHERE id = ?`,
 		protocol.FormatTime(now.Add(-time.Hour)), recent)
 
-	n, err := db.ctrl.ScheduleMissingCleanups(ctx, 168*time.Hour)
+	n, err := thumbnails.New(db.ctrl).ScheduleMissingCleanups(ctx, 168*time.Hour)
 	if err != nil || n != 1 {
 		t.Fatalf("scheduled %d, %v; want 1", n, err)
 	}
@@ -90,11 +91,11 @@ func TestScheduleMissingCleanups(t *testing.T) {
 		AND execute_after = ?`, fmt.Sprintf("file:%d", old), protocol.FormatTime(now)); got != 1 {
 		t.Fatal("no due file cleanup for the long-missing file")
 	}
-	if n, err := db.ctrl.ScheduleMissingCleanups(ctx, 168*time.Hour); err != nil || n != 0 {
+	if n, err := thumbnails.New(db.ctrl).ScheduleMissingCleanups(ctx, 168*time.Hour); err != nil || n != 0 {
 		t.Fatalf("rescheduled %d, %v; want 0 while one is pending", n, err)
 	}
 	db.clock.Advance(200 * time.Hour)
-	if n, err := db.ctrl.ScheduleMissingCleanups(ctx, 168*time.Hour); err != nil || n != 1 {
+	if n, err := thumbnails.New(db.ctrl).ScheduleMissingCleanups(ctx, 168*time.Hour); err != nil || n != 1 {
 		t.Fatalf("later: %d, %v; want the recent file now", n, err)
 	}
 }
@@ -114,7 +115,7 @@ func TestCleanupCandidates(t *testing.T) {
 
 	ids := func(key string, after int64, limit int) []int64 {
 		t.Helper()
-		rows, err := db.work.CleanupCandidates(ctx, key, after, limit)
+		rows, err := thumbnails.New(db.work).CleanupCandidates(ctx, key, after, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,10 +127,10 @@ func TestCleanupCandidates(t *testing.T) {
 	}
 	eq := func(got []int64, want ...int64) bool { return fmt.Sprint(got) == fmt.Sprint(want) }
 
-	if got := ids(store.ThumbnailGroupKey(db.lib), 0, 10); !eq(got, aReady, aFailed, bReady) {
+	if got := ids(thumbnails.ThumbnailGroupKey(db.lib), 0, 10); !eq(got, aReady, aFailed, bReady) {
 		t.Fatalf("library group: %v", got)
 	}
-	if got := ids(store.ThumbnailGroupKey(db.lib), aReady, 1); !eq(got, aFailed) {
+	if got := ids(thumbnails.ThumbnailGroupKey(db.lib), aReady, 1); !eq(got, aFailed) {
 		t.Fatalf("paging: %v", got)
 	}
 	if got := ids(fmt.Sprintf("file:%d", a), 0, 10); !eq(got, aReady, aFailed) {
@@ -141,7 +142,7 @@ func TestCleanupCandidates(t *testing.T) {
 	if got := ids("shards:256", 0, 10); len(got) != 0 {
 		t.Fatalf("shards of the current layout: %v", got)
 	}
-	if _, err := db.work.CleanupCandidates(ctx, "nope:1", 0, 10); err == nil {
+	if _, err := thumbnails.New(db.work).CleanupCandidates(ctx, "nope:1", 0, 10); err == nil {
 		t.Fatal("bad key accepted")
 	}
 
@@ -152,7 +153,7 @@ func TestCleanupCandidates(t *testing.T) {
 		aNew := db.addThumb(t, a, db.lib, "ready", 16)
 		gone := db.addThumb(t, 9999, db.lib, "ready", 256)
 		db.exec(t, `UPDATE library_files SET needs_cover = 0`)
-		n, err := db.ctrl.FlagStaleLayoutCovers(ctx, 16)
+		n, err := thumbnails.New(db.ctrl).FlagStaleLayoutCovers(ctx, 16)
 		if err != nil || n != 2 {
 			t.Fatalf("flagged %d, %v; want b and c", n, err)
 		}
@@ -170,8 +171,8 @@ func TestCleanupCandidates(t *testing.T) {
 		}
 	})
 	t.Run("paths in use and delete", func(t *testing.T) {
-		rel := store.CoverRelPath(b, 256, protocol.ImageWebP)
-		used, err := db.work.CoverPathsInUse(ctx, []string{rel, store.CoverRelPath(a, 256, protocol.ImageWebP)}, []int64{bReady})
+		rel := thumbnails.CoverRelPath(b, 256, protocol.ImageWebP)
+		used, err := thumbnails.New(db.work).CoverPathsInUse(ctx, []string{rel, thumbnails.CoverRelPath(a, 256, protocol.ImageWebP)}, []int64{bReady})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,22 +188,22 @@ func TestCleanupCandidates(t *testing.T) {
 		lease := model.Fence{Table: model.LeaseCleanup, ID: 77, WorkerID: "w", Epoch: 3}
 		for _, lost := range []model.Fence{{Table: model.LeaseCleanup, ID: 77, WorkerID: "w", Epoch: 2},
 			{Table: model.LeaseCleanup, ID: 77, WorkerID: "v", Epoch: 3}} {
-			if n, err := db.work.DeleteCleanedThumbnails(ctx, lost, []int64{aReady}); !errors.Is(err, store.ErrLeaseLost) || n != 0 {
+			if n, err := thumbnails.New(db.work).DeleteCleanedThumbnails(ctx, lost, []int64{aReady}); !errors.Is(err, store.ErrLeaseLost) || n != 0 {
 				t.Fatalf("delete under %s: %d, %v; want ErrLeaseLost", lost, n, err)
 			}
 		}
-		n, err := db.work.DeleteCleanedThumbnails(ctx, lease, []int64{aReady, aFailed, bPending})
+		n, err := thumbnails.New(db.work).DeleteCleanedThumbnails(ctx, lease, []int64{aReady, aFailed, bPending})
 		if err != nil || n != 2 {
 			t.Fatalf("deleted %d, %v; want 2", n, err)
 		}
 		if db.count(t, `SELECT count(*) FROM thumbnails WHERE id = ?`, bPending) != 1 {
 			t.Fatal("pending row deleted")
 		}
-		if n, err := db.work.DeleteCleanedThumbnails(ctx, lease, []int64{aReady}); err != nil || n != 0 {
+		if n, err := thumbnails.New(db.work).DeleteCleanedThumbnails(ctx, lease, []int64{aReady}); err != nil || n != 0 {
 			t.Fatalf("second delete: %d, %v", n, err)
 		}
 	})
-	if _, err := db.work.DeleteCleanedThumbnails(ctx, model.Fence{}, nil); err != nil {
+	if _, err := thumbnails.New(db.work).DeleteCleanedThumbnails(ctx, model.Fence{}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package store_test
+package thumbnails_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
+	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 )
 
 // TestThumbnailMetricsCountCovers: a cover hashed after an upgrade has a
@@ -30,7 +31,7 @@ func TestThumbnailMetricsCountCovers(t *testing.T) {
 	exec(`UPDATE thumbnails SET task = 'hash' WHERE id = ?`, hash)
 	exec(ready, hash)
 	exec(`UPDATE thumbnails SET task = 'hash' WHERE id = ?`, testfactory.Thumbnail(t, control, &testfactory.ThumbnailOpts{FileID: other, LibraryID: 1}))
-	m, err := control.ThumbnailMetrics(ctx)
+	m, err := thumbnails.New(control).ThumbnailMetrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
