@@ -8,6 +8,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -39,7 +40,7 @@ func (s *Server) createJob(c echo.Context) error {
 	if err != nil || (kind != protocol.JobKindScan && kind != protocol.JobKindHash) {
 		return fieldf("kind", "want scan or hash, got %q", *b.Kind)
 	}
-	req := store.JobRequest{Kind: kind, Priority: protocol.PriorityHigh, Reason: "api"}
+	req := queue.JobRequest{Kind: kind, Priority: protocol.PriorityHigh, Reason: "api"}
 	if b.Priority != nil {
 		if req.Priority, err = protocol.ParsePriority(*b.Priority); err != nil {
 			return fieldf("priority", "want high or normal, got %q", *b.Priority)
@@ -61,7 +62,7 @@ func (s *Server) createJob(c echo.Context) error {
 			return err
 		}
 	}
-	out, err := s.st.RequestJob(c.Request().Context(), req)
+	out, err := s.q.RequestJob(c.Request().Context(), req)
 	if errors.Is(err, store.ErrNotFound) && b.LibraryID != nil {
 		return apiErr(protocol.CodeLibraryNotFound, "library %d not found", *b.LibraryID).with("field", "library_id")
 	}
@@ -87,7 +88,7 @@ func (s *Server) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var f store.JobFilter
+	var f queue.JobFilter
 	if f.Kind, err = queryEnum(c, "kind", protocol.ParseJobKind); err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func (s *Server) listJobs(c echo.Context) error {
 		}
 		after = &jc
 	}
-	jobs, err := s.st.ListJobs(c.Request().Context(), f, after, limit+1)
+	jobs, err := s.q.ListJobs(c.Request().Context(), f, after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func (s *Server) listJobs(c echo.Context) error {
 }
 
 func (s *Server) getJob(c echo.Context) error {
-	return getByID(c, s.st.GetJob, jobView)
+	return getByID(c, s.q.GetJob, jobView)
 }
 
 func (s *Server) cancelJob(c echo.Context) error {
@@ -126,7 +127,7 @@ func (s *Server) cancelJob(c echo.Context) error {
 	if err := emptyBody(c); err != nil {
 		return err
 	}
-	j, err := s.st.CancelJob(c.Request().Context(), id)
+	j, err := s.q.CancelJob(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (s *Server) cancelJob(c echo.Context) error {
 }
 
 func (s *Server) listQueue(c echo.Context) error {
-	q, err := s.st.ListQueue(c.Request().Context())
+	q, err := s.q.ListQueue(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func (s *Server) getQueueEntry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, pos, err := s.st.QueueEntry(c.Request().Context(), id)
+	q, pos, err := s.q.QueueEntry(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func (s *Server) deleteQueueEntry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.st.CancelQueueEntry(c.Request().Context(), id); err != nil {
+	if err := s.q.CancelQueueEntry(c.Request().Context(), id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/watch"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -119,7 +120,7 @@ type queueEntryJSON struct {
 	UpdatedAt protocol.Time `json:"updated_at"`
 }
 
-func queueView(q store.ScanRequest, pos int) queueEntryJSON {
+func queueView(q queue.ScanRequest, pos int) queueEntryJSON {
 	return queueEntryJSON{ID: q.ID, Kind: q.Kind, LibraryID: q.LibraryID, Priority: q.Priority, Reason: q.Reason,
 		Paths: q.ScanPaths(), Position: pos, CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt}
 }

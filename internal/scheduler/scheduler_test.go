@@ -15,6 +15,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
@@ -64,9 +65,9 @@ func (e *env) start(t *testing.T, cfg Config) *Scheduler {
 	return s
 }
 
-func (e *env) request(t *testing.T, kind protocol.JobKind, lib int64, p protocol.Priority) store.RequestOutcome {
+func (e *env) request(t *testing.T, kind protocol.JobKind, lib int64, p protocol.Priority) queue.RequestOutcome {
 	t.Helper()
-	out, err := e.control.RequestJob(e.ctx, store.JobRequest{Kind: kind, LibraryID: new(int64(lib)), Priority: p})
+	out, err := queue.New(e.control).RequestJob(e.ctx, queue.JobRequest{Kind: kind, LibraryID: new(int64(lib)), Priority: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestDispatcher(t *testing.T) {
 		if fmt.Sprint(order) != fmt.Sprint(e.libs) {
 			t.Fatalf("order %v, want %v", order, e.libs)
 		}
-		if q, _ := e.control.ListQueue(e.ctx); len(q) != 0 {
+		if q, _ := queue.New(e.control).ListQueue(e.ctx); len(q) != 0 {
 			t.Fatalf("queue left %+v", q)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -27,11 +28,11 @@ func (s *Scheduler) dispatchOnce(ctx context.Context) (int64, error) {
 	if followed > 0 {
 		s.metrics.items.WithLabelValues("followups").Add(float64(followed))
 	}
-	ready, err := s.st.QueueReady(ctx)
+	ready, err := s.q.QueueReady(ctx)
 	if err != nil || !ready {
 		return 0, errors.Join(ferr, err)
 	}
-	job, err := s.st.PromoteQueueHead(ctx)
+	job, err := s.q.PromoteQueueHead(ctx)
 	if err != nil || job == nil {
 		return 0, errors.Join(ferr, err)
 	}
@@ -62,7 +63,7 @@ func (s *Scheduler) admitCoversTick(ctx context.Context) (int64, error) {
 const maxAdmitBatches = 20
 
 func (s *Scheduler) admitCovers(ctx context.Context, v settings.Values) (int64, error) {
-	libs, err := s.st.LibrariesNeedingCovers(ctx)
+	libs, err := s.q.LibrariesNeedingCovers(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -102,7 +103,7 @@ func (s *Scheduler) followUpJobs(ctx context.Context) (done int64, err error) {
 		return err == nil && v.Enum(settings.ScanHashMode) == "full", err
 	}
 	for {
-		jobs, err := s.st.JobsToFollowUp(ctx, after, 100)
+		jobs, err := s.q.JobsToFollowUp(ctx, after, 100)
 		if err != nil || len(jobs) == 0 {
 			return done, err
 		}
@@ -112,7 +113,7 @@ func (s *Scheduler) followUpJobs(ctx context.Context) (done int64, err error) {
 		}
 		for _, j := range jobs {
 			after = j.ID
-			ok, hash, err := s.st.FollowUpJob(ctx, j.ID, full)
+			ok, hash, err := s.q.FollowUpJob(ctx, j.ID, full)
 			if err != nil {
 				return done, err
 			}
@@ -133,7 +134,7 @@ func (s *Scheduler) followUpJobs(ctx context.Context) (done int64, err error) {
 
 // scheduledScans requests the periodic scans that are due.
 func (s *Scheduler) scheduledScans(ctx context.Context) (int64, error) {
-	outs, err := s.st.RequestScheduledScans(ctx)
+	outs, err := s.q.RequestScheduledScans(ctx)
 	if len(outs) > 0 {
 		s.Kick()
 	}
@@ -174,15 +175,15 @@ func (s *Scheduler) retention(ctx context.Context) (int64, error) {
 	}
 	now := s.st.Now()
 	jobsAge := time.Duration(v.Int(settings.JobsRetentionHours)) * time.Hour
-	p := store.RetentionPolicy{
+	p := queue.RetentionPolicy{
 		JobsBefore:        now.Add(-jobsAge),
 		FailedBefore:      now.Add(-max(jobsAge, s.cfg.MaintenanceRetention)),
 		MaintenanceBefore: now.Add(-s.cfg.MaintenanceRetention),
 		KeepSessions:      s.cfg.KeepScanSessions,
 	}
 	var total int64
-	for _, del := range []func(context.Context, store.RetentionPolicy, int) (int64, error){
-		s.st.DeleteOldJobs, s.st.PruneScanSessions, s.st.DeleteOldMaintenance,
+	for _, del := range []func(context.Context, queue.RetentionPolicy, int) (int64, error){
+		s.q.DeleteOldJobs, s.q.PruneScanSessions, s.q.DeleteOldMaintenance,
 	} {
 		for {
 			n, err := del(ctx, p, s.cfg.RetentionBatch)

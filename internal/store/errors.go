@@ -15,4 +15,6 @@ var (
 	// ErrNotOwner: a lease-path write by a worker that no longer owns the
 	// row (recovered, cancelled or finished by someone else).
 	ErrNotOwner = sqldb.ErrNotOwner
+	// ErrInvalidRequest: see sqldb.ErrInvalidRequest.
+	ErrInvalidRequest = sqldb.ErrInvalidRequest
 )

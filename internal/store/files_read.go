@@ -190,3 +190,7 @@ func seriesFilesInOrderQuery(seriesID int64, after *model.SortAnchor, limit int)
 	}
 	return q + ` ORDER BY f.sort_key, f.id LIMIT ?`, append(args, limit)
 }
+
+func (s *Store) explain(ctx context.Context, q string, args []any) ([]string, error) {
+	return sqldb.Of(s).Explain(ctx, q, args)
+}

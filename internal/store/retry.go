@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/backoff"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -76,7 +77,7 @@ func endRetryable(ctx context.Context, tx *sqlx.Tx, now time.Time, maxAttempts i
 	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'cancelled', error_code = ?,
 		error_message = 'cancel requested while waiting for a retry', retry_after = NULL,
 		lease_expires_at = NULL, finished_at = ?, updated_at = ?
-		WHERE status = 'retryable' AND cancel_requested = 1 AND NOT `+unsettledDelete, protocol.ErrCancelled, ts, ts); err != nil {
+		WHERE status = 'retryable' AND cancel_requested = 1 AND NOT `+sqldb.UnsettledDelete, protocol.ErrCancelled, ts, ts); err != nil {
 		return fmt.Errorf("cancel retryable: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'failed', error_code = ?,

@@ -9,6 +9,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -28,7 +29,7 @@ func TestCancelAfterCrashThroughTheEngine(t *testing.T) {
 	if c, err := e.control.RecoverStale(e.ctx); err != nil || c.Jobs != 1 {
 		t.Fatalf("recover: %+v %v", c, err)
 	}
-	cancelled, err := e.control.CancelJob(e.ctx, job.ID)
+	cancelled, err := queue.New(e.control).CancelJob(e.ctx, job.ID)
 	e.must(err)
 	if cancelled.Status.Terminal() {
 		t.Fatal("the cancel ended a job whose intent nobody settled")
@@ -49,12 +50,12 @@ func TestCancelAfterCrashThroughTheEngine(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- eng.Run(ctx) }()
 	testutil.WaitFor(t, "the job to end", 30*time.Second, func() bool {
-		j, err := e.control.GetJob(e.ctx, job.ID)
+		j, err := queue.New(e.control).GetJob(e.ctx, job.ID)
 		return err == nil && j.Status.Terminal()
 	})
 	stop()
 	e.must(<-stopped)
-	j, err := e.control.GetJob(e.ctx, job.ID)
+	j, err := queue.New(e.control).GetJob(e.ctx, job.ID)
 	e.must(err)
 	if j.Status != protocol.JobCancelled || e.outcomes(job)["b.cbz"] != protocol.OutcomeTrashed {
 		t.Fatalf("job %s, outcomes %v", j.Status, e.outcomes(job))

@@ -22,6 +22,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -345,7 +346,7 @@ func (m *deleteModel) purge(rt *rapid.T) {
 		if id == 0 {
 			return
 		}
-		job, err := e.control.GetJob(e.ctx, id)
+		job, err := queue.New(e.control).GetJob(e.ctx, id)
 		e.must(err)
 		m.again(job)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
@@ -139,7 +140,7 @@ func TestClaimRace(t *testing.T) {
 		if won < 0 {
 			t.Fatalf("round %d: neither plan was authorized: %v", i, errs)
 		}
-		_, err := e.control.CancelJob(e.ctx, jobs[won].ID)
+		_, err := queue.New(e.control).CancelJob(e.ctx, jobs[won].ID)
 		e.must(err)
 	}
 }
@@ -281,7 +282,7 @@ func (e *env) runPurge() model.Job {
 	e.t.Helper()
 	id, err := storetest.QueryInt(e.ctx, e.control, `SELECT job_id FROM delete_plans WHERE action = 'purge'`)
 	e.must(err)
-	purge, err := e.control.GetJob(e.ctx, id)
+	purge, err := queue.New(e.control).GetJob(e.ctx, id)
 	e.must(err)
 	if _, err := e.run(purge); err != nil {
 		e.t.Fatal(err)
@@ -298,7 +299,7 @@ func TestCrashThenCancel(t *testing.T) {
 	e.killedAfterMove(job, "b.cbz")
 	// kill -9; recovery hands the job back; the operator cancels it.
 	e.exec(`UPDATE jobs SET status = 'retryable', worker_id = NULL, lease_expires_at = NULL WHERE id = ?`, job.ID)
-	j, err := e.control.CancelJob(e.ctx, job.ID)
+	j, err := queue.New(e.control).CancelJob(e.ctx, job.ID)
 	e.must(err)
 	if j.Status.Terminal() || !j.CancelRequested {
 		t.Fatalf("a delete job with unsettled intents was cancelled at once: %s", j.Status)

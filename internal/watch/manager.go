@@ -22,6 +22,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -236,7 +237,7 @@ func safeRun(ctx context.Context, l *library, catchUp bool) (err error) {
 
 // request asks for a scan of the library's folders (nil: all of it).
 func (m *Manager) request(ctx context.Context, id int64, paths []string, reason string) error {
-	out, err := m.cfg.Store.RequestJob(ctx, store.JobRequest{Kind: protocol.JobKindScan, Priority: protocol.PriorityNormal,
+	out, err := queue.New(m.cfg.Store).RequestJob(ctx, queue.JobRequest{Kind: protocol.JobKindScan, Priority: protocol.PriorityNormal,
 		Reason: reason, Paths: paths, LibraryID: new(int64(id))})
 	if err != nil {
 		return fmt.Errorf("watch: request scan of library %d: %w", id, err)

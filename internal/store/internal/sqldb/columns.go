@@ -40,3 +40,8 @@ const VideoProbeCols = `file_id, container, duration_ms, width, height, video_co
 // MetadataCols selects a model.FileMetadata from file_metadata.
 const MetadataCols = `file_id, source, series, number, volume, title, year, month, publisher, genre, tags,
 	age_rating, language_iso, writer, penciller, summary, web, front_cover_page, manga, series_count, updated_at`
+
+// UnsettledDelete matches a delete job, not running, that a killed run
+// left with intents: files it may have moved that only a run can settle.
+const UnsettledDelete = `(status IN ('pending','retryable') AND kind = 'delete'
+	AND EXISTS (SELECT 1 FROM delete_intents i WHERE i.job_id = jobs.id))`

@@ -26,7 +26,11 @@ var (
 	// ErrLeaseLost: a write was refused because the claim it was made for
 	// (a Fence) is no longer the row's live lease. It is an ErrNotOwner, so
 	// the engine treats it as the lease lost it is.
-	ErrLeaseLost = fmt.Errorf("%w: the claim's lease was lost", ErrNotOwner)
+	// ErrInvalidRequest: a request the store cannot accept (a job kind that
+	// is not queued, a scan without library, an unknown priority or
+	// checkpoint mode). The API maps it to 400.
+	ErrInvalidRequest = errors.New("invalid job request")
+	ErrLeaseLost      = fmt.Errorf("%w: the claim's lease was lost", ErrNotOwner)
 )
 
 // RowKind names the rows of one table in not-found errors: the code the

@@ -8,6 +8,7 @@ package sqldb
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -62,4 +63,23 @@ func (d *DB) Pick(sqlite, postgres string) string {
 		return postgres
 	}
 	return sqlite
+}
+
+// Explain returns the details of SQLite's query plan of q.
+func (d *DB) Explain(ctx context.Context, q string, args []any) ([]string, error) {
+	rows, err := d.R.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("explain: %w", err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return nil, err
+		}
+		plan = append(plan, detail)
+	}
+	return plan, rows.Err()
 }

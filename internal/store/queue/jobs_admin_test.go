@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -55,7 +56,7 @@ func TestListJobsKeyset(t *testing.T) {
 			if pages > 30 {
 				t.Fatal("paging does not end")
 			}
-			jobs, err := e.st.ListJobs(e.ctx, store.JobFilter{}, cur, 4)
+			jobs, err := queue.New(e.st).ListJobs(e.ctx, queue.JobFilter{}, cur, 4)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +96,7 @@ func TestListJobsKeyset(t *testing.T) {
 		seen := map[int64]bool{}
 		var cur *model.JobAnchor
 		for {
-			jobs, err := e.st.ListJobs(e.ctx, store.JobFilter{Kind: protocol.JobKindThumbnail}, cur, 5)
+			jobs, err := queue.New(e.st).ListJobs(e.ctx, queue.JobFilter{Kind: protocol.JobKindThumbnail}, cur, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,11 +117,11 @@ func TestListJobsKeyset(t *testing.T) {
 		}
 	})
 	t.Run("filters", func(t *testing.T) {
-		jobs, err := e.st.ListJobs(e.ctx, store.JobFilter{Status: protocol.JobPending}, nil, 50)
+		jobs, err := queue.New(e.st).ListJobs(e.ctx, queue.JobFilter{Status: protocol.JobPending}, nil, 50)
 		if err != nil || len(jobs) != 0 {
 			t.Fatalf("pending jobs = %d, %v", len(jobs), err)
 		}
-		jobs, err = e.st.ListJobs(e.ctx, store.JobFilter{LibraryID: new(int64(1))}, nil, 50)
+		jobs, err = queue.New(e.st).ListJobs(e.ctx, queue.JobFilter{LibraryID: new(int64(1))}, nil, 50)
 		if err != nil || len(jobs) != 0 {
 			t.Fatalf("library jobs = %d, %v", len(jobs), err)
 		}
@@ -135,19 +136,19 @@ func TestListJobsPlan(t *testing.T) {
 	cur := &model.JobAnchor{CreatedAt: "2026-01-01 00:00:00.000", ID: 10}
 	cases := []struct {
 		name  string
-		f     store.JobFilter
+		f     queue.JobFilter
 		index string
 	}{
-		{"all", store.JobFilter{}, "ix_jobs_created"},
-		{"kind", store.JobFilter{Kind: protocol.JobKindScan}, "ix_jobs_created"},
-		{"kind and status", store.JobFilter{Kind: protocol.JobKindScan, Status: protocol.JobCompleted}, "ix_jobs_status_created"},
-		{"status", store.JobFilter{Status: protocol.JobPending}, "ix_jobs_status_created"},
-		{"library", store.JobFilter{LibraryID: new(int64(3))}, "ix_jobs_library"},
+		{"all", queue.JobFilter{}, "ix_jobs_created"},
+		{"kind", queue.JobFilter{Kind: protocol.JobKindScan}, "ix_jobs_created"},
+		{"kind and status", queue.JobFilter{Kind: protocol.JobKindScan, Status: protocol.JobCompleted}, "ix_jobs_status_created"},
+		{"status", queue.JobFilter{Status: protocol.JobPending}, "ix_jobs_status_created"},
+		{"library", queue.JobFilter{LibraryID: new(int64(3))}, "ix_jobs_library"},
 	}
 	for _, c := range cases {
 		for _, after := range []*model.JobAnchor{nil, cur} {
 			t.Run(fmt.Sprintf("%s cursor=%v", c.name, after != nil), func(t *testing.T) {
-				plan, err := e.st.ExplainListJobs(e.ctx, c.f, after)
+				plan, err := queue.New(e.st).ExplainListJobs(e.ctx, c.f, after)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -167,30 +168,30 @@ func TestCancelJob(t *testing.T) {
 	running := e.admJob(t, "thumbnail", "running", now)
 	done := e.admJob(t, "delete", "completed", now)
 	t.Run("pending becomes cancelled", func(t *testing.T) {
-		j, err := e.st.CancelJob(e.ctx, pending)
+		j, err := queue.New(e.st).CancelJob(e.ctx, pending)
 		if err != nil || j.Status != "cancelled" || (j.FinishedAt == nil) || model.Deref(j.ErrorCode) != protocol.ErrCancelled {
 			t.Fatalf("cancel pending: %+v, %v", j, err)
 		}
 	})
 	t.Run("running gets cancel_requested", func(t *testing.T) {
-		j, err := e.st.CancelJob(e.ctx, running)
+		j, err := queue.New(e.st).CancelJob(e.ctx, running)
 		if err != nil || j.Status != "running" || !j.CancelRequested {
 			t.Fatalf("cancel running: %+v, %v", j, err)
 		}
 	})
 	t.Run("terminal is job_terminal", func(t *testing.T) {
-		before, _ := e.st.GetJob(e.ctx, done)
-		_, err := e.st.CancelJob(e.ctx, done)
+		before, _ := queue.New(e.st).GetJob(e.ctx, done)
+		_, err := queue.New(e.st).CancelJob(e.ctx, done)
 		if !errors.Is(err, store.ErrConflict) || protocol.CodeOf(err, "") != protocol.CodeJobTerminal {
 			t.Fatalf("cancel completed: %v", err)
 		}
-		after, _ := e.st.GetJob(e.ctx, done)
+		after, _ := queue.New(e.st).GetJob(e.ctx, done)
 		if before != after {
 			t.Fatalf("terminal job changed: %+v → %+v", before, after)
 		}
 	})
 	t.Run("unknown is not found", func(t *testing.T) {
-		_, err := e.st.CancelJob(e.ctx, 9999)
+		_, err := queue.New(e.st).CancelJob(e.ctx, 9999)
 		if !errors.Is(err, store.ErrNotFound) || protocol.CodeOf(err, "") != "job_not_found" {
 			t.Fatalf("cancel unknown: %v", err)
 		}

@@ -1,18 +1,18 @@
-package store_test
+package queue_test
 
 import (
 	"reflect"
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-func (e *queueEnv) requestPaths(t *testing.T, libID int64, paths ...string) store.RequestOutcome {
+func (e *queueEnv) requestPaths(t *testing.T, libID int64, paths ...string) queue.RequestOutcome {
 	t.Helper()
-	out, err := e.st.RequestJob(e.ctx, store.JobRequest{Kind: protocol.JobKindScan, LibraryID: lib(libID),
+	out, err := queue.New(e.st).RequestJob(e.ctx, queue.JobRequest{Kind: protocol.JobKindScan, LibraryID: lib(libID),
 		Priority: protocol.PriorityNormal, Reason: "watch", Paths: paths})
 	if err != nil {
 		t.Fatalf("request scan %d %v: %v", libID, paths, err)
@@ -65,12 +65,12 @@ func TestFolderScopedRequestsMerge(t *testing.T) {
 		t.Fatalf("a folder request must not narrow a library-wide entry: %+v", again.Queued)
 	}
 	e.finish(t, first.Job.ID, protocol.JobCompleted)
-	next, err := e.st.PromoteQueueHead(e.ctx)
+	next, err := queue.New(e.st).PromoteQueueHead(e.ctx)
 	if err != nil || next == nil || next.Payload != "{}" || next.Library() != l1 {
 		t.Fatalf("promoted %+v, %v; want library %d, whole library", next, err, l1)
 	}
 	e.finish(t, next.ID, protocol.JobCompleted)
-	last, err := e.st.PromoteQueueHead(e.ctx)
+	last, err := queue.New(e.st).PromoteQueueHead(e.ctx)
 	if err != nil || last == nil || !reflect.DeepEqual(jobPaths(t, last), []string{"Z/"}) {
 		t.Fatalf("promoted %+v, %v; want Z/ of library %d", last, err, l2)
 	}
@@ -87,7 +87,7 @@ func TestScanRequestPathsCheck(t *testing.T) {
 			t.Errorf("paths %s accepted", bad)
 		}
 	}
-	if _, err := e.st.RequestJob(e.ctx, store.JobRequest{Kind: protocol.JobKindHash, Priority: protocol.PriorityNormal, Paths: []string{"A/"}}); err == nil {
+	if _, err := queue.New(e.st).RequestJob(e.ctx, queue.JobRequest{Kind: protocol.JobKindHash, Priority: protocol.PriorityNormal, Paths: []string{"A/"}}); err == nil {
 		t.Error("a hash request naming folders was accepted")
 	}
 }

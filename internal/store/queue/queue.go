@@ -1,4 +1,4 @@
-package store
+package queue
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -18,10 +19,6 @@ import (
 // first come first served. The queue lives in the database so that a
 // controld restart loses nothing: the dispatcher simply promotes the head
 // again when the slot is free.
-
-// ErrInvalidRequest: a JobRequest the queue cannot accept (kind that is not
-// queued, scan without library, unknown priority). The API maps it to 400.
-var ErrInvalidRequest = errors.New("invalid job request")
 
 // JobRequest asks for a scan or hash job.
 type JobRequest struct {
@@ -83,9 +80,9 @@ func (s *Store) RequestJob(ctx context.Context, r JobRequest) (RequestOutcome, e
 		return RequestOutcome{}, err
 	}
 	var out RequestOutcome
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		var err error
-		out, err = requestJobTx(ctx, tx, r, s.nowText())
+		out, err = requestJobTx(ctx, tx, r, s.db.NowText())
 		return err
 	})
 	if err != nil {
@@ -144,17 +141,17 @@ func validateJobRequest(r JobRequest) error {
 	switch r.Kind {
 	case protocol.JobKindScan:
 		if r.LibraryID == nil {
-			return fmt.Errorf("%w: a scan needs a library", ErrInvalidRequest)
+			return fmt.Errorf("%w: a scan needs a library", sqldb.ErrInvalidRequest)
 		}
 	case protocol.JobKindHash:
 		if r.Paths != nil {
-			return fmt.Errorf("%w: only a scan names folders", ErrInvalidRequest)
+			return fmt.Errorf("%w: only a scan names folders", sqldb.ErrInvalidRequest)
 		}
 	default:
-		return fmt.Errorf("%w: kind %q is not queued (want scan or hash)", ErrInvalidRequest, r.Kind)
+		return fmt.Errorf("%w: kind %q is not queued (want scan or hash)", sqldb.ErrInvalidRequest, r.Kind)
 	}
 	if _, err := protocol.ParsePriority(string(r.Priority)); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		return fmt.Errorf("%w: %v", sqldb.ErrInvalidRequest, err)
 	}
 	return nil
 }
@@ -163,7 +160,7 @@ func libraryExists(ctx context.Context, tx *sqlx.Tx, id int64) error {
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM libraries WHERE id = ?`, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("library %d: %w", id, ErrNotFound)
+		return fmt.Errorf("library %d: %w", id, sqldb.ErrNotFound)
 	}
 	return err
 }
@@ -189,7 +186,7 @@ func activeJobFor(ctx context.Context, tx *sqlx.Tx, kind protocol.JobKind, lib *
 func upgradeEntry(ctx context.Context, tx *sqlx.Tx, r JobRequest, now string) (*ScanRequest, error) {
 	var q ScanRequest
 	err := tx.GetContext(ctx, &q, `SELECT `+scanRequestCols+` FROM scan_requests
-		WHERE kind = ? AND coalesce(library_id, 0) = ?`, string(r.Kind), deref(r.LibraryID))
+		WHERE kind = ? AND coalesce(library_id, 0) = ?`, string(r.Kind), model.Deref(r.LibraryID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -288,7 +285,7 @@ func queuePosition(ctx context.Context, tx *sqlx.Tx, q *ScanRequest) (int, error
 // by construction (one entry per kind and library), so it is not paged.
 func (s *Store) ListQueue(ctx context.Context) ([]ScanRequest, error) {
 	out := []ScanRequest{}
-	if err := s.r.SelectContext(ctx, &out, `SELECT `+scanRequestCols+` FROM scan_requests `+queueOrder); err != nil {
+	if err := s.db.R.SelectContext(ctx, &out, `SELECT `+scanRequestCols+` FROM scan_requests `+queueOrder); err != nil {
 		return nil, fmt.Errorf("list queue: %w", err)
 	}
 	return out, nil
@@ -301,11 +298,11 @@ func (s *Store) QueueEntry(ctx context.Context, id int64) (ScanRequest, int, err
 		ScanRequest
 		Position int `db:"position"`
 	}
-	err := s.r.GetContext(ctx, &row, `SELECT `+scanRequestCols+`, 1 + (SELECT count(*) FROM scan_requests o
+	err := s.db.R.GetContext(ctx, &row, `SELECT `+scanRequestCols+`, 1 + (SELECT count(*) FROM scan_requests o
 		WHERE (o.kind = 'hash', o.priority, o.created_at, o.id) < (q.kind = 'hash', q.priority, q.created_at, q.id)) AS position
 		FROM scan_requests q WHERE id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return row.ScanRequest, 0, fmt.Errorf("queue entry %d: %w", id, ErrNotFound)
+		return row.ScanRequest, 0, fmt.Errorf("queue entry %d: %w", id, sqldb.ErrNotFound)
 	}
 	if err != nil {
 		return row.ScanRequest, 0, fmt.Errorf("queue entry %d: %w", id, err)
@@ -314,10 +311,10 @@ func (s *Store) QueueEntry(ctx context.Context, id int64) (ScanRequest, int, err
 }
 
 // CancelQueueEntry removes a waiting request. A request already promoted
-// to a job is no longer in the queue (ErrNotFound): cancel the job instead.
+// to a job is no longer in the queue (sqldb.ErrNotFound): cancel the job instead.
 func (s *Store) CancelQueueEntry(ctx context.Context, id int64) error {
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM scan_requests WHERE id = ?`, id)
 		if err != nil {
 			return err
@@ -329,7 +326,7 @@ func (s *Store) CancelQueueEntry(ctx context.Context, id int64) error {
 		return fmt.Errorf("cancel queue entry %d: %w", id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("cancel queue entry %d: %w", id, ErrNotFound)
+		return fmt.Errorf("cancel queue entry %d: %w", id, sqldb.ErrNotFound)
 	}
 	return nil
 }
@@ -340,7 +337,7 @@ func (s *Store) CancelQueueEntry(ctx context.Context, id int64) error {
 // when a third party took the slot first: the dispatcher retries later).
 func (s *Store) PromoteQueueHead(ctx context.Context) (*model.Job, error) {
 	var job *model.Job
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		job = nil
 		var busy bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs
@@ -359,7 +356,7 @@ func (s *Store) PromoteQueueHead(ctx context.Context) (*model.Job, error) {
 		if err != nil {
 			return err
 		}
-		j, err := insertPendingJob(ctx, tx, protocol.JobKind(q.Kind), q.LibraryID, protocol.Priority(q.Priority), scanPayload(paths), s.nowText())
+		j, err := insertPendingJob(ctx, tx, protocol.JobKind(q.Kind), q.LibraryID, protocol.Priority(q.Priority), scanPayload(paths), s.db.NowText())
 		if err != nil || j == nil {
 			return err
 		}
@@ -380,7 +377,7 @@ func (s *Store) PromoteQueueHead(ctx context.Context) (*model.Job, error) {
 // polls it so that an idle system never takes the write lock.
 func (s *Store) QueueReady(ctx context.Context) (bool, error) {
 	var ready bool
-	err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM scan_requests)
+	err := s.db.R.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM scan_requests)
 		AND NOT EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending','running') AND kind IN ('scan','hash'))`).Scan(&ready)
 	if err != nil {
 		return false, fmt.Errorf("queue ready: %w", err)

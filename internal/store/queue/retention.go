@@ -1,4 +1,4 @@
-package store
+package queue
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func (s *Store) PruneScanSessions(ctx context.Context, p RetentionPolicy, limit 
 
 func (s *Store) deleteBatch(ctx context.Context, query string, args ...any) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err

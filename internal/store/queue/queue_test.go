@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
@@ -42,13 +43,13 @@ func mustLibrary(t *testing.T, st *store.Store, path string) int64 {
 
 func lib(id int64) *int64 { return &id }
 
-func (e *queueEnv) request(t *testing.T, kind protocol.JobKind, libID int64, prio protocol.Priority) store.RequestOutcome {
+func (e *queueEnv) request(t *testing.T, kind protocol.JobKind, libID int64, prio protocol.Priority) queue.RequestOutcome {
 	t.Helper()
 	var l *int64
 	if libID != 0 {
 		l = lib(libID)
 	}
-	out, err := e.st.RequestJob(e.ctx, store.JobRequest{Kind: kind, LibraryID: l, Priority: prio, Reason: "test"})
+	out, err := queue.New(e.st).RequestJob(e.ctx, queue.JobRequest{Kind: kind, LibraryID: l, Priority: prio, Reason: "test"})
 	if err != nil {
 		t.Fatalf("request %s %d: %v", kind, libID, err)
 	}
@@ -71,7 +72,7 @@ func (e *queueEnv) finish(t *testing.T, jobID int64, status protocol.JobStatus) 
 
 func queueTargets(t *testing.T, st *store.Store) []string {
 	t.Helper()
-	q, err := st.ListQueue(context.Background())
+	q, err := queue.New(st).ListQueue(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,17 +161,17 @@ func TestRequestJob(t *testing.T) {
 	})
 	t.Run("validation", func(t *testing.T) {
 		e := setupQueue(t, 1)
-		bad := []store.JobRequest{
+		bad := []queue.JobRequest{
 			{Kind: protocol.JobKindScan, Priority: protocol.PriorityHigh},
 			{Kind: protocol.JobKindThumbnail, LibraryID: lib(e.libs[0]), Priority: protocol.PriorityHigh},
 			{Kind: protocol.JobKindScan, LibraryID: lib(e.libs[0]), Priority: "HIGH"},
 		}
 		for _, r := range bad {
-			if _, err := e.st.RequestJob(e.ctx, r); !errors.Is(err, store.ErrInvalidRequest) {
+			if _, err := queue.New(e.st).RequestJob(e.ctx, r); !errors.Is(err, store.ErrInvalidRequest) {
 				t.Errorf("%+v: err %v", r, err)
 			}
 		}
-		_, err := e.st.RequestJob(e.ctx, store.JobRequest{Kind: protocol.JobKindScan, LibraryID: lib(999), Priority: protocol.PriorityHigh})
+		_, err := queue.New(e.st).RequestJob(e.ctx, queue.JobRequest{Kind: protocol.JobKindScan, LibraryID: lib(999), Priority: protocol.PriorityHigh})
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("unknown library: %v", err)
 		}
@@ -186,10 +187,10 @@ func TestQueueCancelAndPromote(t *testing.T) {
 		e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityNormal)
 		q1 := e.request(t, protocol.JobKindScan, e.libs[1], protocol.PriorityNormal)
 		e.request(t, protocol.JobKindScan, e.libs[2], protocol.PriorityNormal)
-		if err := e.st.CancelQueueEntry(e.ctx, q1.Queued.ID); err != nil {
+		if err := queue.New(e.st).CancelQueueEntry(e.ctx, q1.Queued.ID); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.st.CancelQueueEntry(e.ctx, q1.Queued.ID); !errors.Is(err, store.ErrNotFound) {
+		if err := queue.New(e.st).CancelQueueEntry(e.ctx, q1.Queued.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("second cancel: %v", err)
 		}
 		if got := queueTargets(t, e.st); len(got) != 1 || got[0] != fmt.Sprintf("scan:%d:normal", e.libs[2]) {
@@ -200,18 +201,18 @@ func TestQueueCancelAndPromote(t *testing.T) {
 		e := setupQueue(t, 2)
 		first := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityNormal)
 		e.request(t, protocol.JobKindHash, e.libs[1], protocol.PriorityHigh)
-		if j, err := e.st.PromoteQueueHead(e.ctx); err != nil || j != nil {
+		if j, err := queue.New(e.st).PromoteQueueHead(e.ctx); err != nil || j != nil {
 			t.Fatalf("promoted while busy: %+v %v", j, err)
 		}
 		e.finish(t, first.Job.ID, protocol.JobCompleted)
-		j, err := e.st.PromoteQueueHead(e.ctx)
+		j, err := queue.New(e.st).PromoteQueueHead(e.ctx)
 		if err != nil || j == nil || j.Kind != "hash" || j.Library() != e.libs[1] || j.Priority != "high" || j.Status != "pending" {
 			t.Fatalf("promote: %+v %v", j, err)
 		}
 		if q := queueTargets(t, e.st); len(q) != 0 {
 			t.Fatalf("queue %v", q)
 		}
-		if j, err := e.st.PromoteQueueHead(e.ctx); err != nil || j != nil {
+		if j, err := queue.New(e.st).PromoteQueueHead(e.ctx); err != nil || j != nil {
 			t.Fatalf("empty queue promoted %+v %v", j, err)
 		}
 	})
@@ -223,7 +224,7 @@ func TestQueueCancelAndPromote(t *testing.T) {
 		if _, err := storetest.Exec(e.ctx, e.st, `UPDATE jobs SET status = 'running'`); err != nil {
 			t.Fatal(err)
 		}
-		if j, err := e.st.PromoteQueueHead(e.ctx); err != nil || j != nil {
+		if j, err := queue.New(e.st).PromoteQueueHead(e.ctx); err != nil || j != nil {
 			t.Fatalf("promote %+v %v", j, err)
 		}
 		if len(queueTargets(t, e.st)) != 1 {
@@ -243,12 +244,12 @@ func TestQueueCancelAndPromote(t *testing.T) {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				_, err := st.RequestJob(e.ctx, store.JobRequest{Kind: protocol.JobKindScan, LibraryID: lib(l), Priority: protocol.PriorityNormal})
+				_, err := queue.New(st).RequestJob(e.ctx, queue.JobRequest{Kind: protocol.JobKindScan, LibraryID: lib(l), Priority: protocol.PriorityNormal})
 				errs <- err
 			}()
 			go func() {
 				defer wg.Done()
-				_, err := st.PromoteQueueHead(e.ctx)
+				_, err := queue.New(st).PromoteQueueHead(e.ctx)
 				errs <- err
 			}()
 		}

@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -40,7 +41,7 @@ func TestSlotTakenBeforeInsert(t *testing.T) {
 				e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityNormal)
 				e.finish(t, 1, protocol.JobCompleted)
 				e.race(t, way)
-				j, err := e.st.PromoteQueueHead(e.ctx)
+				j, err := queue.New(e.st).PromoteQueueHead(e.ctx)
 				if err != nil || j != nil {
 					t.Fatalf("promote: %+v %v", j, err)
 				}
@@ -53,7 +54,7 @@ func TestSlotTakenBeforeInsert(t *testing.T) {
 				scan := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityHigh).Job
 				e.finish(t, scan.ID, protocol.JobCompleted)
 				e.race(t, way)
-				done, hash, err := e.st.FollowUpJob(e.ctx, scan.ID, true)
+				done, hash, err := queue.New(e.st).FollowUpJob(e.ctx, scan.ID, true)
 				if err != nil || !done || hash == nil || hash.Queued == nil {
 					t.Fatalf("follow up: %v %+v %v", done, hash, err)
 				}
@@ -64,7 +65,7 @@ func TestSlotTakenBeforeInsert(t *testing.T) {
 				if _, err := storetest.Exec(e.ctx, e.st, `UPDATE libraries SET scan_interval_minutes = 5 WHERE id = ?`, e.libs[0]); err != nil {
 					t.Fatal(err)
 				}
-				out, err := e.st.RequestScheduledScans(e.ctx)
+				out, err := queue.New(e.st).RequestScheduledScans(e.ctx)
 				if err != nil || len(out) != 1 || out[0].Queued == nil {
 					t.Fatalf("scheduled scans: %+v %v", out, err)
 				}
@@ -90,7 +91,7 @@ func (e *queueEnv) race(t *testing.T, way string) {
 	const take = `INSERT INTO jobs (kind, status, library_id, priority, payload, created_at, updated_at)
 		VALUES ('scan', 'pending', ?, 'normal', '{}', ?, ?)`
 	fired := false
-	store.SetSlotRaceHook(t, func(ctx context.Context, tx *sqlx.Tx) error {
+	queue.SetSlotRaceHook(t, func(ctx context.Context, tx *sqlx.Tx) error {
 		if fired {
 			return nil
 		}

@@ -1,4 +1,4 @@
-package store_test
+package queue_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -51,7 +52,7 @@ func TestRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 		keep[bound] = true
-		p := store.RetentionPolicy{JobsBefore: now.Add(-24 * time.Hour), FailedBefore: now.Add(-7 * 24 * time.Hour)}
+		p := queue.RetentionPolicy{JobsBefore: now.Add(-24 * time.Hour), FailedBefore: now.Add(-7 * 24 * time.Hour)}
 
 		// a writer inserts fresh terminal jobs all along
 		stop := make(chan struct{})
@@ -77,7 +78,7 @@ func TestRetention(t *testing.T) {
 		}()
 		var batches []int64
 		for {
-			n, err := e.st.DeleteOldJobs(ctx, p, 25)
+			n, err := queue.New(e.st).DeleteOldJobs(ctx, p, 25)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,10 +133,10 @@ func TestRetention(t *testing.T) {
 				}
 			}
 		}
-		p := store.RetentionPolicy{KeepSessions: 3}
+		p := queue.RetentionPolicy{KeepSessions: 3}
 		calls := 0
 		for {
-			n, err := e.st.PruneScanSessions(ctx, p, 40)
+			n, err := queue.New(e.st).PruneScanSessions(ctx, p, 40)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,8 +191,8 @@ func TestRetention(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p := store.RetentionPolicy{MaintenanceBefore: now.Add(-7 * 24 * time.Hour), FailedBefore: now.Add(-7 * 24 * time.Hour)}
-		n, err := e.st.DeleteOldMaintenance(ctx, p, 100)
+		p := queue.RetentionPolicy{MaintenanceBefore: now.Add(-7 * 24 * time.Hour), FailedBefore: now.Add(-7 * 24 * time.Hour)}
+		n, err := queue.New(e.st).DeleteOldMaintenance(ctx, p, 100)
 		if err != nil || n != 4 {
 			t.Fatalf("deleted %d, %v", n, err)
 		}

@@ -1,4 +1,4 @@
-package store
+package queue
 
 import (
 	"context"
@@ -14,8 +14,6 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-const jobCols = sqldb.JobCols
-
 // JobFilter narrows ListJobs; zero fields do not filter.
 type JobFilter struct {
 	Kind      protocol.JobKind
@@ -23,9 +21,9 @@ type JobFilter struct {
 	LibraryID *int64
 }
 
-// GetJob returns one job or ErrNotFound.
+// GetJob returns one job or sqldb.ErrNotFound.
 func (s *Store) GetJob(ctx context.Context, id int64) (model.Job, error) {
-	return getRow[model.Job](ctx, s.r, jobRow, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
+	return sqldb.GetRow[model.Job](ctx, s.db.R, sqldb.JobRow, `SELECT `+sqldb.JobCols+` FROM jobs WHERE id = ?`, id)
 }
 
 // ListJobs pages jobs newest first by the keyset of protocol §6.1:
@@ -37,7 +35,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (model.Job, error) {
 func (s *Store) ListJobs(ctx context.Context, f JobFilter, after *model.JobAnchor, limit int) ([]model.Job, error) {
 	q, args := listJobsQuery(f, after, limit)
 	var out []model.Job
-	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
+	if err := s.db.R.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return out, nil
@@ -64,7 +62,7 @@ func listJobsQuery(f JobFilter, after *model.JobAnchor, limit int) (string, []an
 		where = append(where, "(created_at, id) < (?, ?)")
 		args = append(args, after.CreatedAt, after.ID)
 	}
-	q := `SELECT ` + jobCols + ` FROM jobs`
+	q := `SELECT ` + sqldb.JobCols + ` FROM jobs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -76,66 +74,42 @@ func listJobsQuery(f JobFilter, after *model.JobAnchor, limit int) (string, []an
 // tests can assert that it walks an index without a temp b-tree.
 func (s *Store) ExplainListJobs(ctx context.Context, f JobFilter, after *model.JobAnchor) ([]string, error) {
 	q, args := listJobsQuery(f, after, 50)
-	return s.explain(ctx, q, args)
+	return s.db.Explain(ctx, q, args)
 }
-
-// explain returns the details of the query plan of q.
-func (s *Store) explain(ctx context.Context, q string, args []any) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("explain: %w", err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			return nil, err
-		}
-		plan = append(plan, detail)
-	}
-	return plan, rows.Err()
-}
-
-// unsettledDelete matches a delete job, not running, that a killed run
-// left with intents: files it may have moved that only a run can settle.
-const unsettledDelete = `(status IN ('pending','retryable') AND kind = 'delete'
-	AND EXISTS (SELECT 1 FROM delete_intents i WHERE i.job_id = jobs.id))`
 
 // CancelJob cancels a job: a pending or retryable job becomes cancelled at
 // once; a running one gets cancel_requested and its worker ends it within
 // the cancel-check interval. So does a delete job that a killed run left
 // with intents: a worker claims it, settles them from the disk, and ends it
-// cancelled (protocol §4.2.1). A terminal job is ErrConflict with code
+// cancelled (protocol §4.2.1). A terminal job is sqldb.ErrConflict with code
 // job_terminal. The whole decision is one write transaction, so a job that
 // a worker claims concurrently is either cancelled before the claim or
 // flagged after it, never missed.
 func (s *Store) CancelJob(ctx context.Context, id int64) (model.Job, error) {
-	now := s.nowText()
+	now := s.db.NowText()
 	var j model.Job
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &j, `UPDATE jobs SET status = 'cancelled', error_code = ?, error_message = ?,
 				worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL,
 				finished_at = ?, updated_at = ?
-			WHERE id = ? AND status IN ('pending','retryable') AND NOT `+unsettledDelete+` RETURNING `+jobCols,
+			WHERE id = ? AND status IN ('pending','retryable') AND NOT `+sqldb.UnsettledDelete+` RETURNING `+sqldb.JobCols,
 			protocol.ErrCancelled, "cancelled by request", now, now, id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		err = tx.GetContext(ctx, &j, `UPDATE jobs SET cancel_requested = 1, updated_at = ?
-			WHERE id = ? AND (status = 'running' OR `+unsettledDelete+`) RETURNING `+jobCols, now, id)
+			WHERE id = ? AND (status = 'running' OR `+sqldb.UnsettledDelete+`) RETURNING `+sqldb.JobCols, now, id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		err = tx.GetContext(ctx, &j, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
+		err = tx.GetContext(ctx, &j, `SELECT `+sqldb.JobCols+` FROM jobs WHERE id = ?`, id)
 		if errors.Is(err, sql.ErrNoRows) {
-			return missingRow(jobRow, id)
+			return sqldb.MissingRow(sqldb.JobRow, id)
 		}
 		if err != nil {
 			return err
 		}
-		return &protocol.Error{Code: protocol.CodeJobTerminal, Message: fmt.Sprintf("job %d is already %s", id, j.Status), Err: ErrConflict}
+		return &protocol.Error{Code: protocol.CodeJobTerminal, Message: fmt.Sprintf("job %d is already %s", id, j.Status), Err: sqldb.ErrConflict}
 	})
 	if err != nil {
 		return model.Job{}, fmt.Errorf("cancel job: %w", err)

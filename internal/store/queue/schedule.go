@@ -1,4 +1,4 @@
-package store
+package queue
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -22,16 +23,16 @@ import (
 // not one per tick. Each library is its own short transaction, re-checked
 // inside it, so two controlds cannot both request the same period.
 func (s *Store) RequestScheduledScans(ctx context.Context) ([]RequestOutcome, error) {
-	now := s.nowText()
+	now := s.db.NowText()
 	var due []int64
-	if err := s.r.SelectContext(ctx, &due, `SELECT id FROM libraries WHERE scan_interval_minutes > 0
+	if err := s.db.R.SelectContext(ctx, &due, `SELECT id FROM libraries WHERE scan_interval_minutes > 0
 		AND (last_scan_requested_at IS NULL OR last_scan_requested_at <= `+s.dueCutoff()+`) ORDER BY id`, now); err != nil {
 		return nil, fmt.Errorf("due scheduled scans: %w", err)
 	}
 	var out []RequestOutcome
 	for _, id := range due {
 		var o *RequestOutcome
-		err := s.write(ctx, func(tx *sqlx.Tx) error {
+		err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 			o = nil
 			var still bool
 			err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM libraries WHERE id = ? AND scan_interval_minutes > 0
@@ -57,7 +58,7 @@ func (s *Store) RequestScheduledScans(ctx context.Context) ([]RequestOutcome, er
 // dueCutoff is now minus the library's interval, computed from the store
 // clock's now (bound as the placeholder), never the database's own clock.
 func (s *Store) dueCutoff() string {
-	return s.pick(`strftime('%Y-%m-%d %H:%M:%f', ?, '-' || scan_interval_minutes || ' minutes')`,
+	return s.db.Pick(`strftime('%Y-%m-%d %H:%M:%f', ?, '-' || scan_interval_minutes || ' minutes')`,
 		`(?::timestamptz - scan_interval_minutes * interval '1 minute')`)
 }
 
@@ -68,7 +69,7 @@ func (s *Store) dueCutoff() string {
 func (s *Store) needsFollowUp() string {
 	return `((kind = 'scan' AND status IN ('completed','failed','cancelled'))
 	OR (kind = 'hash' AND status = 'completed' AND ` +
-		s.pick(`json_extract(result, '$.`+protocol.ResultYielded+`') = 1`,
+		s.db.Pick(`json_extract(result, '$.`+protocol.ResultYielded+`') = 1`,
 			`(result::jsonb ->> '`+protocol.ResultYielded+`') IN ('true', '1')`) + `))`
 }
 
@@ -86,7 +87,7 @@ const unfollowed = `j.followed_up = 0 AND j.status IN ('completed','failed','can
 // unmarked rows, so an idle pass reads nothing.
 func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([]model.Job, error) {
 	out := []model.Job{}
-	err := s.r.SelectContext(ctx, &out, `SELECT j.* FROM jobs j WHERE `+unfollowed+` AND j.id > ?
+	err := s.db.R.SelectContext(ctx, &out, `SELECT j.* FROM jobs j WHERE `+unfollowed+` AND j.id > ?
 		ORDER BY j.id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("jobs to follow up: %w", err)
@@ -105,7 +106,7 @@ func (s *Store) JobsToFollowUp(ctx context.Context, afterID int64, limit int) ([
 // true only for the call that followed the job up; another call (another
 // controld, a restart) finds the mark and does nothing.
 func (s *Store) FollowUpJob(ctx context.Context, jobID int64, hashAfterScan bool) (done bool, hash *RequestOutcome, err error) {
-	err = s.write(ctx, func(tx *sqlx.Tx) error {
+	err = s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		done, hash = false, nil
 		var j struct {
 			model.Job
@@ -119,7 +120,7 @@ func (s *Store) FollowUpJob(ctx context.Context, jobID int64, hashAfterScan bool
 		if err != nil || !j.Needs {
 			return err
 		}
-		now := s.nowText()
+		now := s.db.NowText()
 		req, hashIt := followUpRequest(j.Job, hashAfterScan)
 		res, err := tx.ExecContext(ctx, `INSERT INTO job_followups (job_id, library_id, job_status, hash_requested, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING`, j.ID, j.LibraryID, j.Status, hashIt, now)
@@ -162,26 +163,26 @@ func followUpRequest(j model.Job, hashAfterScan bool) (JobRequest, bool) {
 }
 
 // followUpRefusal explains why job id cannot be followed up: it does not
-// exist (ErrNotFound), or has not finished (ErrConflict), or was already
+// exist (sqldb.ErrNotFound), or has not finished (sqldb.ErrConflict), or was already
 // marked (nil: done=false).
 func followUpRefusal(ctx context.Context, tx *sqlx.Tx, id int64) error {
 	var kind, status string
 	var marked bool
 	err := tx.QueryRowContext(ctx, `SELECT kind, status, followed_up = 1 FROM jobs WHERE id = ?`, id).Scan(&kind, &status, &marked)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("job %d: %w", id, ErrNotFound)
+		return fmt.Errorf("job %d: %w", id, sqldb.ErrNotFound)
 	}
 	if err != nil || marked {
 		return err
 	}
-	return fmt.Errorf("%s job %d is %s and not to be followed up: %w", kind, id, status, ErrConflict)
+	return fmt.Errorf("%s job %d is %s and not to be followed up: %w", kind, id, status, sqldb.ErrConflict)
 }
 
 // LibrariesNeedingCovers lists the libraries that have present files a
 // scan marked as needing a cover (needs_cover=1), for cover admission.
 func (s *Store) LibrariesNeedingCovers(ctx context.Context) ([]int64, error) {
 	out := []int64{}
-	if err := s.r.SelectContext(ctx, &out, `SELECT DISTINCT library_id FROM library_files WHERE needs_cover = 1 AND is_missing = 0 ORDER BY library_id`); err != nil {
+	if err := s.db.R.SelectContext(ctx, &out, `SELECT DISTINCT library_id FROM library_files WHERE needs_cover = 1 AND is_missing = 0 ORDER BY library_id`); err != nil {
 		return nil, fmt.Errorf("libraries needing covers: %w", err)
 	}
 	return out, nil
