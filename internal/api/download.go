@@ -31,7 +31,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	f, err := s.st.GetFile(ctx, id)
+	f, err := s.cat.GetFile(ctx, id)
 	if err != nil {
 		return err
 	}

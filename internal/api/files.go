@@ -15,6 +15,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/catalog"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -32,7 +33,7 @@ func (s *Server) listFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var f store.FileFilter
+	var f catalog.FileFilter
 	if f.LibraryID, err = queryID(c, "library_id"); err != nil {
 		return err
 	}
@@ -53,13 +54,13 @@ func (s *Server) listFiles(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		files, err := s.st.ListFiles(c.Request().Context(), f, lastID, limit+1)
+		files, err := s.cat.ListFiles(c.Request().Context(), f, lastID, limit+1)
 		if err != nil {
 			return err
 		}
 		return idPageJSON(c, files, limit, s.fileView, fileID)
 	}
-	files, err := s.st.ListFilesInOrder(c.Request().Context(), f, after, limit+1)
+	files, err := s.cat.ListFilesInOrder(c.Request().Context(), f, after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -90,11 +91,11 @@ func (s *Server) getFile(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	f, err := s.st.GetFile(ctx, id)
+	f, err := s.cat.GetFile(ctx, id)
 	if err != nil {
 		return err
 	}
-	m, err := s.st.FileMetadata(ctx, id)
+	m, err := s.cat.FileMetadata(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func (s *Server) getFile(c echo.Context) error {
 		v.Metadata = metadataView(*m)
 	}
 	if model.Deref(f.Format) == string(protocol.FormatVideo) {
-		p, err := s.st.VideoProbeOf(ctx, id)
+		p, err := s.cat.VideoProbeOf(ctx, id)
 		switch {
 		case err == nil:
 			v.Video = videoView(p)
@@ -126,7 +127,7 @@ func (s *Server) getCover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ref, err := s.st.CoverOf(c.Request().Context(), id)
+	ref, err := s.cat.CoverOf(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func (s *Server) getCover(c echo.Context) error {
 
 // openCover opens the cache file of ref after confining it to
 // <state>/covers by realpath.
-func (s *Server) openCover(ref store.CoverRef) (*os.File, os.FileInfo, error) {
+func (s *Server) openCover(ref catalog.CoverRef) (*os.File, os.FileInfo, error) {
 	rel, ok := strings.CutPrefix(ref.OutputRelPath, thumbnails.CoversDir+"/")
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %q is not under %s/", pathsafe.ErrOutside, ref.OutputRelPath, thumbnails.CoversDir)

@@ -200,7 +200,7 @@ func (s *Server) getLibrary(c echo.Context) error {
 		}
 	}
 	if st.LastScanID != nil {
-		scan, err := s.st.GetScan(ctx, model.Deref(st.LastScanID))
+		scan, err := s.cat.GetScan(ctx, model.Deref(st.LastScanID))
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}

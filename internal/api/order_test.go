@@ -11,7 +11,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/natsort"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -53,11 +53,11 @@ func TestNaturalOrder(t *testing.T) {
 	fence := e.scanFence(lib)
 	addSeries := func(names ...string) []int64 {
 		t.Helper()
-		var in []store.NewSeries
+		var in []scanning.NewSeries
 		for _, n := range names {
-			in = append(in, store.NewSeries{Name: n, NameKey: strings.ToLower(n)})
+			in = append(in, scanning.NewSeries{Name: n, NameKey: strings.ToLower(n)})
 		}
-		ids, _, err := e.worker.EnsureSeries(e.ctx, fence, lib, in)
+		ids, _, err := scanning.New(e.worker).EnsureSeries(e.ctx, fence, lib, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestNaturalOrder(t *testing.T) {
 func TestSeriesDetails(t *testing.T) {
 	e := setup(t)
 	lib := e.library("comics")
-	ids, _, err := e.worker.EnsureSeries(e.ctx, e.scanFence(lib), lib, []store.NewSeries{{Name: "Saga", NameKey: "saga"}})
+	ids, _, err := scanning.New(e.worker).EnsureSeries(e.ctx, e.scanFence(lib), lib, []scanning.NewSeries{{Name: "Saga", NameKey: "saga"}})
 	if err != nil {
 		t.Fatal(err)
 	}

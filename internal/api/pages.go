@@ -164,7 +164,7 @@ func (s *Server) locateBook(c echo.Context) (reader.Located, settings.Values, er
 		return reader.Located{}, nil, err
 	}
 	ctx := c.Request().Context()
-	f, err := s.st.GetFile(ctx, id)
+	f, err := s.cat.GetFile(ctx, id)
 	if err != nil {
 		return reader.Located{}, nil, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/catalog"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -20,7 +20,7 @@ func (s *Server) listSeries(c echo.Context) error {
 		return err
 	}
 	if byID {
-		return listByLibrary(c, s.st.ListSeries, seriesView, func(r model.Series) int64 { return r.ID })
+		return listByLibrary(c, s.cat.ListSeries, seriesView, func(r model.Series) int64 { return r.ID })
 	}
 	limit, err := pageLimit(c)
 	if err != nil {
@@ -30,7 +30,7 @@ func (s *Server) listSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.st.ListSeriesInOrder(c.Request().Context(), lib, after, limit+1)
+	rows, err := s.cat.ListSeriesInOrder(c.Request().Context(), lib, after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -47,11 +47,11 @@ func (s *Server) getSeries(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	ser, err := s.st.GetSeries(ctx, id)
+	ser, err := s.cat.GetSeries(ctx, id)
 	if err != nil {
 		return err
 	}
-	d, err := s.st.GetSeriesDetails(ctx, id)
+	d, err := s.cat.GetSeriesDetails(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (s *Server) getSeries(c echo.Context) error {
 		v.Summary = v.Details.Summary
 	}
 	if d.FirstBook != nil {
-		art, ok, err := s.st.SeriesArt(ctx, ser.LibraryID, layout.ArtFolders(model.Deref(d.FirstBook)))
+		art, ok, err := s.cat.SeriesArt(ctx, ser.LibraryID, layout.ArtFolders(model.Deref(d.FirstBook)))
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func (s *Server) getSeries(c echo.Context) error {
 		}
 	}
 	if d.CoverFileID != nil {
-		f, err := s.st.GetFile(ctx, model.Deref(d.CoverFileID))
+		f, err := s.cat.GetFile(ctx, model.Deref(d.CoverFileID))
 		if err != nil {
 			return err
 		}
@@ -92,8 +92,8 @@ func (s *Server) listSeriesFiles(c echo.Context) error {
 		return err
 	}
 	if byID {
-		return listUnder(c, s.st.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]model.File, error) {
-			return s.st.ListFiles(ctx, store.FileFilter{SeriesID: new(int64(id))}, after, limit)
+		return listUnder(c, s.cat.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]model.File, error) {
+			return s.cat.ListFiles(ctx, catalog.FileFilter{SeriesID: new(int64(id))}, after, limit)
 		}, s.fileView, fileID)
 	}
 	id, err := pathID(c, "id")
@@ -105,10 +105,10 @@ func (s *Server) listSeriesFiles(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.st.GetSeries(ctx, id); err != nil {
+	if _, err := s.cat.GetSeries(ctx, id); err != nil {
 		return err
 	}
-	rows, err := s.st.ListSeriesFilesInOrder(ctx, id, after, limit+1)
+	rows, err := s.cat.ListSeriesFilesInOrder(ctx, id, after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -117,13 +117,13 @@ func (s *Server) listSeriesFiles(c echo.Context) error {
 
 // listScans pages scan sessions newest first; the cursor is the last id.
 func (s *Server) listScans(c echo.Context) error {
-	return listByLibrary(c, s.st.ListScans, scanView, func(r model.Scan) int64 { return r.ID })
+	return listByLibrary(c, s.cat.ListScans, scanView, func(r model.Scan) int64 { return r.ID })
 }
 
 func (s *Server) getScan(c echo.Context) error {
-	return getByID(c, s.st.GetScan, scanView)
+	return getByID(c, s.cat.GetScan, scanView)
 }
 
 func (s *Server) listScanErrors(c echo.Context) error {
-	return listUnder(c, s.st.GetScan, s.st.ScanErrors, scanErrorView, func(r store.ScanErrorRecord) int64 { return r.ID })
+	return listUnder(c, s.cat.GetScan, s.cat.ScanErrors, scanErrorView, func(r catalog.ScanErrorRecord) int64 { return r.ID })
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/store/catalog"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -36,7 +37,7 @@ func TestPurgeMissing(t *testing.T) {
 	lists := func() string {
 		t.Helper()
 		var names []string
-		series, err := e.control.ListSeries(context.Background(), new(int64(e.lib)), 0, 100)
+		series, err := catalog.New(e.control).ListSeries(context.Background(), new(int64(e.lib)), 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,20 +5,20 @@ import (
 	"sort"
 
 	"github.com/bindery-nas/bindery/internal/layout"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/scanning"
 )
 
 // seriesKey is a series identity: case-folded name and publisher.
 type seriesKey struct{ name, publisher string }
 
-func keyOf(f store.UnlinkedFile) seriesKey {
+func keyOf(f scanning.UnlinkedFile) seriesKey {
 	return seriesKey{name: layout.IdentityKey(f.SeriesNameRaw), publisher: layout.IdentityKey(f.Publisher)}
 }
 
 // firstFile is the first file by relative path of one identity.
 type firstFile struct {
 	path   string
-	series store.NewSeries
+	series scanning.NewSeries
 }
 
 // createSeries is phase 4: the identities of every unlinked file are
@@ -38,13 +38,13 @@ type firstFile struct {
 // one per file.
 func (r *run) createSeries(ctx context.Context) (map[seriesKey]int64, error) {
 	firsts := map[seriesKey]firstFile{}
-	publishers, err := r.st.SeriesPublishers(ctx, r.libID)
+	publishers, err := r.sc.SeriesPublishers(ctx, r.libID)
 	if err != nil {
 		return nil, err
 	}
 	after := ""
 	for {
-		files, err := r.st.UnlinkedFiles(ctx, r.libID, after, r.cfg.BatchSize)
+		files, err := r.sc.UnlinkedFiles(ctx, r.libID, after, r.cfg.BatchSize)
 		if err != nil {
 			return nil, err
 		}
@@ -55,11 +55,11 @@ func (r *run) createSeries(ctx context.Context) (map[seriesKey]int64, error) {
 		for _, f := range files {
 			k := keyOf(f)
 			if _, ok := firsts[k]; !ok {
-				firsts[k] = firstFile{path: f.RelativePath, series: store.NewSeries{Name: layout.CleanName(f.SeriesNameRaw),
+				firsts[k] = firstFile{path: f.RelativePath, series: scanning.NewSeries{Name: layout.CleanName(f.SeriesNameRaw),
 					NameKey: k.name, Publisher: layout.CleanName(f.Publisher), PublisherKey: k.publisher, Year: f.Year}}
 			}
 			if p, ok := publishers[k.name]; k.publisher != "" && (!ok || k.publisher < p.PublisherKey) {
-				publishers[k.name] = store.SeriesPublisher{Publisher: layout.CleanName(f.Publisher), PublisherKey: k.publisher}
+				publishers[k.name] = scanning.SeriesPublisher{Publisher: layout.CleanName(f.Publisher), PublisherKey: k.publisher}
 			}
 		}
 	}
@@ -67,7 +67,7 @@ func (r *run) createSeries(ctx context.Context) (map[seriesKey]int64, error) {
 	ids := make(map[seriesKey]int64, len(firsts))
 	for start := 0; start < len(wanted); start += r.cfg.BatchSize {
 		chunk := wanted[start:min(start+r.cfg.BatchSize, len(wanted))]
-		got, created, err := r.st.EnsureSeries(ctx, r.fence, r.libID, chunk)
+		got, created, err := r.sc.EnsureSeries(ctx, r.fence, r.libID, chunk)
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +85,7 @@ func (r *run) createSeries(ctx context.Context) (map[seriesKey]int64, error) {
 // adoptPublishers maps every collected identity to the identity its files
 // join, and returns the series to ensure in name order, each described by
 // the first file (by path) of all the files that join it.
-func adoptPublishers(firsts map[seriesKey]firstFile, publishers map[string]store.SeriesPublisher) (map[seriesKey]seriesKey, []store.NewSeries) {
+func adoptPublishers(firsts map[seriesKey]firstFile, publishers map[string]scanning.SeriesPublisher) (map[seriesKey]seriesKey, []scanning.NewSeries) {
 	resolved := make(map[seriesKey]seriesKey, len(firsts))
 	merged := map[seriesKey]firstFile{}
 	for raw, f := range firsts {
@@ -109,7 +109,7 @@ func adoptPublishers(firsts map[seriesKey]firstFile, publishers map[string]store
 		}
 		return keys[i].publisher < keys[j].publisher
 	})
-	out := make([]store.NewSeries, len(keys))
+	out := make([]scanning.NewSeries, len(keys))
 	for i, k := range keys {
 		out[i] = merged[k].series
 	}
@@ -122,7 +122,7 @@ func adoptPublishers(firsts map[seriesKey]firstFile, publishers map[string]store
 func (r *run) linkSeries(ctx context.Context, ids map[seriesKey]int64) error {
 	after := ""
 	for {
-		files, err := r.st.UnlinkedFiles(ctx, r.libID, after, r.cfg.BatchSize)
+		files, err := r.sc.UnlinkedFiles(ctx, r.libID, after, r.cfg.BatchSize)
 		if err != nil {
 			return err
 		}
@@ -130,19 +130,19 @@ func (r *run) linkSeries(ctx context.Context, ids map[seriesKey]int64) error {
 			break
 		}
 		after = files[len(files)-1].RelativePath
-		links := make([]store.FileLink, 0, len(files))
+		links := make([]scanning.FileLink, 0, len(files))
 		for _, f := range files {
 			if id, ok := ids[keyOf(f)]; ok {
-				links = append(links, store.FileLink{FileID: f.ID, SeriesID: id})
+				links = append(links, scanning.FileLink{FileID: f.ID, SeriesID: id})
 			}
 		}
-		if err := r.st.LinkFiles(ctx, r.fence, links); err != nil {
+		if err := r.sc.LinkFiles(ctx, r.fence, links); err != nil {
 			return err
 		}
 	}
-	if err := r.st.RefreshSeriesCounts(ctx, r.fence, r.libID); err != nil {
+	if err := r.sc.RefreshSeriesCounts(ctx, r.fence, r.libID); err != nil {
 		return err
 	}
-	_, err := r.st.RemoveEmptySeries(ctx, r.fence, r.libID)
+	_, err := r.sc.RemoveEmptySeries(ctx, r.fence, r.libID)
 	return err
 }

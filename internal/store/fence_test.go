@@ -10,6 +10,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/catalog"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
@@ -141,17 +142,17 @@ func (f *fencedFixture) fencedWrites(session int64) []fencedWrite {
 			return err
 		}},
 		{"EnsureSeries", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			_, _, err := w.EnsureSeries(ctx, fe, 1, []store.NewSeries{{Name: "Zombie", NameKey: "zombie"}})
+			_, _, err := scanning.New(w).EnsureSeries(ctx, fe, 1, []scanning.NewSeries{{Name: "Zombie", NameKey: "zombie"}})
 			return err
 		}},
 		{"LinkFiles", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			return w.LinkFiles(ctx, fe, []store.FileLink{{FileID: f.analysed, SeriesID: f.empty}})
+			return scanning.New(w).LinkFiles(ctx, fe, []scanning.FileLink{{FileID: f.analysed, SeriesID: f.empty}})
 		}},
 		{"RefreshSeriesCounts", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			return w.RefreshSeriesCounts(ctx, fe, 1)
+			return scanning.New(w).RefreshSeriesCounts(ctx, fe, 1)
 		}},
 		{"RemoveEmptySeries", func(ctx context.Context, w *store.Store, fe model.Fence) error {
-			_, err := w.RemoveEmptySeries(ctx, fe, 1)
+			_, err := scanning.New(w).RemoveEmptySeries(ctx, fe, 1)
 			return err
 		}},
 		{"MarkCoversMissing", func(ctx context.Context, w *store.Store, fe model.Fence) error {
@@ -274,12 +275,12 @@ func TestRecoveryClosesScanSession(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := f.control.GetScan(f.ctx, session.ID)
+			got, err := catalog.New(f.control).GetScan(f.ctx, session.ID)
 			if err != nil || got.Status != protocol.ScanFailed || model.Deref(got.ErrorCode) != protocol.ErrLeaseExpired ||
 				model.Deref(got.ErrorMessage) != store.RecoveredScanMessage || got.FinishedAt == nil {
 				t.Fatalf("lost job's session %+v %v, want it failed with lease_expired", got, err)
 			}
-			if got, err := f.control.GetScan(f.ctx, live); err != nil || got.Status != protocol.ScanRunning {
+			if got, err := catalog.New(f.control).GetScan(f.ctx, live); err != nil || got.Status != protocol.ScanRunning {
 				t.Fatalf("live job's session %+v %v, want it running", got, err)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/catalog"
 	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
@@ -58,12 +59,12 @@ func mustClaim(t *testing.T, control, worker *store.Store, lib int64) model.Job 
 func TestEnsureSeriesConcurrent(t *testing.T) {
 	d := setupDataPlane(t)
 	ctx := context.Background()
-	var in []store.NewSeries
+	var in []scanning.NewSeries
 	for i := range 60 {
-		in = append(in, store.NewSeries{Name: fmt.Sprintf("Series %d", i), NameKey: fmt.Sprintf("series %d", i),
+		in = append(in, scanning.NewSeries{Name: fmt.Sprintf("Series %d", i), NameKey: fmt.Sprintf("series %d", i),
 			Publisher: "P", PublisherKey: "p"})
 	}
-	shuffled := append([]store.NewSeries(nil), in...)
+	shuffled := append([]scanning.NewSeries(nil), in...)
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	var wg sync.WaitGroup
 	ids := make([]map[string]int64, 2)
@@ -80,7 +81,7 @@ func TestEnsureSeriesConcurrent(t *testing.T) {
 			}
 			for start := 0; start < len(list); start += 7 { // many small transactions interleave
 				chunk := list[start:min(start+7, len(list))]
-				got, n, err := st.EnsureSeries(ctx, d.fence, d.lib, chunk)
+				got, n, err := scanning.New(st).EnsureSeries(ctx, d.fence, d.lib, chunk)
 				if err != nil {
 					errs[w] = err
 					return
@@ -110,7 +111,7 @@ func TestEnsureSeriesConcurrent(t *testing.T) {
 		t.Fatalf("%d series", n)
 	}
 	// Again: nothing created, same ids.
-	got, n, err := d.a.EnsureSeries(ctx, d.fence, d.lib, in[:3])
+	got, n, err := scanning.New(d.a).EnsureSeries(ctx, d.fence, d.lib, in[:3])
 	if err != nil || n != 0 || got[0] != ids[0][in[0].NameKey] {
 		t.Fatalf("second ensure: %v %d %v", got, n, err)
 	}
@@ -153,7 +154,7 @@ func TestDiscoveryReplay(t *testing.T) {
 		AND missing_since = '2026-01-01 00:00:00.000'`); n != 1 {
 		t.Fatalf("missing rows %d", n)
 	}
-	rec, err := d.a.GetScan(ctx, sess.ID)
+	rec, err := catalog.New(d.a).GetScan(ctx, sess.ID)
 	if err != nil || rec.FilesSeen != 2 || rec.Status != "running" {
 		t.Fatalf("session %+v %v", rec, err)
 	}
@@ -190,20 +191,20 @@ func TestNaturalOrderPlans(t *testing.T) {
 	ctx := context.Background()
 	for _, after := range []*model.SortAnchor{nil, {Key: "batman", ID: 3}} {
 		for _, lib := range []*int64{nil, &d.lib} {
-			plan, err := d.a.ExplainListSeriesInOrder(ctx, lib, after)
+			plan, err := catalog.New(d.a).ExplainListSeriesInOrder(ctx, lib, after)
 			want := map[bool]string{false: "ix_series_sort_all", true: "ix_series_sort"}[lib != nil]
 			if text := strings.NewReplacer("[", " ", "]", " ").Replace(fmt.Sprint(plan)); err != nil || !strings.Contains(text, "INDEX "+want+" ") || strings.Contains(text, "TEMP B-TREE") {
 				t.Errorf("series, library %v, cursor %v: %v %v; want %s in order", lib != nil, after != nil, plan, err, want)
 			}
 		}
-		plan, err := d.a.ExplainSeriesFilesInOrder(ctx, 7, after)
+		plan, err := catalog.New(d.a).ExplainSeriesFilesInOrder(ctx, 7, after)
 		if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_series_sort") || strings.Contains(text, "TEMP B-TREE") {
 			t.Errorf("series files, cursor %v: %v %v", after != nil, plan, err)
 		}
 		for _, lib := range []*int64{nil, &d.lib} {
 			// GET /files filters on the book roles by default.
 			for _, roles := range [][]protocol.FileRole{nil, {protocol.RoleBook, protocol.RoleFolder}} {
-				plan, err := d.a.ExplainFilesInOrder(ctx, store.FileFilter{LibraryID: lib, Roles: roles}, after)
+				plan, err := catalog.New(d.a).ExplainFilesInOrder(ctx, catalog.FileFilter{LibraryID: lib, Roles: roles}, after)
 				if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_path_order") || strings.Contains(text, "TEMP B-TREE") {
 					t.Errorf("files, library %v, roles %v, cursor %v: %v %v", lib != nil, roles, after != nil, plan, err)
 				}
@@ -231,7 +232,7 @@ func TestAbandonedSessionKeepsItsEnd(t *testing.T) {
 	if err := scanning.New(d.a).FinishScanSession(ctx, d.fence, old.ID, protocol.ScanSucceeded, model.ScanCounts{FilesSeen: 9}, "", ""); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("finish of a closed session: %v", err)
 	}
-	got, err := d.a.GetScan(ctx, old.ID)
+	got, err := catalog.New(d.a).GetScan(ctx, old.ID)
 	if err != nil || got.Status != "failed" || model.Deref(got.ErrorMessage) != scanning.AbandonedScanMessage || got.FilesSeen != 0 {
 		t.Fatalf("session %+v %v, want it failed as abandoned with no figures", got, err)
 	}

@@ -45,3 +45,7 @@ const MetadataCols = `file_id, source, series, number, volume, title, year, mont
 // left with intents: files it may have moved that only a run can settle.
 const UnsettledDelete = `(status IN ('pending','retryable') AND kind = 'delete'
 	AND EXISTS (SELECT 1 FROM delete_intents i WHERE i.job_id = jobs.id))`
+
+// SeriesCols selects a model.Series from series.
+const SeriesCols = `id, library_id, name, name_key, publisher, publisher_key, year, summary, file_count, sort_key,
+	created_at, updated_at`

@@ -1,19 +1,15 @@
-package store
+package scanning
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/natsort"
 )
-
-const seriesCols = `id, library_id, name, name_key, publisher, publisher_key, year, summary, file_count, sort_key,
-	created_at, updated_at`
 
 // UnlinkedFile is a present, analysed file that has no series yet, with what
 // its series identity is made of.
@@ -30,7 +26,7 @@ type UnlinkedFile struct {
 // order "first file wins" is decided in).
 func (s *Store) UnlinkedFiles(ctx context.Context, libraryID int64, after string, limit int) ([]UnlinkedFile, error) {
 	var out []UnlinkedFile
-	err := s.r.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.series_name_raw,
+	err := s.db.R.SelectContext(ctx, &out, `SELECT f.id, f.relative_path, f.series_name_raw,
 			coalesce(m.publisher, '') AS publisher, m.year
 		FROM library_files f LEFT JOIN file_metadata m ON m.file_id = f.id
 		WHERE f.library_id = ? AND f.relative_path > ? AND f.series_id IS NULL AND f.role IN ('book', 'folder')
@@ -52,7 +48,7 @@ type SeriesPublisher struct {
 // non-empty publisher key its series have, so that files without a
 // publisher can join the series their name already has.
 func (s *Store) SeriesPublishers(ctx context.Context, libraryID int64) (map[string]SeriesPublisher, error) {
-	rows, err := s.r.QueryxContext(ctx, `SELECT name_key, publisher, publisher_key FROM series
+	rows, err := s.db.R.QueryxContext(ctx, `SELECT name_key, publisher, publisher_key FROM series
 		WHERE library_id = ? AND publisher_key <> '' ORDER BY name_key, publisher_key`, libraryID)
 	if err != nil {
 		return nil, fmt.Errorf("series publishers: %w", err)
@@ -85,8 +81,8 @@ type NewSeries struct {
 // same series twice. It returns the id of every entry and how many were
 // created.
 func (s *Store) EnsureSeries(ctx context.Context, f model.Fence, libraryID int64, in []NewSeries) (ids []int64, created int64, err error) {
-	now := s.nowText()
-	err = s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	now := s.db.NowText()
+	err = s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		ids, created = make([]int64, len(in)), 0
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO series (library_id, name, name_key, publisher, publisher_key,
 				year, sort_key, file_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
@@ -131,8 +127,8 @@ func (s *Store) LinkFiles(ctx context.Context, f model.Fence, links []FileLink) 
 	if len(links) == 0 {
 		return nil
 	}
-	now := s.nowText()
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	now := s.db.NowText()
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET series_id = ?, updated_at = ?
 			WHERE id = ? AND series_id IS NULL`)
 		if err != nil {
@@ -156,8 +152,8 @@ func (s *Store) LinkFiles(ctx context.Context, f model.Fence, links []FileLink) 
 // library whose count is wrong, and only those, so a scan that changed
 // nothing writes nothing.
 func (s *Store) RefreshSeriesCounts(ctx context.Context, f model.Fence, libraryID int64) error {
-	now := s.nowText()
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	now := s.db.NowText()
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `WITH c AS (
 				SELECT s.id, (SELECT count(*) FROM library_files f WHERE f.series_id = s.id AND f.is_missing = 0) AS n
 				FROM series s WHERE s.library_id = ?)
@@ -175,7 +171,7 @@ func (s *Store) RefreshSeriesCounts(ctx context.Context, f model.Fence, libraryI
 // even a missing one, whose link must survive its return) points to.
 func (s *Store) RemoveEmptySeries(ctx context.Context, f model.Fence, libraryID int64) (int64, error) {
 	var n int64
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM series WHERE library_id = ?
 			AND NOT EXISTS (SELECT 1 FROM library_files f WHERE f.series_id = series.id)`, libraryID)
 		if err != nil {
@@ -188,114 +184,4 @@ func (s *Store) RemoveEmptySeries(ctx context.Context, f model.Fence, libraryID 
 		return 0, fmt.Errorf("remove empty series: %w", err)
 	}
 	return n, nil
-}
-
-// GetSeries returns one series or ErrNotFound.
-func (s *Store) GetSeries(ctx context.Context, id int64) (model.Series, error) {
-	return getRow[model.Series](ctx, s.r, seriesRow, `SELECT `+seriesCols+` FROM series WHERE id = ?`, id)
-}
-
-// ListSeries returns up to limit series with id > afterID, in id order: of
-// one library, or of all when libraryID is not valid.
-func (s *Store) ListSeries(ctx context.Context, libraryID *int64, afterID int64, limit int) ([]model.Series, error) {
-	q, args := `SELECT `+seriesCols+` FROM series WHERE id > ? AND file_count > 0`, []any{afterID}
-	if libraryID != nil {
-		q += ` AND library_id = ?`
-		args = append(args, *libraryID)
-	}
-	var out []model.Series
-	if err := s.r.SelectContext(ctx, &out, q+` ORDER BY id LIMIT ?`, append(args, limit)...); err != nil {
-		return nil, fmt.Errorf("list series: %w", err)
-	}
-	return out, nil
-}
-
-// ListSeriesInOrder pages series in natural name order (natsort.SeriesKey:
-// case, accents and a leading article ignored) after the cursor, served by
-// ix_series_sort (one library) or ix_series_sort_all.
-func (s *Store) ListSeriesInOrder(ctx context.Context, libraryID *int64, after *model.SortAnchor, limit int) ([]model.Series, error) {
-	q, args := seriesInOrderQuery(libraryID, after, limit)
-	out := []model.Series{}
-	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
-		return nil, fmt.Errorf("list series: %w", err)
-	}
-	return out, nil
-}
-
-// ExplainListSeriesInOrder is the query plan of ListSeriesInOrder (tests).
-func (s *Store) ExplainListSeriesInOrder(ctx context.Context, libraryID *int64, after *model.SortAnchor) ([]string, error) {
-	q, args := seriesInOrderQuery(libraryID, after, 50)
-	return s.explain(ctx, q, args)
-}
-
-func seriesInOrderQuery(libraryID *int64, after *model.SortAnchor, limit int) (string, []any) {
-	q, args := `SELECT `+seriesCols+` FROM series WHERE file_count > 0`, []any{}
-	if libraryID != nil {
-		q += ` AND library_id = ?`
-		args = append(args, *libraryID)
-	}
-	if after != nil {
-		q += ` AND (sort_key, id) > (?, ?)`
-		args = append(args, after.Key, after.ID)
-	}
-	return q + ` ORDER BY sort_key, id LIMIT ?`, append(args, limit)
-}
-
-// seriesField is the first present book's value of a file_metadata text
-// column, in reading order (ix_library_files_series_sort); an empty text
-// counts as no value.
-func seriesField(col string) string {
-	return seriesValue(col, ` AND m.`+col+` <> ''`)
-}
-
-// seriesValue is seriesField for any column, with an extra condition.
-func seriesValue(col, cond string) string {
-	return `(SELECT m.` + col + ` FROM library_files f JOIN file_metadata m ON m.file_id = f.id
-		WHERE f.series_id = ?1 AND f.is_missing = 0 AND m.` + col + ` IS NOT NULL` + cond + `
-		ORDER BY f.sort_key, f.id LIMIT 1) AS ` + col
-}
-
-// GetSeriesDetails reads the details of series id, computed when asked:
-// a series has a handful of books to look at, and the answer follows
-// every rescan without a column to keep current.
-func (s *Store) GetSeriesDetails(ctx context.Context, id int64) (model.SeriesDetails, error) {
-	var d model.SeriesDetails
-	err := s.r.GetContext(ctx, &d, `SELECT `+seriesField("summary")+`, `+seriesField("genre")+`, `+seriesField("tags")+`,
-		`+seriesField("age_rating")+`, `+seriesField("language_iso")+`, `+seriesField("writer")+`,
-		`+seriesField("manga")+`, `+seriesValue("series_count", "")+`,
-		(SELECT f.id FROM library_files f WHERE f.series_id = ?1 AND f.is_missing = 0
-		   AND EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready')
-		 ORDER BY f.sort_key, f.id LIMIT 1) AS cover_file_id,
-		(SELECT f.relative_path FROM library_files f WHERE f.series_id = ?1 AND f.is_missing = 0
-		 ORDER BY f.sort_key, f.id LIMIT 1) AS first_book`, id)
-	if err != nil {
-		return d, fmt.Errorf("series %d details: %w", id, err)
-	}
-	return d, nil
-}
-
-// SeriesArt returns the series art (a present sidecar image with a ready
-// cover) found in the first of folders that has one, a folder's art in
-// byte order of its name, or false. Each folder is one range of the
-// sidecar index, read without its subfolders.
-func (s *Store) SeriesArt(ctx context.Context, libraryID int64, folders []string) (int64, bool, error) {
-	for _, dir := range folders {
-		var art []struct {
-			ID           int64  `db:"id"`
-			RelativePath string `db:"relative_path"`
-		}
-		err := s.r.SelectContext(ctx, &art, `SELECT f.id, f.relative_path FROM library_files f
-			WHERE f.library_id = ? AND f.role = 'sidecar' AND f.relative_path > ? AND f.relative_path < ?
-			  AND f.is_missing = 0 AND EXISTS (SELECT 1 FROM thumbnails t WHERE t.file_id = f.id AND t.status = 'ready')
-			ORDER BY f.relative_path LIMIT 16`, libraryID, dir+"/", dir+"0")
-		if err != nil {
-			return 0, false, fmt.Errorf("series art: %w", err)
-		}
-		for _, a := range art {
-			if !strings.Contains(a.RelativePath[len(dir)+1:], "/") {
-				return a.ID, true, nil
-			}
-		}
-	}
-	return 0, false, nil
 }

@@ -1,4 +1,4 @@
-package store
+package catalog
 
 import (
 	"context"
@@ -32,19 +32,17 @@ type CoverRef struct {
 	Version string
 }
 
-const fileCols = sqldb.FileCols
-
 const fileFrom = ` FROM library_files f LEFT JOIN series s ON s.id = f.series_id`
 
-// GetFile returns one file or ErrNotFound.
+// GetFile returns one file or sqldb.ErrNotFound.
 func (s *Store) GetFile(ctx context.Context, id int64) (model.File, error) {
-	return getRow[model.File](ctx, s.r, fileRow, `SELECT `+fileCols+fileFrom+` WHERE f.id = ?`, id)
+	return sqldb.GetRow[model.File](ctx, s.db.R, sqldb.FileRow, `SELECT `+sqldb.FileCols+fileFrom+` WHERE f.id = ?`, id)
 }
 
 // FileMetadata returns the metadata of a file, nil when it has none.
 func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*model.FileMetadata, error) {
 	var m model.FileMetadata
-	err := s.r.GetContext(ctx, &m, `SELECT `+sqldb.MetadataCols+` FROM file_metadata WHERE file_id = ?`, fileID)
+	err := s.db.R.GetContext(ctx, &m, `SELECT `+sqldb.MetadataCols+` FROM file_metadata WHERE file_id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -56,10 +54,10 @@ func (s *Store) FileMetadata(ctx context.Context, fileID int64) (*model.FileMeta
 
 // ListFiles pages files in id order (keyset id > afterID).
 func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limit int) ([]model.File, error) {
-	q := `SELECT ` + fileCols + fileFrom + ` WHERE f.id > ? AND ` + fileFilterSQL(f) + ` ORDER BY f.id LIMIT ?`
+	q := `SELECT ` + sqldb.FileCols + fileFrom + ` WHERE f.id > ? AND ` + fileFilterSQL(f) + ` ORDER BY f.id LIMIT ?`
 	args := append(append([]any{afterID}, fileFilterArgs(f)...), limit)
 	var out []model.File
-	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
+	if err := s.db.R.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
 	}
 	return out, nil
@@ -71,7 +69,7 @@ func (s *Store) ListFiles(ctx context.Context, f FileFilter, afterID int64, limi
 func (s *Store) ListFilesInOrder(ctx context.Context, f FileFilter, after *model.SortAnchor, limit int) ([]model.File, error) {
 	q, args := filesInOrderQuery(f, after, limit)
 	var out []model.File
-	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
+	if err := s.db.R.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
 	}
 	return out, nil
@@ -80,7 +78,7 @@ func (s *Store) ListFilesInOrder(ctx context.Context, f FileFilter, after *model
 // ExplainFilesInOrder is the query plan of ListFilesInOrder (tests).
 func (s *Store) ExplainFilesInOrder(ctx context.Context, f FileFilter, after *model.SortAnchor) ([]string, error) {
 	q, args := filesInOrderQuery(f, after, 50)
-	return s.explain(ctx, q, args)
+	return s.db.Explain(ctx, q, args)
 }
 
 func filesInOrderQuery(f FileFilter, after *model.SortAnchor, limit int) (string, []any) {
@@ -89,7 +87,7 @@ func filesInOrderQuery(f FileFilter, after *model.SortAnchor, limit int) (string
 		where += ` AND (f.library_id, f.path_key, f.id) > (?, ?, ?)`
 		args = append(args, after.Scope, after.Key, after.ID)
 	}
-	return `SELECT ` + fileCols + fileFrom + ` WHERE ` + where + ` ORDER BY f.library_id, f.path_key, f.id LIMIT ?`,
+	return `SELECT ` + sqldb.FileCols + fileFrom + ` WHERE ` + where + ` ORDER BY f.library_id, f.path_key, f.id LIMIT ?`,
 		append(args, limit)
 }
 
@@ -135,8 +133,8 @@ func fileFilterArgs(f FileFilter) []any {
 	return args
 }
 
-// CoverOf finds the cover to serve for a file: ErrNotFound (file_not_found)
-// for an unknown file, ErrNotFound (cover_not_ready) when it has no ready
+// CoverOf finds the cover to serve for a file: sqldb.ErrNotFound (file_not_found)
+// for an unknown file, sqldb.ErrNotFound (cover_not_ready) when it has no ready
 // thumbnail.
 func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 	var row struct {
@@ -145,18 +143,18 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 		Format    sql.NullString `db:"format"`
 		UpdatedAt *int64         `db:"cover_updated_at"`
 	}
-	err := s.r.GetContext(ctx, &row, `SELECT t.id AS thumb_id, t.output_relpath, t.format, f.cover_updated_at
+	err := s.db.R.GetContext(ctx, &row, `SELECT t.id AS thumb_id, t.output_relpath, t.format, f.cover_updated_at
 		FROM library_files f LEFT JOIN thumbnails t ON t.id = (
 			SELECT id FROM thumbnails WHERE file_id = f.id AND status = 'ready' ORDER BY id DESC LIMIT 1)
 		WHERE f.id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return CoverRef{}, missingRow(fileRow, fileID)
+		return CoverRef{}, sqldb.MissingRow(sqldb.FileRow, fileID)
 	}
 	if err != nil {
 		return CoverRef{}, fmt.Errorf("cover of file: %w", err)
 	}
 	if !row.ThumbID.Valid {
-		return CoverRef{}, &protocol.Error{Code: protocol.CodeCoverNotReady, Message: fmt.Sprintf("file %d has no cover yet", fileID), Err: ErrNotFound}
+		return CoverRef{}, &protocol.Error{Code: protocol.CodeCoverNotReady, Message: fmt.Sprintf("file %d has no cover yet", fileID), Err: sqldb.ErrNotFound}
 	}
 	ref := CoverRef{FileID: fileID, ThumbnailID: row.ThumbID.Int64, OutputRelPath: row.RelPath.String,
 		Format: protocol.ImageFormat(row.Format.String), Version: model.CoverVersion(row.UpdatedAt, row.ThumbID.Int64)}
@@ -169,7 +167,7 @@ func (s *Store) CoverOf(ctx context.Context, fileID int64) (CoverRef, error) {
 func (s *Store) ListSeriesFilesInOrder(ctx context.Context, seriesID int64, after *model.SortAnchor, limit int) ([]model.File, error) {
 	q, args := seriesFilesInOrderQuery(seriesID, after, limit)
 	var out []model.File
-	if err := s.r.SelectContext(ctx, &out, q, args...); err != nil {
+	if err := s.db.R.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list series files: %w", err)
 	}
 	return out, nil
@@ -179,18 +177,14 @@ func (s *Store) ListSeriesFilesInOrder(ctx context.Context, seriesID int64, afte
 // (tests).
 func (s *Store) ExplainSeriesFilesInOrder(ctx context.Context, seriesID int64, after *model.SortAnchor) ([]string, error) {
 	q, args := seriesFilesInOrderQuery(seriesID, after, 50)
-	return s.explain(ctx, q, args)
+	return s.db.Explain(ctx, q, args)
 }
 
 func seriesFilesInOrderQuery(seriesID int64, after *model.SortAnchor, limit int) (string, []any) {
-	q, args := `SELECT `+fileCols+fileFrom+` WHERE f.series_id = ?`, []any{seriesID}
+	q, args := `SELECT `+sqldb.FileCols+fileFrom+` WHERE f.series_id = ?`, []any{seriesID}
 	if after != nil {
 		q += ` AND (f.sort_key, f.id) > (?, ?)`
 		args = append(args, after.Key, after.ID)
 	}
 	return q + ` ORDER BY f.sort_key, f.id LIMIT ?`, append(args, limit)
-}
-
-func (s *Store) explain(ctx context.Context, q string, args []any) ([]string, error) {
-	return sqldb.Of(s).Explain(ctx, q, args)
 }

@@ -1,4 +1,4 @@
-package store
+package catalog
 
 import (
 	"context"
@@ -9,11 +9,9 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-const scanCols = sqldb.ScanCols
-
-// GetScan returns one session or ErrNotFound.
+// GetScan returns one session or sqldb.ErrNotFound.
 func (s *Store) GetScan(ctx context.Context, id int64) (model.Scan, error) {
-	return getRow[model.Scan](ctx, s.r, scanRow, `SELECT `+scanCols+` FROM scan_sessions WHERE id = ?`, id)
+	return sqldb.GetRow[model.Scan](ctx, s.db.R, sqldb.ScanRow, `SELECT `+sqldb.ScanCols+` FROM scan_sessions WHERE id = ?`, id)
 }
 
 // ListScans returns up to limit sessions, newest first, of one library (or
@@ -21,7 +19,7 @@ func (s *Store) GetScan(ctx context.Context, id int64) (model.Scan, error) {
 // newest).
 func (s *Store) ListScans(ctx context.Context, libraryID *int64, beforeID int64, limit int) ([]model.Scan, error) {
 	var out []model.Scan
-	err := s.r.SelectContext(ctx, &out, `SELECT `+scanCols+` FROM scan_sessions
+	err := s.db.R.SelectContext(ctx, &out, `SELECT `+sqldb.ScanCols+` FROM scan_sessions
 		WHERE (library_id = ?1 OR ?1 IS NULL) AND (?2 = 0 OR id < ?2)
 		ORDER BY id DESC LIMIT ?3`, libraryID, beforeID, limit)
 	if err != nil {
@@ -34,7 +32,7 @@ func (s *Store) ListScans(ctx context.Context, libraryID *int64, beforeID int64,
 // id order, with their ids.
 func (s *Store) ScanErrors(ctx context.Context, sessionID, afterID int64, limit int) ([]ScanErrorRecord, error) {
 	var out []ScanErrorRecord
-	err := s.r.SelectContext(ctx, &out, `SELECT id, session_id, relative_path, error_code, message, created_at
+	err := s.db.R.SelectContext(ctx, &out, `SELECT id, session_id, relative_path, error_code, message, created_at
 		FROM scan_errors WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`, sessionID, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("scan errors: %w", err)

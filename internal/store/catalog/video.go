@@ -1,4 +1,4 @@
-package store
+package catalog
 
 import (
 	"context"
@@ -10,14 +10,12 @@ import (
 	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 )
 
-const videoProbeCols = sqldb.VideoProbeCols
-
-// VideoProbeOf returns the probe of a file; ErrNotFound when there is none.
+// VideoProbeOf returns the probe of a file; sqldb.ErrNotFound when there is none.
 func (s *Store) VideoProbeOf(ctx context.Context, fileID int64) (model.VideoProbe, error) {
 	var p model.VideoProbe
-	err := s.r.GetContext(ctx, &p, `SELECT `+videoProbeCols+` FROM video_probes WHERE file_id = ?`, fileID)
+	err := s.db.R.GetContext(ctx, &p, `SELECT `+sqldb.VideoProbeCols+` FROM video_probes WHERE file_id = ?`, fileID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return p, ErrNotFound
+		return p, sqldb.ErrNotFound
 	}
 	if err != nil {
 		return p, fmt.Errorf("video probe of file %d: %w", fileID, err)
