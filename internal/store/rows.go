@@ -5,27 +5,16 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 )
 
 // The store's names for the shared not-found rows of package sqldb.
 type rowKind = sqldb.RowKind
 
-var (
-	fileRow      = sqldb.FileRow
-	jobRow       = sqldb.JobRow
-	libraryRow   = sqldb.LibraryRow
-	scanRow      = sqldb.ScanRow
-	seriesRow    = sqldb.SeriesRow
-	thumbnailRow = sqldb.ThumbnailRow
-)
+var libraryRow = sqldb.LibraryRow
 
 func missingRow(k rowKind, id any) error { return sqldb.MissingRow(k, id) }
 
 func getRow[T any](ctx context.Context, db sqlx.QueryerContext, k rowKind, q string, id int64) (T, error) {
 	return sqldb.GetRow[T](ctx, db, k, q, id)
 }
-
-// deref is *p, or the zero value when p is nil.
-func deref[T any](p *T) T { return model.Deref(p) }
