@@ -16,6 +16,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/bindery-nas/bindery/internal/arenas"
 	"github.com/bindery-nas/bindery/internal/cli"
 	"github.com/bindery-nas/bindery/internal/pgtest"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -379,4 +380,21 @@ func TestSIGTERMReleases(t *testing.T) {
 	w.stop(t, 5*time.Second)
 	waitCount(t, tp, 1, time.Second, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'retryable' AND error_code = 'worker_shutdown'`, id)
 	waitCount(t, tp, 1, time.Second, `SELECT count(*) FROM thumbnails WHERE id = ? AND status = 'pending' AND worker_id IS NULL`, th)
+}
+
+// TestMallocArenas: workerd links package arenas, so its glibc malloc
+// arena limit is set as it starts (internal/arenas' own test counts the
+// arenas); MALLOC_ARENA_MAX in the environment leaves it to glibc.
+func TestMallocArenas(t *testing.T) {
+	want := arenas.Default
+	if _, set := os.LookupEnv("MALLOC_ARENA_MAX"); set || strings.Contains(os.Getenv("GLIBC_TUNABLES"), "arena_max") {
+		want = 0
+	}
+	if got := arenas.Limit(); got != want && got != -1 {
+		t.Fatalf("arenas.Limit() = %d, want %d", got, want)
+	}
+	code, out := runMain(t, "run", "--help")
+	if code != 0 || !strings.Contains(out, "MALLOC_ARENA_MAX") {
+		t.Fatalf("workerd run --help (exit %d) does not name MALLOC_ARENA_MAX:\n%s", code, out)
+	}
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"image/jpeg"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
@@ -39,5 +42,30 @@ func TestJPEGWithComment(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Fatalf("%d distinct (size, CRC-32) pairs for %d pages", len(seen), n)
+	}
+}
+
+// TestPeakRSSPerPhase: peakRSS.next returns the high-water mark of what
+// ran since the previous next, not since the process started: a 64 MiB
+// spike, over before its phase ends, counts in that phase and not in the
+// next one.
+func TestPeakRSSPerPhase(t *testing.T) {
+	p := peakRSS{pid: os.Getpid()}
+	p.next()
+	if !p.exact {
+		t.Skip("clear_refs refused: VmHWM cannot be reset here")
+	}
+	buf := make([]byte, 64<<20)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 1
+	}
+	runtime.KeepAlive(buf)
+	buf = nil
+	runtime.GC()
+	debug.FreeOSMemory() // the spike is over before the phase ends
+	spike := p.next()
+	after := p.next()
+	if !p.exact || spike < 64 || after > spike-48 {
+		t.Fatalf("phase with a 64 MiB spike: %.1f MB, the phase after it: %.1f MB (exact %v)", spike, after, p.exact)
 	}
 }

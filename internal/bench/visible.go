@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/fixtures"
@@ -105,7 +106,9 @@ func startVisible(ctx context.Context, r *runner, files int) (*visible, error) {
 }
 
 // start runs controld and one workerd on a database under dir, over the
-// library folder v.lib.
+// library folder v.lib. workerd's environment is the driver's plus
+// BENCH_WORKERD_ENV (space-separated NAME=value pairs, e.g.
+// MALLOC_ARENA_MAX=8), so one daemon's setting can be compared alone.
 func (v *visible) start(ctx context.Context, ctlBin, wrkBin, dir, workerID string) error {
 	db := filepath.Join(dir, "state", "bindery.db")
 	var err error
@@ -120,6 +123,7 @@ func (v *visible) start(ctx context.Context, ctlBin, wrkBin, dir, workerID strin
 	defer logf.Close()
 	v.worker = exec.Command(wrkBin, "run", "--db", db, "--state-dir", filepath.Join(dir, "state"),
 		"--library-root", filepath.Dir(v.lib), "--worker-id", workerID)
+	v.worker.Env = append(os.Environ(), strings.Fields(os.Getenv("BENCH_WORKERD_ENV"))...)
 	v.worker.Stdout, v.worker.Stderr = logf, logf
 	if err := v.worker.Start(); err != nil {
 		v.stop()

@@ -13,6 +13,8 @@ type ConnPragmas struct {
 	ForeignKeys   int
 	BusyTimeoutMS int
 	Synchronous   int
+	// CacheSize is the page cache: negative in KiB, positive in pages.
+	CacheSize int
 }
 
 // ConnectionPragmas reads the pragmas of the writer connection and of n
@@ -42,7 +44,8 @@ func (s *Store) ConnectionPragmas(ctx context.Context, n int) ([]ConnPragmas, er
 		var p ConnPragmas
 		err := c.QueryRowContext(ctx, `SELECT (SELECT journal_mode FROM pragma_journal_mode),
 			(SELECT foreign_keys FROM pragma_foreign_keys), (SELECT timeout FROM pragma_busy_timeout),
-			(SELECT synchronous FROM pragma_synchronous)`).Scan(&p.JournalMode, &p.ForeignKeys, &p.BusyTimeoutMS, &p.Synchronous)
+			(SELECT synchronous FROM pragma_synchronous), (SELECT cache_size FROM pragma_cache_size)`).Scan(
+			&p.JournalMode, &p.ForeignKeys, &p.BusyTimeoutMS, &p.Synchronous, &p.CacheSize)
 		if err != nil {
 			return nil, fmt.Errorf("pragmas: %w", err)
 		}

@@ -59,9 +59,14 @@ type Config struct {
 	// (63,000 against 58,000–59,000 at 64 MiB, alternating, 2026-11-26)
 	// and holds workerd's peak RSS over a 100,000-file scan at 65 MB
 	// instead of 117–141 MB: the cache fills as the database grows, so it
-	// is most of the resident set. Reader connections keep the default, as
-	// they read pages in index order.
+	// is most of the resident set. Reader connections read pages in index
+	// order and need less: see ReaderCacheKiB.
 	WriterCacheMiB int
+	// ReaderCacheKiB is the page cache of each reader connection, in KiB;
+	// default 0: SQLite's own (2,000 KiB). workerd sets a smaller one: up
+	// to MaxReaders connections each keep a cache of their own, which
+	// fills once the database is past a few MiB.
+	ReaderCacheKiB int
 	// Create allows Open to create a missing file; default false (workerd
 	// must never create the database it is meant to share).
 	Create bool
@@ -171,6 +176,9 @@ func dsn(cfg Config, writer bool) string {
 			q.Set("mode", "rw")
 		}
 	} else {
+		if cfg.ReaderCacheKiB > 0 {
+			q.Set("_cache_size", fmt.Sprint(-cfg.ReaderCacheKiB)) // negative: KiB
+		}
 		q.Set("_query_only", "1")
 		q.Set("mode", "rw")
 	}

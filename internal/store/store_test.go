@@ -161,6 +161,33 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 	}
 }
 
+// TestReaderCache: ReaderCacheKiB sets every reader connection's page
+// cache (workerd's readers) and leaves the writer's; without it the
+// readers keep SQLite's default of 2,000 KiB.
+func TestReaderCache(t *testing.T) {
+	storetest.SkipOnPostgres(t, "page caches are SQLite's")
+	path := storetest.MustMigrate(t)
+	for _, c := range []struct{ kib, want int }{{0, -2000}, {512, -512}} {
+		s, err := store.Open(context.Background(), store.Config{Path: path, Role: store.RoleWorker, ReaderCacheKiB: c.kib})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ConnectionPragmas(context.Background(), 3)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].CacheSize != -16*1024 {
+			t.Errorf("ReaderCacheKiB %d: writer cache_size %d, want %d", c.kib, got[0].CacheSize, -16*1024)
+		}
+		for i, p := range got[1:] {
+			if p.CacheSize != c.want {
+				t.Errorf("ReaderCacheKiB %d: reader %d cache_size %d, want %d", c.kib, i, p.CacheSize, c.want)
+			}
+		}
+	}
+}
+
 func TestOpenRefusesBadFiles(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
