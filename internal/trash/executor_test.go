@@ -169,6 +169,7 @@ func (e *env) exists(rel string) bool {
 }
 
 func TestTrashCopies(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a/Saga 01.cbz": "same", "b/Saga 01.cbz": "same", "c/Saga 01 (1).cbz": "same", "other.cbz": "unique"})
 	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	res, err := e.run(job)
@@ -211,6 +212,7 @@ func TestTrashCopies(t *testing.T) {
 }
 
 func TestCopiesThatStay(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"keep.cbz": "twin", "changed.cbz": "twin", "gone.cbz": "twin", "link.cbz": "twin", "hard.cbz": "twin"})
 	// The plan sees five copies; then the disk changes under it.
 	job := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("keep.cbz"): e.ids["keep.cbz"]}}, protocol.ActionTrash)
@@ -252,6 +254,7 @@ func (e *env) groupKey(rel string) string {
 }
 
 func TestKeeperGuards(t *testing.T) {
+	t.Parallel()
 	t.Run("a changed keeper keeps every copy", func(t *testing.T) {
 		e := setup(t, map[string]string{"keep.cbz": "data", "copy1.cbz": "data", "copy2.cbz": "data"})
 		job := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("keep.cbz"): e.ids["keep.cbz"]}}, protocol.ActionTrash)
@@ -283,6 +286,7 @@ func TestKeeperGuards(t *testing.T) {
 }
 
 func TestUnauthorizedJobs(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
 	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	forged := job
@@ -305,6 +309,7 @@ func TestUnauthorizedJobs(t *testing.T) {
 }
 
 func TestUnlink(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
 	groups, err := e.control.PlanGroups(e.ctx, store.PlanSelection{})
 	e.must(err)
@@ -331,6 +336,7 @@ func TestUnlink(t *testing.T) {
 // and its record (the copy already in the trash), both finish on retry
 // with every copy in exactly one place.
 func TestResume(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x", "c.cbz": "x", "d.cbz": "x"})
 	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	removes, err := e.control.PlanFiles(e.ctx, mustPlanID(e, job))
@@ -391,6 +397,7 @@ func mustPlanID(e *env, job model.Job) int64 {
 // TestWorkerCannotAuthorize: workerd's connections may record outcomes
 // but never write a plan: the authorization is controld's alone.
 func TestWorkerCannotAuthorize(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
 	e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	for _, q := range []string{
@@ -449,6 +456,7 @@ func TestReadOnlyLibrary(t *testing.T) {
 }
 
 func TestRestore(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b/b.cbz": "x", "c/c.cbz": "x"})
 	del := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("a.cbz"): e.ids["a.cbz"]}}, protocol.ActionTrash)
 	if _, err := e.run(del); err != nil {
@@ -503,6 +511,7 @@ func TestRestore(t *testing.T) {
 }
 
 func TestPurge(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b/b.cbz": "x", "c/d/c.cbz": "x", "e/e.cbz": "x"})
 	del := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("a.cbz"): e.ids["a.cbz"]}}, protocol.ActionTrash)
 	if _, err := e.run(del); err != nil {
@@ -555,6 +564,7 @@ func TestPurge(t *testing.T) {
 // TestCancelRecordsNothing: a copy whose check a cancel cut short gets no
 // outcome, so the retry checks it again instead of skipping it.
 func TestCancelRecordsNothing(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
 	job := e.claim(e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash))
 	r, err := e.x.start(e.ctx, job)
