@@ -15,6 +15,7 @@ import (
 // default id begins with the container's host name), not whichever worker
 // of the service was seen last.
 func TestJudgePicksThisHost(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	seen := func(id string, ago time.Duration, stopped bool) store.Worker {
 		w := store.Worker{WorkerID: id, LastSeenAt: protocol.NewTime(now.Add(-ago))}

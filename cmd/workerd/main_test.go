@@ -243,6 +243,7 @@ var tpNow = storetest.NowSQL()
 // file while a third party enqueues 1,000 thumbnails and a series of
 // scan/hash jobs with plain SQL; every row must complete exactly once.
 func TestTwoWorkersAndAThirdParty(t *testing.T) {
+	t.Parallel()
 	path := storetest.MustMigrate(t)
 	state := t.TempDir()
 	tp := thirdParty(t, path)
@@ -316,6 +317,7 @@ func executions(t *testing.T, state string) map[string]int {
 // second worker recovers the job (lease_expired), controld's retry policy
 // requeues it, and the second worker completes it.
 func TestKilledWorker(t *testing.T) {
+	t.Parallel()
 	path := storetest.MustMigrate(t)
 	state := t.TempDir()
 	tp := thirdParty(t, path)
@@ -369,6 +371,7 @@ func TestKilledWorker(t *testing.T) {
 // job is handed back at once (retryable, worker_shutdown) and the process
 // exits 0.
 func TestSIGTERMReleases(t *testing.T) {
+	t.Parallel()
 	path := storetest.MustMigrate(t)
 	tp := thirdParty(t, path)
 	w := startWorker(t, path, t.TempDir(), "w", "noop:1m")

@@ -16,6 +16,7 @@ import (
 // MaxRecoveries crashes, every other cover is rendered, and workerd stays
 // up.
 func TestCrashingCover(t *testing.T) {
+	t.Parallel()
 	path := storetest.MustMigrate(t)
 	state := t.TempDir()
 	tp := thirdParty(t, path)

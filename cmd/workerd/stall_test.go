@@ -16,6 +16,7 @@ import (
 // blocked; once the lock is gone the job is recovered once, and nothing the
 // stalled worker wrote afterwards lands.
 func TestStalledDisk(t *testing.T) {
+	t.Parallel()
 	if storetest.Postgres() {
 		t.Skip("SQLite-only: the stall is a BEGIN IMMEDIATE holding SQLite's one write lock")
 	}

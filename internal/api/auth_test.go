@@ -23,6 +23,7 @@ var publicRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics"
 // missing, wrong or malformed token with 401 and leaves the database
 // unchanged; only the documented public routes answer without one.
 func TestEveryRouteNeedsToken(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.library("one")
 	auths := map[string]string{

@@ -16,6 +16,7 @@ import (
 // TestBadInput: every malformed request gets its 4xx with the documented
 // code and leaves the database exactly as it was.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("one")
 	e.file(lib, "a.cbz")

@@ -24,6 +24,7 @@ import (
 // one, and docs/openapi.yaml (the Error.code enum) and docs/OPERATIONS.md
 // §9 list exactly its codes, the latter with the same status and meaning.
 func TestErrorCodesDocumented(t *testing.T) {
+	t.Parallel()
 	root := testutil.RepoRoot(t)
 	t.Run("constants", func(t *testing.T) {
 		home := codeConstants(t, filepath.Join(root, "protocol"))

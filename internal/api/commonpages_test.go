@@ -13,6 +13,7 @@ import (
 // page added are then the same pages, not a contains group. A page in
 // four series is not common.
 func TestCommonPages(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	const credit, ad = 200, 201

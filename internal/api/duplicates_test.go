@@ -12,6 +12,7 @@ import (
 // TestDuplicateGroupsStatus: a page of groups says whether the search for
 // them is complete, and what is left of each hash pass.
 func TestDuplicateGroupsStatus(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	var ids []int64

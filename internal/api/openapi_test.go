@@ -28,6 +28,7 @@ var echoParam = regexp.MustCompile(`:([a-z_]+)`)
 // TestOpenAPIMatchesRouter: docs/openapi.yaml is structurally valid and
 // lists exactly the router's routes, no more, no fewer.
 func TestOpenAPIMatchesRouter(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "docs", "openapi.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // schema itself: a YAML slip that still parses (an unquoted comma in a flow
 // mapping makes a stray key) is an error here.
 func TestOpenAPIValid(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "docs", "openapi.yaml"))
 	if err != nil {
 		t.Fatal(err)

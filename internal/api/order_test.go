@@ -48,6 +48,7 @@ func (e *env) pageAll(t *testing.T, path, field string, between func(page int)) 
 }
 
 func TestNaturalOrder(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	fence := e.scanFence(lib)
@@ -153,6 +154,7 @@ func TestNaturalOrder(t *testing.T) {
 // TestSeriesDetails: each ComicInfo field comes from the first present book
 // in reading order that has it; the cover is the first book's with one.
 func TestSeriesDetails(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	ids, _, err := scanning.New(e.worker).EnsureSeries(e.ctx, e.scanFence(lib), lib, []scanning.NewSeries{{Name: "Saga", NameKey: "saga"}})
@@ -265,6 +267,7 @@ func TestSeriesDetails(t *testing.T) {
 // TestCoverError: a file whose newest render failed says why, so that the
 // dashboard can name an unsupported method; other files carry no error.
 func TestCoverError(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	failed, fine := e.file(lib, "ppmd.cbz"), e.file(lib, "fine.cbz")

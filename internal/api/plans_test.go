@@ -43,6 +43,7 @@ type planView struct {
 }
 
 func TestPlans(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	a1, a2, a3 := e.file(lib, "a/one.cbz"), e.file(lib, "b/one.cbz"), e.file(lib, "c/long/path/one.cbz")
@@ -179,6 +180,7 @@ func TestPlans(t *testing.T) {
 }
 
 func TestBadPlans(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	a1, a2 := e.file(lib, "a.cbz"), e.file(lib, "b.cbz")

@@ -20,6 +20,7 @@ import (
 )
 
 func TestLibraries(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(e.root, "escape")); err != nil {
@@ -124,6 +125,7 @@ func TestLibraries(t *testing.T) {
 }
 
 func TestJobs(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a, b := e.library("a"), e.library("b")
 	t.Run("201 new, 200 same, 202 queued, 200 queued again", func(t *testing.T) {
@@ -231,6 +233,7 @@ func TestJobs(t *testing.T) {
 // TestCover serves a cover from the cache with versioned caching, and
 // refuses rows that point outside <state>/covers.
 func TestCover(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("a")
 	f := e.file(lib, "a.cbz")
@@ -336,6 +339,7 @@ func TestCover(t *testing.T) {
 // TestThumbnailAdmissionRace: 50 concurrent clients ask for covers of 50
 // files with capacity 10: exactly 10 rows are admitted, the rest get 429.
 func TestThumbnailAdmissionRace(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("a")
 	var files []int64
@@ -389,6 +393,7 @@ func TestThumbnailAdmissionRace(t *testing.T) {
 }
 
 func TestSettings(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var list struct {
 		Items []struct {
@@ -425,6 +430,7 @@ func TestSettings(t *testing.T) {
 
 // TestWALAndMaintenance covers checkpoint admission and stale recovery.
 func TestWALAndMaintenance(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.expect(e.call("GET", "/api/v1/maintenance/wal-checkpoint/latest", ""), 404, "checkpoint_not_found")
 	if storetest.Postgres() {

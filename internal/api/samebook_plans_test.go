@@ -13,6 +13,7 @@ import (
 // same_pages_by_index groups are refused (group_report_only), and every
 // bad form of the new fields is refused before anything is written.
 func TestSamePagesPlans(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	hashed := func(id int64, b byte) {

@@ -16,6 +16,7 @@ import (
 // or format make a group; byte-identical copies alone, missing files,
 // books without a key and lone keys do not. Groups page in key order.
 func TestSameBooks(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	key := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
@@ -72,6 +73,7 @@ func TestSameBooks(t *testing.T) {
 // group, listed before the signature groups, which leave the list once
 // every book of theirs is digested; a cursor names a kind it knows.
 func TestSameBooksByDigest(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	book := func(rel, format string, size int64, pages ...byte) int64 {

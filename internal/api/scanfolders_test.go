@@ -13,6 +13,7 @@ import (
 // A scan request may name folders of its library; every bad form is a 400
 // invalid_field on "paths" that says what is wrong.
 func TestScanFolders(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a := e.library("a")
 	for _, d := range []string{"Batman (2016)/Annuals", "Saga"} {
@@ -58,6 +59,7 @@ func TestScanFolders(t *testing.T) {
 // A library's watch mode is set at creation, changed by PATCH and refused
 // when it is none of auto, inotify, poll, off.
 func TestLibraryWatchMode(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := filepath.Join(e.root, "w")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -97,6 +97,7 @@ func pairNames(ps []coverPair) []string {
 // a different cover, a missing book, two books of one page-digest group,
 // or a flat cover. Pairs page closest first.
 func TestSimilarCovers(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("comics")
 	fill := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }

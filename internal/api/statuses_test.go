@@ -16,6 +16,7 @@ import (
 // the feature tests do not: TestMain then proves every documented status is
 // returned by its handler, and nothing else is.
 func TestDocumentedStatuses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("a")
 	f := e.file(lib, "a.cbz")

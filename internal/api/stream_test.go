@@ -15,6 +15,7 @@ import (
 // TestEventStream: rows written by "workerd" (another connection, the
 // worker role) reach an SSE client as job, thumbnail and scan_error events.
 func TestEventStream(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

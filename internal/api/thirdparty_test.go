@@ -55,6 +55,7 @@ func isoformat(d time.Duration) string {
 // offset through psql), page, recover, claim and gate checkpoints like
 // Bindery's own.
 func TestThirdPartyTimes(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("a")
 	if storetest.Postgres() {
@@ -148,6 +149,7 @@ func TestThirdPartyTimes(t *testing.T) {
 // the queue, the third party's second INSERT fails on the unique index,
 // and its queue INSERT … ON CONFLICT DO NOTHING joins the same entry.
 func TestThirdPartyHoldsSlot(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a, b := e.library("a"), e.library("b")
 	now := `strftime('%Y-%m-%d %H:%M:%f','now')`

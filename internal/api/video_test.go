@@ -10,6 +10,7 @@ import (
 // TestVideoFiles: a library's media is comics+video unless patched, and a
 // video file's detail carries what ffprobe said of it.
 func TestVideoFiles(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	lib := e.library("anime")
 	t.Run("media defaults to comics+video and can be patched", func(t *testing.T) {

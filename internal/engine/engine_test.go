@@ -126,6 +126,7 @@ func (h *harness) thumb(fileID int64) int64 {
 }
 
 func TestEngineRunsEveryLane(t *testing.T) {
+	t.Parallel()
 	noop := &enginetest.Noop{}
 	h := setup(t, noop.Executors(), nil)
 	now := protocol.FormatTime(time.Now())
@@ -157,6 +158,7 @@ func TestEngineRunsEveryLane(t *testing.T) {
 }
 
 func TestEngineRefusesBadRows(t *testing.T) {
+	t.Parallel()
 	noop := &enginetest.Noop{}
 	h := setup(t, noop.Executors(), nil)
 	bad := h.job("scan", `{"force":"yes","extra":1}`)
@@ -177,6 +179,7 @@ func TestEngineRefusesBadRows(t *testing.T) {
 }
 
 func TestEngineCancel(t *testing.T) {
+	t.Parallel()
 	noop := &enginetest.Noop{Delay: time.Minute}
 	h := setup(t, noop.Executors(), nil)
 	id := h.job("scan", `{}`)
@@ -197,6 +200,7 @@ func TestEngineCancel(t *testing.T) {
 // with yielded=1, so that controld can promote the scan; a scan job is
 // never stopped by another queued scan.
 func TestEngineHashYieldsToScan(t *testing.T) {
+	t.Parallel()
 	noop := &enginetest.Noop{Delay: time.Minute}
 	h := setup(t, noop.Executors(), nil)
 	now := protocol.FormatTime(time.Now())
@@ -234,6 +238,7 @@ func TestEngineHashYieldsToScan(t *testing.T) {
 }
 
 func TestEngineLostLeaseWritesNothing(t *testing.T) {
+	t.Parallel()
 	noop := &enginetest.Noop{Delay: time.Minute}
 	h := setup(t, noop.Executors(), nil)
 	id := h.thumb(1)
@@ -251,7 +256,9 @@ func TestEngineLostLeaseWritesNothing(t *testing.T) {
 }
 
 func TestEngineGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	t.Run("grace expires: cancel and release", func(t *testing.T) {
+		t.Parallel()
 		noop := &enginetest.Noop{Delay: time.Minute}
 		h := setup(t, noop.Executors(), func(c *engine.Config) { c.ShutdownGrace = 200 * time.Millisecond })
 		j := h.job("hash", `{}`)
@@ -270,6 +277,7 @@ func TestEngineGracefulShutdown(t *testing.T) {
 		}
 	})
 	t.Run("work inside the grace completes", func(t *testing.T) {
+		t.Parallel()
 		noop := &enginetest.Noop{Delay: 300 * time.Millisecond}
 		h := setup(t, noop.Executors(), nil)
 		j := h.job("scan", `{}`)
@@ -301,6 +309,7 @@ func (f *failing) Checkpoint(context.Context, model.WALJob) (engine.CheckpointRe
 }
 
 func TestEngineFailures(t *testing.T) {
+	t.Parallel()
 	f := &failing{}
 	h := setup(t, engine.Executors{Scan: f, Hash: f, Thumbnail: f, Cleanup: f, Checkpoint: f}, nil)
 	now := protocol.FormatTime(time.Now())
@@ -336,6 +345,7 @@ func (x *expiring) Execute(ctx context.Context, job model.Job, _ engine.Reporter
 // completed; it stays running until recovery takes it back (the engine's
 // own next claim may do that at once).
 func TestEngineRefusedFinalHeartbeatWritesNothing(t *testing.T) {
+	t.Parallel()
 	x := &expiring{}
 	h := setup(t, engine.Executors{Scan: x}, nil)
 	x.control.Store(h.control)

@@ -108,6 +108,7 @@ func (e *env) groups(t *testing.T) string {
 }
 
 func TestCandidatesFirst(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	big := noise(1, 300*kib)
 	head := noise(2, 330*kib)

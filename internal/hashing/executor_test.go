@@ -141,7 +141,9 @@ func (e *env) row(t *testing.T, id int64) hashRow {
 }
 
 func TestExecute(t *testing.T) {
+	t.Parallel()
 	t.Run("hashes due files and groups duplicates", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		data := map[string][]byte{
 			"a.cbz": []byte("same bytes"), "b/c.cbz": []byte("same bytes"), "d.cbz": {},
@@ -184,6 +186,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("symlinks that stay inside the library are followed", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		a := e.addFile(t, "a.cbz", []byte("content"))
 		// Absolute target: the kernel's RESOLVE_BENEATH refuses it, the
@@ -210,6 +213,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("algorithm change rehashes lazily", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		id := e.addFile(t, "a.cbz", []byte("abc"))
 		if _, _, err := e.run(t, e.ctx); err != nil {
@@ -228,6 +232,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("unreadable files back off and do not fail the job", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		ok := e.addFile(t, "ok.cbz", []byte("fine"))
 		if err := syscall.Mkfifo(filepath.Join(e.lib, "fifo.cbz"), 0o644); err != nil {
@@ -286,6 +291,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("file modified while read stays due", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		id := e.addFile(t, "grow.cbz", bytes.Repeat([]byte("x"), 2*bufSize))
 		e.exec.afterRead = func(path string) {
@@ -307,6 +313,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("file changed since the scan is not stored", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		id := e.addFile(t, "a.cbz", []byte("v1"))
 		os.WriteFile(filepath.Join(e.lib, "a.cbz"), []byte("version 2"), 0o644)
@@ -320,6 +327,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("cancel mid-batch keeps finished work and resumes", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		e.exec.cfg.BatchSize = 50
 		// One reader, so the cancel at the fifth read stops the run there:
@@ -362,6 +370,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("a write slower than FlushTimeout is kept while the job lives", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		e.exec.cfg.FlushTimeout = 20 * time.Millisecond
 		data := []byte("written while the database is busy")
@@ -378,6 +387,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("cancel inside a large file", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		e.exec.cfg.LargeFileBytes = bufSize
 		e.addFile(t, "big.cbz", make([]byte, 8*bufSize))
@@ -404,6 +414,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("reads draw from the shared io budget", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		e.addFile(t, "a.cbz", make([]byte, 10_000))
 		if err := e.control.PutSettings(e.ctx, map[string]string{"io.hash_rate_limit_mb_s": "1"}); err != nil {
@@ -423,6 +434,7 @@ func TestExecute(t *testing.T) {
 	})
 
 	t.Run("library outside the root fails the job", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t)
 		outside := t.TempDir()
 		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE libraries SET path = ? WHERE id = 1`, outside); err != nil {

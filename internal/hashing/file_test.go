@@ -63,6 +63,7 @@ func writeRandom(t *testing.T, dir string, n int) (string, []byte) {
 }
 
 func TestFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sizes := []int{0, 1, bufSize - 1, bufSize, bufSize + 1, 3*bufSize + 12345}
 	for _, alg := range protocol.HashAlgorithms {
@@ -113,6 +114,7 @@ func TestFile(t *testing.T) {
 // of zeros (sha256sum needs ~6 s for 2 GiB here, Go ~1.5 s). Under -race it
 // uses 1 GiB + 1 to stay within the test budget; skipped with -short.
 func TestFileSparse(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("2 GiB hash")
 	}

@@ -34,6 +34,7 @@ func (o observed) Execute(ctx context.Context, job model.Job, rep engine.Reporte
 // stay; nothing read after the loss is written, neither by the batch's
 // commit nor by a flush past the cancel, and the row stays recovered.
 func TestLostLeaseWritesNothingMore(t *testing.T) {
+	t.Parallel()
 	e := setup(t) // batches of 4 files
 	for i := range 12 {
 		e.addFile(t, fmt.Sprintf("f%02d.cbz", i), []byte(fmt.Sprintf("content of file %d", i)))

@@ -16,6 +16,7 @@ import (
 )
 
 func TestReadAhead(t *testing.T) {
+	t.Parallel()
 	// sizes cover the whole-read path (below bufSize, in a small buffer
 	// below smallBufSize) and the streamed one.
 	sizes := []int{0, 1, 4 << 10, bufSize - 1, bufSize, bufSize + 1, 3 * bufSize, smallBufSize - 1, smallBufSize}

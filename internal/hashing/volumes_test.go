@@ -43,6 +43,7 @@ func (e *env) registerSet(t *testing.T, dir string, vols [][]byte) int64 {
 }
 
 func TestHashVolumeSets(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	pages, err := fixtures.Pages(7, fixtures.PageOptions{W: 32, H: 32})
 	if err != nil {
@@ -112,6 +113,7 @@ func TestHashVolumeSets(t *testing.T) {
 // read in archive order, Book.z01 first, the .zip last: the digest of the
 // parts concatenated, with their summed size.
 func TestSplitZipDigest(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	parts := map[string][]byte{"Book.z01": []byte("PK\x07\x08first part"), "Book.z02": []byte("second part"),
 		"Book.zip": []byte("last part"), "Book.z04": []byte("after a gap: not a part")}

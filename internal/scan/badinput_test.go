@@ -14,6 +14,7 @@ import (
 // are no numbers. Each file gets its row, the numbers order without error,
 // and the scan succeeds with no scan error.
 func TestBadLibraryInput(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	zipWith := func(ci fixtures.ComicInfo) []byte {
 		t.Helper()

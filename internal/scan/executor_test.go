@@ -34,6 +34,7 @@ func (r *recorder) Progress(processed, total int64) {
 }
 
 func TestExecutorErrors(t *testing.T) {
+	t.Parallel()
 	t.Run("bad payload", func(t *testing.T) {
 		e := setup(t)
 		_, err := e.exec.Execute(context.Background(), e.job(`{"nope":1}`), nil)
@@ -81,6 +82,7 @@ func TestExecutorErrors(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for i := range 40 {
 		e.file(fmt.Sprintf("S/%02d.cbz", i), cbz(t, "", pages(2)...), t0)
@@ -110,6 +112,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for i := range 30 {
 		e.file(fmt.Sprintf("S/%02d.cbz", i), cbz(t, "", pages(1)...), t0)
@@ -132,6 +135,7 @@ func TestProgress(t *testing.T) {
 }
 
 func TestCoversAndForce(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("A/1.cbz", cbz(t, "", pages(2)...), t0)
 	e.file("A/2.cbz", cbz(t, "", pages(2)...), t0)
@@ -178,6 +182,7 @@ func TestCoversAndForce(t *testing.T) {
 // condition, unlike a corrupt or encrypted archive) is analysed again by the
 // next scan even though it did not change.
 func TestRetryIOError(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("a.cbz", cbz(t, "", pages(2)...), t0)
 	e.file("bad.cbz", []byte("garbage"), t0)
@@ -199,6 +204,7 @@ func TestRetryIOError(t *testing.T) {
 // TestBadComicInfo: a hostile or broken ComicInfo.xml is ignored with a
 // scan error; the file keeps its pages and a folder-derived series.
 func TestBadComicInfo(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	doctype := `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">]><ComicInfo><Series>&lol;</Series></ComicInfo>`
 	e.file("Hostile (2001)/a.cbz", cbz(t, doctype, pages(2)...), t0)

@@ -18,6 +18,7 @@ import (
 // is no book; other loose images stay books. Changes to a page change the
 // book, and a folder that stops being a folder book gives its images back.
 func TestFolderBooks(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	jpeg := func(seed int) []byte {
 		t.Helper()
@@ -124,6 +125,7 @@ func TestFolderBooks(t *testing.T) {
 // TestFolderBookOfTenThousandImages: issue 19's bad input — one folder of
 // 10,000 images is one book of 10,000 pages, scanned without error.
 func TestFolderBookOfTenThousandImages(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("10,000 files")
 	}
@@ -152,6 +154,7 @@ func TestFolderBookOfTenThousandImages(t *testing.T) {
 // default; a library that adds .exe to scan.extensions gets it read as
 // the archive inside.
 func TestSelfExtractingArchives(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	pagesOf, err := fixtures.Pages(3, fixtures.PageOptions{W: 8, H: 8})
 	must(t, err)
@@ -173,6 +176,7 @@ func TestSelfExtractingArchives(t *testing.T) {
 // TestTrashIsNeverScanned: what a delete job moved into a library's trash
 // is not indexed again, and its row stays missing.
 func TestTrashIsNeverScanned(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("Saga/Saga 01.cbz", cbz(t, "", pages(2)...), t0)
 	e.file(protocol.TrashDir+"/7/Inbox/Saga 01.cbz", cbz(t, "", pages(2)...), t0)

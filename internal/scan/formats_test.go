@@ -37,6 +37,7 @@ func book(t *testing.T, n int, root string) []fixtures.File {
 }
 
 func TestFormats(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	zipped, err := fixtures.Zip(book(t, 12, "Zipped"), 8)
 	must(t, err)
@@ -133,6 +134,7 @@ func normalizeEncrypted(rows []string) []string {
 // is indexed, the encrypted ones fail with archive_encrypted, the scan
 // succeeds.
 func TestSharedFixtures(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"komga", "kavita"} {
 		t.Run(name, func(t *testing.T) {
 			src := testutil.SharedFixture(t, name)
@@ -188,6 +190,7 @@ func TestSharedFixtures(t *testing.T) {
 // 7z, loose images, broken files in series folders, some with publisher
 // folders) and checks every row against the generator's manifest.
 func TestGeneratedLibrary(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	m, err := fixtures.Library(e.root, fixtures.LibrarySpec{Files: 48, Broken: 4})
 	must(t, err)

@@ -48,6 +48,7 @@ func (e *env) fullDump() string {
 // invariant 10): it stops with the lost lease, and its session is the one
 // recovery closed.
 func TestLostLeaseScanWritesNothingMore(t *testing.T) {
+	t.Parallel()
 	e := setup(t) // batches of 7
 	for i := range 20 {
 		e.file(fmt.Sprintf("S%d/issue %02d.cbz", i%3, i), cbz(t, "", pages(i%4+1)...), t0)

@@ -20,6 +20,7 @@ import (
 // from its file headers, so a .cbr of the same pages joins them; a RAR set
 // split across volumes gets a signature of sizes and no key.
 func TestPageSignatures(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	pages := book(t, 12, "")[:12] // the pages only
 	reordered := slices.Clone(pages)

@@ -14,6 +14,7 @@ import (
 // and renamed on disk finds page 7 after the rescan, because the scanner
 // keeps the file's row (its id) on a move and progress is keyed by it.
 func TestMovedBookKeepsProgress(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	e.file("Saga/Saga 01.cbz", cbz(t, ci("Series", "Saga"), pages(9)...), t0)

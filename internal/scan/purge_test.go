@@ -18,6 +18,7 @@ import (
 // scan deletes it once its covers are gone; a file back in time keeps its
 // row; 0 keeps rows forever.
 func TestPurgeMissing(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("Saga/Saga 01.cbz", cbz(t, "", pages(2)...), t0)
 	e.file("Saga/Saga 02.cbz", cbz(t, "", pages(3)...), t0)

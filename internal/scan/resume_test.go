@@ -64,6 +64,7 @@ func resumeLibrary(t *testing.T) *env {
 }
 
 func TestKillAndResume(t *testing.T) {
+	t.Parallel()
 	ref := resumeLibrary(t)
 	c := ref.scan()
 	if c.Moved != 3 || c.Missing != 2 || c.Added != 16 || c.Changed != 2 || c.ErrorCount != 1 {

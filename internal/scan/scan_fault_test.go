@@ -89,6 +89,7 @@ func TestFaultReadOnlyLibrary(t *testing.T) {
 }
 
 func TestFaultSpecialEntries(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("A/good.cbz", cbz(t, "", pages(2)...), t0)
 	if err := syscall.Mkfifo(filepath.Join(e.root, "A", "fifo.cbz"), 0o644); err != nil {
@@ -119,6 +120,7 @@ func TestFaultSpecialEntries(t *testing.T) {
 }
 
 func TestFaultSymlinkLoops(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("S/one.cbz", cbz(t, "", pages(1)...), t0)
 	for link, target := range map[string]string{
@@ -145,6 +147,7 @@ func TestFaultSymlinkLoops(t *testing.T) {
 // not UTF-8 are indexed (or reported) without breaking the scan, and a
 // rescan finds every one unchanged.
 func TestFaultUnicodeNames(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	nfc, nfd := norm.NFC.String("Café"), norm.NFD.String("Café")
 	if nfc == nfd {
@@ -188,6 +191,7 @@ func TestFaultUnicodeNames(t *testing.T) {
 // TestFaultHugeFolder: one folder with 10,000 entries (9,000 of them not
 // comics) is walked completely, once.
 func TestFaultHugeFolder(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := filepath.Join(e.root, "Huge")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -224,6 +228,7 @@ func TestFaultHugeFolder(t *testing.T) {
 // while scans run; once the tree settles, one more scan must give exactly
 // the rows a fresh database gives for the same tree.
 func TestFaultChurnDuringScan(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const n = 120
 	good := cbz(t, ci("Series", "Churn"), pages(4)...)

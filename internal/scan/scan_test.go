@@ -17,6 +17,7 @@ import (
 )
 
 func TestScanLibrary(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("Batman (2016)/Batman 001.cbz", cbz(t, "", pages(3)...), t0)
 	e.file("Batman (2016)/Batman 002.cbz", cbz(t, "", append(pages(2), "__MACOSX/._page 1.jpg", "notes.txt")...), t0)
@@ -110,6 +111,7 @@ func TestScanLibrary(t *testing.T) {
 }
 
 func TestSeriesIdentity(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("A/one.cbz", cbz(t, ci("Series", "batman", "Year", "2011", "Publisher", "DC"), pages(1)...), t0)
 	e.file("B/two.cbz", cbz(t, ci("Series", "Batman", "Year", "1999", "Publisher", "dc"), pages(1)...), t0)
@@ -191,6 +193,7 @@ func (e *env) hashAll() {
 }
 
 func TestMoveDetection(t *testing.T) {
+	t.Parallel()
 	t.Run("unique match keeps the row", func(t *testing.T) {
 		e := setup(t)
 		e.file("Old/a.cbz", cbz(t, ci("Series", "Alpha"), pages(2)...), t0)

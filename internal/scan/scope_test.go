@@ -20,6 +20,7 @@ func (e *env) scanPaths(payload string) (map[string]int64, error) {
 // A folder-scoped scan discovers, and marks missing, only under its
 // folders; rows elsewhere are untouched even when their files are gone.
 func TestFolderScopedScan(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("A/one.cbz", cbz(t, "", pages(2)...), t0)
 	e.file("A b/two.cbz", cbz(t, "", pages(2)...), t0)
@@ -62,6 +63,7 @@ func TestFolderScopedScan(t *testing.T) {
 // and marks nothing missing; a payload with paths that are not normalized
 // folders is invalid_payload.
 func TestFolderScopedScanGuards(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("A/one.cbz", cbz(t, "", pages(2)...), t0)
 	e.scan()
@@ -90,6 +92,7 @@ func TestFolderScopedScanGuards(t *testing.T) {
 // recognised. A gone file outside the scope that matches nothing new is
 // still left to the scan of its own folder.
 func TestScopedScanSeesAMoveFromOutside(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.file("Old/a.cbz", cbz(t, ci("Series", "Alpha"), pages(2)...), t0)
 	e.file("Old/b.cbz", cbz(t, ci("Series", "Beta"), pages(3)...), t0)

@@ -10,6 +10,7 @@ import (
 // .tif or .tiff files are images the default scan.extensions index, like
 // .jpg files: here two of them make a folder book.
 func TestTIFFScannedByDefault(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	tiff := []byte("II*\x00\x08\x00\x00\x00\x00\x00") // little-endian TIFF, an empty IFD
 	e.file("Scans/poster.tif", tiff, t0)

@@ -28,6 +28,7 @@ func (e *env) video(rel string, kind fixtures.VideoKind) {
 // keep a row with a clear code; a library whose media is comics skips
 // them; content decides over the extension.
 func TestVideoFiles(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.video("Anime/Show 01.mp4", fixtures.VideoMP4)
 	e.video("Anime/Show 02.mkv", fixtures.VideoMKV)

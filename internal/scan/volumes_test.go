@@ -18,6 +18,7 @@ import (
 // is one book under its first volume, with the pages of every volume, and
 // no later volume is ever a book of its own.
 func TestMultiVolumeBooks(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	pagesOf, err := fixtures.Pages(7, fixtures.PageOptions{W: 8, H: 8})
 	must(t, err)
@@ -91,6 +92,7 @@ func TestMultiVolumeBooks(t *testing.T) {
 // path, and no book; sharpcompress's RAR 2.x set and a split zip's .z01
 // (from ../shared, when present) likewise.
 func TestOldVolumesWithoutFirst(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	pagesOf, err := fixtures.Pages(7, fixtures.PageOptions{W: 8, H: 8})
 	must(t, err)
@@ -130,6 +132,7 @@ func TestOldVolumesWithoutFirst(t *testing.T) {
 // row for a part; a change to a part changes the book, and without a part
 // the book is archive_incomplete naming it.
 func TestSplitZipBook(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("zip")
 	if err != nil {
 		t.Skip("zip not installed (scripts/deps.sh)")
@@ -198,6 +201,7 @@ func dirExists(p string) bool {
 // TestMultiVolumeMove follows a set moved to another folder by the digest
 // of all its volumes, and never takes one volume for the book.
 func TestMultiVolumeMove(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	pagesOf, err := fixtures.Pages(7, fixtures.PageOptions{W: 8, H: 8})
 	must(t, err)

@@ -19,6 +19,7 @@ import (
 // candidate exactly once and in byte order of the full relative path, the
 // order of SQLite's BINARY collation that discovery merges against.
 func TestWalkOrder(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
 		root := t.TempDir()
 		// Characters around '/' (0x2f) in byte order stress the sort key.
@@ -85,6 +86,7 @@ func conflicts(seen map[string]bool, rel string) bool {
 }
 
 func TestSymlinks(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	outside := filepath.Join(t.TempDir(), "outside")
 	os.MkdirAll(outside, 0o755)

@@ -17,6 +17,7 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 // id) commits after the second and after a follow-up pass. On SQLite,
 // where writers take turns, the lower id is inserted later by hand.
 func TestFollowUpOutOfOrderCommit(t *testing.T) {
+	t.Parallel()
 	e := setup(t, 2)
 	s := New(e.control, fastConfig(nil))
 	raw, err := store.OpenRaw(e.path)

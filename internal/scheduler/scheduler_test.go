@@ -105,7 +105,9 @@ func (e *env) work(t *testing.T) *model.Job {
 }
 
 func TestDispatcher(t *testing.T) {
+	t.Parallel()
 	t.Run("three libraries requested at once run one after another", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 3)
 		if err := e.control.PutSettings(e.ctx, map[string]string{"scan.hash.mode": "off"}); err != nil {
 			t.Fatal(err)
@@ -126,6 +128,7 @@ func TestDispatcher(t *testing.T) {
 		}
 	})
 	t.Run("high before normal and restart in the middle", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 4)
 		if err := e.control.PutSettings(e.ctx, map[string]string{"scan.hash.mode": "off"}); err != nil {
 			t.Fatal(err)
@@ -171,6 +174,7 @@ func TestDispatcher(t *testing.T) {
 		}
 	})
 	t.Run("kick promotes without waiting for the poll", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 2)
 		cfg := fastConfig(nil)
 		cfg.DispatchInterval = time.Hour
@@ -212,7 +216,9 @@ func (r *recordingCovers) AdmitPendingCovers(ctx context.Context, lib int64, lim
 }
 
 func TestFollowUps(t *testing.T) {
+	t.Parallel()
 	t.Run("a completed scan queues one hash job and its covers are admitted", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 2)
 		now := protocol.FormatTime(e.control.Now())
 		for i := range 7 {
@@ -253,6 +259,7 @@ func TestFollowUps(t *testing.T) {
 		}
 	})
 	t.Run("the store's own admission turns flags into thumbnail rows", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 1)
 		now := protocol.FormatTime(e.control.Now())
 		for i := range 5 {
@@ -275,6 +282,7 @@ func TestFollowUps(t *testing.T) {
 		}
 	})
 	t.Run("covers rendered before cover hashes get hash rows", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 1)
 		now := protocol.FormatTime(e.control.Now())
 		for i := range 3 {
@@ -298,6 +306,7 @@ func TestFollowUps(t *testing.T) {
 		})
 	})
 	t.Run("hash mode off: no hash job", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 1)
 		if err := e.control.PutSettings(e.ctx, map[string]string{"scan.hash.mode": "off"}); err != nil {
 			t.Fatal(err)
@@ -317,7 +326,9 @@ func TestFollowUps(t *testing.T) {
 }
 
 func TestPeriodicAndMaintenance(t *testing.T) {
+	t.Parallel()
 	t.Run("a due library is scanned on start, once", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 2)
 		past := protocol.FormatTime(e.control.Now().Add(-72 * time.Hour))
 		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE libraries SET scan_interval_minutes = 60, last_scan_requested_at = ? WHERE id = ?`, past, e.libs[0]); err != nil {
@@ -335,6 +346,7 @@ func TestPeriodicAndMaintenance(t *testing.T) {
 		}
 	})
 	t.Run("stale lease recovered and retried", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 1)
 		job := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityHigh).Job
 		if j, err := e.worker.ClaimJob(e.ctx, "dead", 10*time.Millisecond); err != nil || j == nil || j.ID != job.ID {
@@ -348,6 +360,7 @@ func TestPeriodicAndMaintenance(t *testing.T) {
 		})
 	})
 	t.Run("a failing service is counted and the others go on", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 1)
 		reg := prometheus.NewRegistry()
 		cfg := fastConfig(reg)
@@ -362,6 +375,7 @@ func TestPeriodicAndMaintenance(t *testing.T) {
 		e.work(t)
 	})
 	t.Run("wal: truncate over the threshold, passive on schedule", func(t *testing.T) {
+		t.Parallel()
 		e := setup(t, 0)
 		if err := e.control.PutSettings(e.ctx, map[string]string{"wal.checkpoint.truncate_threshold_mb": "1"}); err != nil {
 			t.Fatal(err)
@@ -413,6 +427,7 @@ func (panicky) ScheduleMissingCleanups(context.Context, time.Duration) (int64, e
 // the old layout are flagged for a new render and a shards:<n> cleanup is
 // scheduled; once every cover is in the new layout nothing more happens.
 func TestCoverLayoutChange(t *testing.T) {
+	t.Parallel()
 	e := setup(t, 1)
 	s := New(e.control, fastConfig(nil))
 	now := protocol.FormatTime(e.control.Now())

@@ -43,6 +43,7 @@ func listDir(t *testing.T, dir string) []string {
 }
 
 func TestAtomicWrite(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	c := newCache(state, time.Hour)
 	dst, err := c.target("covers/007/7.webp")
@@ -82,6 +83,7 @@ func TestAtomicWrite(t *testing.T) {
 // and before the rename: no cover appears, the temp file is the only trace,
 // and the next process's sweep removes it once it is stale.
 func TestCrashBeforeRename(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv("BINDERY_THUMBS_CRASH_DIR"); dir != "" {
 		c := newCache(dir, time.Hour)
 		dst, err := c.target("covers/003/3.webp")

@@ -43,6 +43,7 @@ func (e *env) cleanup(t *testing.T, group string) model.CleanupJob {
 // live lease (it froze past the lease, the row was recovered and claimed
 // again) removes no cover file and deletes no row.
 func TestCleanAfterLeaseLost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
 	cl := NewCleaner(e.work, Config{StateDir: e.state})
@@ -72,6 +73,7 @@ func exists(p string) bool {
 }
 
 func TestClean(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
 	cl := NewCleaner(e.work, Config{StateDir: e.state})

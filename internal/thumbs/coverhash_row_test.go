@@ -66,6 +66,7 @@ func (e *env) hashRow(t *testing.T, file int64) model.Thumbnail {
 // that reads the cached file, without a render, even with its book gone;
 // with the cached file gone the hash row renders.
 func TestRenderStoresCoverHash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
 	book := mustZip(t, fixtures.File{Name: "p1.jpg", Data: encodeJPEGQ(t, coverArt(600, 900, 3), 90)})

@@ -50,6 +50,7 @@ func renderedHash(t *testing.T, page []byte) uint64 {
 // figures logged are what samebook.cover_distance's default is chosen
 // from (docs/SCANNING.md).
 func TestCoverHashDistances(t *testing.T) {
+	t.Parallel()
 	const near, far = 6, 16
 	worstNear, closestFar := 0, 64
 	for seed := range uint64(6) {
@@ -82,6 +83,7 @@ func TestCoverHashDistances(t *testing.T) {
 // TestCoverHashSameBytes: hashing is deterministic, and a cover and its
 // cached copy (the same bytes) give one hash.
 func TestCoverHashSameBytes(t *testing.T) {
+	t.Parallel()
 	page := encodeJPEGQ(t, coverArt(400, 600, 42), 90)
 	if a, b := renderedHash(t, page), renderedHash(t, page); a != b {
 		t.Fatalf("hash of one page differs: %016x vs %016x", a, b)
@@ -91,6 +93,7 @@ func TestCoverHashSameBytes(t *testing.T) {
 // TestCoverHashBadInput: what is not an image is a decode_error, never a
 // hash.
 func TestCoverHashBadInput(t *testing.T) {
+	t.Parallel()
 	jpg := encodeJPEGQ(t, coverArt(100, 150, 1), 90)
 	for name, b := range map[string][]byte{
 		"empty":     nil,
@@ -110,6 +113,7 @@ func TestCoverHashBadInput(t *testing.T) {
 // TestCoverHashTinyAndAlpha: a cover smaller than 9×8 is enlarged to it,
 // and a transparent PNG is hashed over white, like its JPEG cover.
 func TestCoverHashTinyAndAlpha(t *testing.T) {
+	t.Parallel()
 	if _, err := CoverHash(encodePNG(t, coverArt(4, 3, 7))); err != nil {
 		t.Fatalf("4×3 image: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 // order, read through the same confined path as archives; a page swapped
 // for a symlink that leads out of the library is refused.
 func TestRenderFolderBook(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := filepath.Join(e.lib, "Berserk", "Vol 01")
 	must(t, os.MkdirAll(dir, 0o755))

@@ -15,6 +15,7 @@ import (
 // 7-Zip offers gets a ready cover, and a method without a decoder fails
 // the render with unsupported_compression (not decode_error), naming it.
 func TestRenderEveryMethod(t *testing.T) {
+	t.Parallel()
 	pages, err := fixtures.Pages(7, fixtures.PageOptions{W: 64, H: 96})
 	must(t, err)
 	e := setup(t)

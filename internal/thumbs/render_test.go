@@ -9,6 +9,7 @@ import (
 )
 
 func TestRenderCover(t *testing.T) {
+	t.Parallel()
 	setupVips(1)
 	for _, format := range []protocol.ImageFormat{protocol.ImageWebP, protocol.ImageJPEG} {
 		t.Run("page "+string(format), func(t *testing.T) {

@@ -137,6 +137,7 @@ func mustZip(t testing.TB, files ...fixtures.File) []byte {
 }
 
 func TestRender(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
 	t.Run("archive cover lands in its shard", func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 // page of its book, sorts first and gives the cover; a loose .tiff is a
 // one-page book too.
 func TestRenderTIFFPage(t *testing.T) {
+	t.Parallel()
 	setupVips(1)
 	e := setup(t)
 	tif := vipsConvert(t, mustJPEG(t, 200, 300, 4), "page.tif", "copy")

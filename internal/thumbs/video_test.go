@@ -35,6 +35,7 @@ func mean(d decoded) float64 {
 // TestRenderVideo: a video's cover is a frame ffmpeg decodes, shrunk and
 // encoded by the comics' pipeline; bad videos fail with a clear code.
 func TestRenderVideo(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cover := func(t *testing.T, id int64) (Result, decoded) {
 		t.Helper()

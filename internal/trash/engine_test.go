@@ -21,6 +21,7 @@ import (
 // executor settles the intent from the disk, and only then does the job
 // end cancelled: the copy is recorded trashed and restores.
 func TestCancelAfterCrashThroughTheEngine(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same"})
 	job := e.claim(e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash))
 	e.killedAfterMove(job, "b.cbz")

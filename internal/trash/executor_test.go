@@ -170,6 +170,7 @@ func (e *env) exists(rel string) bool {
 }
 
 func TestTrashCopies(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a/Saga 01.cbz": "same", "b/Saga 01.cbz": "same", "c/Saga 01 (1).cbz": "same", "other.cbz": "unique"})
 	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	res, err := e.run(job)
@@ -212,6 +213,7 @@ func TestTrashCopies(t *testing.T) {
 }
 
 func TestCopiesThatStay(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"keep.cbz": "twin", "changed.cbz": "twin", "gone.cbz": "twin", "link.cbz": "twin", "hard.cbz": "twin"})
 	// The plan sees five copies; then the disk changes under it.
 	job := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("keep.cbz"): e.ids["keep.cbz"]}}, protocol.ActionTrash)
@@ -253,6 +255,7 @@ func (e *env) groupKey(rel string) string {
 }
 
 func TestKeeperGuards(t *testing.T) {
+	t.Parallel()
 	t.Run("a changed keeper keeps every copy", func(t *testing.T) {
 		e := setup(t, map[string]string{"keep.cbz": "data", "copy1.cbz": "data", "copy2.cbz": "data"})
 		job := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("keep.cbz"): e.ids["keep.cbz"]}}, protocol.ActionTrash)
@@ -284,6 +287,7 @@ func TestKeeperGuards(t *testing.T) {
 }
 
 func TestUnauthorizedJobs(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
 	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	forged := job
@@ -306,6 +310,7 @@ func TestUnauthorizedJobs(t *testing.T) {
 }
 
 func TestUnlink(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
 	groups, err := duplicates.New(e.control).PlanGroups(e.ctx, duplicates.PlanSelection{})
 	e.must(err)
@@ -332,6 +337,7 @@ func TestUnlink(t *testing.T) {
 // and its record (the copy already in the trash), both finish on retry
 // with every copy in exactly one place.
 func TestResume(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x", "c.cbz": "x", "d.cbz": "x"})
 	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	removes, err := duplicates.New(e.control).PlanFiles(e.ctx, mustPlanID(e, job))
@@ -392,6 +398,7 @@ func mustPlanID(e *env, job model.Job) int64 {
 // TestWorkerCannotAuthorize: workerd's connections may record outcomes
 // but never write a plan: the authorization is controld's alone.
 func TestWorkerCannotAuthorize(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
 	e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	for _, q := range []string{
@@ -450,6 +457,7 @@ func TestReadOnlyLibrary(t *testing.T) {
 }
 
 func TestRestore(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b/b.cbz": "x", "c/c.cbz": "x"})
 	del := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("a.cbz"): e.ids["a.cbz"]}}, protocol.ActionTrash)
 	if _, err := e.run(del); err != nil {
@@ -504,6 +512,7 @@ func TestRestore(t *testing.T) {
 }
 
 func TestPurge(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b/b.cbz": "x", "c/d/c.cbz": "x", "e/e.cbz": "x"})
 	del := e.plan(dedup.Policy{Name: protocol.KeepExplicit, Keep: map[string]int64{e.groupKey("a.cbz"): e.ids["a.cbz"]}}, protocol.ActionTrash)
 	if _, err := e.run(del); err != nil {
@@ -556,6 +565,7 @@ func TestPurge(t *testing.T) {
 // TestCancelRecordsNothing: a copy whose check a cancel cut short gets no
 // outcome, so the retry checks it again instead of skipping it.
 func TestCancelRecordsNothing(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "x", "b.cbz": "x"})
 	job := e.claim(e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash))
 	r, err := e.x.start(e.ctx, job)

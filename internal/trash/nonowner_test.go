@@ -35,6 +35,7 @@ func noRenameNoReplace(t *testing.T) {
 // the trashed file, in a child process with another uid, under the
 // kernel's protected_hardlinks: the link is refused, nothing moves.
 func TestNoReplaceAsNonOwner(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv("BINDERY_NONOWNER_DIR"); dir != "" {
 		nonOwnerChild(t, dir)
 		return

@@ -86,6 +86,7 @@ func wantCode(t *testing.T, err error, code string) {
 // first runs; once it ended, the second finds its keeper gone and keeps
 // its copy.
 func TestSwappedKeepers(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"X/a.cbz": "book", "Y/b.cbz": "book"})
 	p1 := e.newPlan(e.keep("X/a.cbz"), protocol.ActionTrash)
 	p2 := e.newPlan(e.keep("Y/b.cbz"), protocol.ActionTrash)
@@ -116,6 +117,7 @@ func TestSwappedKeepers(t *testing.T) {
 // (the claim's primary key decides, on PostgreSQL as on SQLite); a cancel
 // releases the files.
 func TestClaimRace(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same"})
 	for i := range 8 {
 		plans := []model.Plan{e.newPlan(e.keep("a.cbz"), protocol.ActionTrash), e.newPlan(e.keep("b.cbz"), protocol.ActionTrash)}
@@ -149,6 +151,7 @@ func TestClaimRace(t *testing.T) {
 // checked. The new file stays where the user put it, in trash and unlink
 // mode alike.
 func TestCopyReplacedAfterCheck(t *testing.T) {
+	t.Parallel()
 	for _, action := range []protocol.DeleteAction{protocol.ActionTrash, protocol.ActionUnlink} {
 		t.Run(string(action), func(t *testing.T) {
 			e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same"})
@@ -178,6 +181,7 @@ func TestCopyReplacedAfterCheck(t *testing.T) {
 // group's copies are processed, or after they are all staged: no copy
 // leaves, in trash and unlink mode alike.
 func TestKeeperEditedMidGroup(t *testing.T) {
+	t.Parallel()
 	for _, action := range []protocol.DeleteAction{protocol.ActionTrash, protocol.ActionUnlink} {
 		for _, when := range []string{"before the second copy", "after the copies are staged"} {
 			t.Run(string(action)+"/"+when, func(t *testing.T) {
@@ -213,6 +217,7 @@ func TestKeeperEditedMidGroup(t *testing.T) {
 // Hole 4: allow_delete turned off while the job runs stops it before the
 // next copy.
 func TestAllowDeleteRevokedMidJob(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a1.cbz": "x", "a2.cbz": "x", "b1.cbz": "y", "b2.cbz": "y"})
 	job := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	calls := 0
@@ -236,6 +241,7 @@ func TestAllowDeleteRevokedMidJob(t *testing.T) {
 
 // Hole 5: a move never replaces, and never follows a symlink it moves.
 func TestRenameNoReplace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, content := range map[string]string{"a": "trash copy", "b": "user's new file"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -294,6 +300,7 @@ func (e *env) runPurge() model.Job {
 // cancel does not end the job until a worker settled the intent: the copy
 // is recorded trashed and restores byte-identical.
 func TestCrashThenCancel(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same"})
 	job := e.claim(e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash))
 	e.killedAfterMove(job, "b.cbz")
@@ -331,6 +338,7 @@ func TestCrashThenCancel(t *testing.T) {
 // Hole 7: killed between a restore's link and its unlink (the one file
 // under both names): the retry finishes it, restored.
 func TestRestoreCutBetweenLinkAndUnlink(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same"})
 	del := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	if _, err := e.run(del); err != nil {
@@ -352,6 +360,7 @@ func TestRestoreCutBetweenLinkAndUnlink(t *testing.T) {
 // controld refuses to authorize it, and workerd refuses a job authorized
 // before the swap.
 func TestPlanOutlivesLibrary(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same"})
 	before := e.newPlan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	authorized := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
@@ -374,6 +383,7 @@ func TestPlanOutlivesLibrary(t *testing.T) {
 // Hole 9: the purge removes a trash file only while its bytes are the
 // trashed ones, whatever its size and mtime say.
 func TestPurgeChecksDigest(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same"})
 	del := e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash)
 	if _, err := e.run(del); err != nil {
@@ -393,6 +403,7 @@ func TestPurgeChecksDigest(t *testing.T) {
 // Fencing: a worker whose lease passed to another writes nothing more and
 // moves nothing more; the new owner settles what it left.
 func TestLostLeaseWritesNothing(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same", "c.cbz": "same"})
 	job := e.claim(e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash))
 	e.x.beforeRemove = func(rel string) {
@@ -419,6 +430,7 @@ func TestLostLeaseWritesNothing(t *testing.T) {
 // staged: the copies still go back to their paths (the cancel stops moves,
 // never the settling of what moved).
 func TestCancelWithKeeperEditAfterStaging(t *testing.T) {
+	t.Parallel()
 	e := setup(t, map[string]string{"a.cbz": "same", "b.cbz": "same"})
 	job := e.claim(e.plan(dedup.Policy{Name: protocol.KeepOldest}, protocol.ActionTrash))
 	ctx, cancel := context.WithCancel(e.ctx)

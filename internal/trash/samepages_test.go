@@ -214,6 +214,7 @@ func (e *env) bytesOf(rel string) []byte {
 // decompressed again; the trash copy and, after a restore, the file at
 // its path are byte-identical to the original.
 func TestSamePagesTrashAndRestore(t *testing.T) {
+	t.Parallel()
 	e := sameBooks(t)
 	orig := e.bytesOf("Saga/Saga 01.cb7")
 	job := e.samePagesPlan(keepZip)
@@ -247,6 +248,7 @@ func TestSamePagesTrashAndRestore(t *testing.T) {
 // stored digests that say "same" of books whose pages differ (the disk
 // decides, never the rows).
 func TestSamePagesCopiesThatStay(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		// after runs between plan and execute.
@@ -320,6 +322,7 @@ func TestSamePagesCopiesThatStay(t *testing.T) {
 // finishes it; killed after the move, the next run settles the copy as
 // trashed, and it restores byte-identical.
 func TestSamePagesMidJob(t *testing.T) {
+	t.Parallel()
 	t.Run("keeper replaced", func(t *testing.T) {
 		e := sameBooks(t)
 		job := e.samePagesPlan(keepZip)
