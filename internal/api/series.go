@@ -125,5 +125,5 @@ func (s *Server) getScan(c echo.Context) error {
 }
 
 func (s *Server) listScanErrors(c echo.Context) error {
-	return listUnder(c, s.cat.GetScan, s.cat.ScanErrors, scanErrorView, func(r catalog.ScanErrorRecord) int64 { return r.ID })
+	return listUnder(c, s.cat.GetScan, s.cat.ScanErrors, scanErrorView, func(r model.ScanErrorEntry) int64 { return r.ID })
 }

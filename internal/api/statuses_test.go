@@ -49,6 +49,16 @@ func TestDocumentedStatuses(t *testing.T) {
 		}
 		e.expect(e.call("GET", "/api/v1/scans/1", ""), 200, "")
 		e.expect(e.call("GET", "/api/v1/scans/1/errors", ""), 200, "")
+		if _, err := storetest.Exec(e.ctx, e.worker, `INSERT INTO scan_errors (session_id, relative_path, error_code, message, created_at)
+			VALUES (1, 'bad.cbz', 'archive_corrupt', 'zip: not a valid zip file', ?)`, now); err != nil {
+			t.Fatal(err)
+		}
+		r := e.call("GET", "/api/v1/scans/1/errors", "")
+		e.expect(r, 200, "")
+		want := `"session_id":1,"relative_path":"bad.cbz","error_code":"archive_corrupt","message":"zip: not a valid zip file","created_at":"`
+		if !strings.Contains(string(r.Body), want) {
+			t.Fatalf("scan errors %s, want an item with %s", r.Body, want)
+		}
 	})
 
 	t.Run("duplicate group files", func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store/catalog"
 	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/watch"
 	"github.com/bindery-nas/bindery/protocol"
@@ -304,7 +303,7 @@ type scanErrorJSON struct {
 	CreatedAt    protocol.Time `json:"created_at"`
 }
 
-func scanErrorView(e catalog.ScanErrorRecord) scanErrorJSON {
+func scanErrorView(e model.ScanErrorEntry) scanErrorJSON {
 	return scanErrorJSON{ID: e.ID, SessionID: e.SessionID, RelativePath: e.RelativePath, ErrorCode: e.ErrorCode,
 		Message: e.Message, CreatedAt: e.CreatedAt}
 }

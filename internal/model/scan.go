@@ -49,3 +49,12 @@ type ScanError struct {
 	ErrorCode    string
 	Message      string
 }
+
+// ScanErrorEntry is a stored ScanError of one scan session, as the admin
+// API lists it.
+type ScanErrorEntry struct {
+	ID        int64
+	SessionID int64
+	ScanError
+	CreatedAt protocol.Time
+}

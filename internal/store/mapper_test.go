@@ -52,6 +52,7 @@ func TestModelFieldsAreColumns(t *testing.T) {
 		{"series", model.Series{}, nil},
 		{"scan_sessions", model.Scan{}, nil},
 		{"scan_errors", model.ScanError{}, []string{"id", "session_id", "created_at"}},
+		{"scan_errors", model.ScanErrorEntry{}, nil},
 		{"delete_plans", model.Plan{}, nil},
 		{"delete_plan_files", model.PlanFile{}, []string{"plan_id"}},
 		{"delete_outcomes", model.DeleteResult{}, nil},

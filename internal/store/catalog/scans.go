@@ -6,7 +6,6 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
-	"github.com/bindery-nas/bindery/protocol"
 )
 
 // GetScan returns one session or sqldb.ErrNotFound.
@@ -30,20 +29,12 @@ func (s *Store) ListScans(ctx context.Context, libraryID *int64, beforeID int64,
 
 // ScanErrors returns up to limit errors of a session with id > afterID, in
 // id order, with their ids.
-func (s *Store) ScanErrors(ctx context.Context, sessionID, afterID int64, limit int) ([]ScanErrorRecord, error) {
-	var out []ScanErrorRecord
+func (s *Store) ScanErrors(ctx context.Context, sessionID, afterID int64, limit int) ([]model.ScanErrorEntry, error) {
+	var out []model.ScanErrorEntry
 	err := s.db.R.SelectContext(ctx, &out, `SELECT id, session_id, relative_path, error_code, message, created_at
 		FROM scan_errors WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`, sessionID, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("scan errors: %w", err)
 	}
 	return out, nil
-}
-
-// ScanErrorRecord is a stored scan_errors row.
-type ScanErrorRecord struct {
-	ID        int64 `db:"id"`
-	SessionID int64 `db:"session_id"`
-	model.ScanError
-	CreatedAt protocol.Time `db:"created_at"`
 }
