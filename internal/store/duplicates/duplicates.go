@@ -75,7 +75,7 @@ func (s *Store) ExplainDuplicateGroups(ctx context.Context, after *model.GroupAn
 	if err != nil {
 		return nil, err
 	}
-	return s.explainDuplicates(ctx, q, args...)
+	return s.db.Explain(ctx, q, args)
 }
 
 func (s *Store) duplicateGroupsQuery(ctx context.Context, after *model.GroupAnchor, limit int) (string, []any, error) {
@@ -168,29 +168,10 @@ func (s *Store) DuplicateGroupFiles(ctx context.Context, key protocol.GroupKey, 
 
 // ExplainDuplicateGroupFiles returns the query plan of a DuplicateGroupFiles page.
 func (s *Store) ExplainDuplicateGroupFiles(ctx context.Context, key protocol.GroupKey) ([]string, error) {
-	return s.explainDuplicates(ctx, groupFilesQuery, string(key.Algorithm), key.Hash, 0, 50)
+	return s.db.Explain(ctx, groupFilesQuery, []any{string(key.Algorithm), key.Hash, 0, 50})
 }
 
 const groupFilesQuery = `SELECT id, library_id, relative_path, size_bytes, mtime_ns, role
 	FROM library_files
 	WHERE hash_algorithm = ? AND content_hash = ? AND ` + groupQualifies + ` AND id > ?
 	ORDER BY id LIMIT ?`
-
-// explainDuplicates returns the detail lines of EXPLAIN QUERY PLAN for q.
-func (s *Store) explainDuplicates(ctx context.Context, q string, args ...any) ([]string, error) {
-	rows, err := s.db.R.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("explain: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			return nil, fmt.Errorf("explain: %w", err)
-		}
-		out = append(out, detail)
-	}
-	return out, rows.Err()
-}
