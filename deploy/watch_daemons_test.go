@@ -97,11 +97,17 @@ func moveKeepsID(t *testing.T, w *watchedLibrary, from, to string) {
 		t.Fatal(err)
 	}
 	start := time.Now()
+	// The scan lists the new path as a new row first (discovery), then
+	// hashes it and, matching the missing row, moves that row there
+	// (phase 2): the listing settles when the old path is gone. A move
+	// not followed leaves the old path listed as missing, and this waits
+	// in vain.
 	var after watchedFile
-	waitFor(t, to+" listed", 30*time.Second, func() bool {
+	waitFor(t, to+" listed and "+from+" gone", 30*time.Second, func() bool {
 		f, ok := w.file(to)
 		after = f
-		return ok && !f.IsMissing
+		_, old := w.file(from)
+		return ok && !f.IsMissing && !old
 	})
 	if after.ID != before.ID {
 		t.Fatalf("mv %s → %s: id %d became %d", from, to, before.ID, after.ID)
