@@ -22,8 +22,6 @@ package arenas
 // #include "arenas.h"
 import "C"
 
-import "strconv"
-
 // Default is the arena limit set at start when the environment names none.
 const Default = C.BINDERY_ARENAS
 
@@ -31,18 +29,6 @@ const Default = C.BINDERY_ARENAS
 // MALLOC_ARENA_MAX or GLIBC_TUNABLES named one and glibc's own handling
 // was left in place, -1 when the C library is not glibc.
 func Limit() int { return int(C.bindery_arenas()) }
-
-// Describe is Limit for a log line or --help.
-func Describe() string {
-	switch Limit() {
-	case Default:
-		return strconv.Itoa(Default) + " (set at start; MALLOC_ARENA_MAX overrides)"
-	case 0:
-		return "from MALLOC_ARENA_MAX/GLIBC_TUNABLES"
-	default:
-		return "C library default (not glibc)"
-	}
-}
 
 // count starts threads C threads that each malloc and stay alive until
 // all have, then returns how many arenas glibc has made in this process

@@ -39,7 +39,7 @@ var ErrLeaseLost = sqldb.ErrLeaseLost
 const fenceWhere = sqldb.FenceWhere
 
 func (s *Store) fenceArgs(f model.Fence) []any {
-	return []any{f.ID, f.WorkerID, f.Epoch, s.nowText()}
+	return sqldb.FenceArgs(f, s.nowText())
 }
 
 // fenced runs fn in one write transaction that first checks f.

@@ -143,7 +143,7 @@ func (s *Store) ReadDeleteGate(ctx context.Context, job model.Job, libraryID int
 	var g DeleteGate
 	err := s.db.R.GetContext(ctx, &g, `SELECT allow_delete, allow_unlink,
 		EXISTS (SELECT 1 FROM jobs WHERE `+sqldb.FenceWhere+`) AS owned
-		FROM libraries WHERE id = ?`, append(s.db.FenceArgs(f), libraryID)...)
+		FROM libraries WHERE id = ?`, append(sqldb.FenceArgs(f, s.db.NowText()), libraryID)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, sqldb.MissingRow(sqldb.LibraryRow, libraryID)
 	}

@@ -48,9 +48,9 @@ func (d *DB) NowText() string { return protocol.FormatTime(d.Now()) }
 // its arguments are id, worker, epoch and now (FenceArgs).
 const FenceWhere = `id = ? AND worker_id = ? AND status = 'running' AND lease_epoch = ? AND lease_expires_at > ?`
 
-// FenceArgs are FenceWhere's arguments for f, now.
-func (d *DB) FenceArgs(f model.Fence) []any {
-	return []any{f.ID, f.WorkerID, f.Epoch, d.NowText()}
+// FenceArgs are FenceWhere's arguments for f at now (protocol text).
+func FenceArgs(f model.Fence, now string) []any {
+	return []any{f.ID, f.WorkerID, f.Epoch, now}
 }
 
 // Of returns the DB of st, a *store.Store; package store sets it when it
