@@ -81,7 +81,7 @@ test: docker-base-background deps test-deps fmt-check
 # run, where a suite can wait for the CPU most of the run (the API's took
 # 20 minutes in one such run, 7 alone): the timeout guards against a hang,
 # as the main run's does, and is not the budget.
-POSTGRES_RACE_SUITES := ./internal/store ./internal/store/reading ./internal/store/feed ./internal/store/hashes ./internal/store/scanning ./internal/store/duplicates ./internal/store/thumbnails ./internal/store/queue ./internal/store/catalog ./internal/engine
+POSTGRES_RACE_SUITES := ./internal/store ./internal/store/reading ./internal/store/feed ./internal/store/hashes ./internal/store/scanning ./internal/store/duplicates ./internal/store/thumbnails ./internal/store/queue ./internal/store/catalog ./internal/store/leases ./internal/engine
 POSTGRES_SUITES := ./internal/store/pgadmin ./internal/api ./internal/trash ./internal/scan ./internal/hashing ./internal/thumbs ./cmd/workerd
 test-postgres: deps
 	BINDERY_TEST_DB=postgres $(GO) test -race -timeout 30m $(POSTGRES_RACE_SUITES); rc=$$?; \

@@ -26,6 +26,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/scheduler"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/watch"
 	"github.com/bindery-nas/bindery/internal/web"
 	"github.com/bindery-nas/bindery/migrations"
@@ -263,8 +264,9 @@ func (m *Main) runRecovery(ctx context.Context) {
 		defer m.wg.Done()
 		t := time.NewTicker(protocol.DefaultLeaseDuration / protocol.RecoverDivisor)
 		defer t.Stop()
+		ls := leases.New(m.Store)
 		for {
-			if n, err := m.Store.RecoverStale(ctx); err != nil && ctx.Err() == nil {
+			if n, err := ls.RecoverStale(ctx); err != nil && ctx.Err() == nil {
 				m.Logger.Warn("stale recovery failed", "err", err)
 			} else if n.Total() > 0 {
 				m.Logger.Info("recovered stale leases", "jobs", n.Jobs, "thumbnails", n.Thumbnails, "cleanup", n.Cleanup, "wal", n.WAL)

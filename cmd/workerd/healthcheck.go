@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bindery-nas/bindery/internal/cli"
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -41,7 +41,7 @@ docker HEALTHCHECK and monitoring.`,
 				return err
 			}
 			defer st.Close()
-			ws, err := st.ListWorkers(cmd.Context())
+			ws, err := leases.New(st).ListWorkers(cmd.Context())
 			if err != nil {
 				return cli.Exit(cli.ExitDatabase, err)
 			}
@@ -63,7 +63,7 @@ docker HEALTHCHECK and monitoring.`,
 
 // judge picks the worker row to check (pick) and decides whether it is
 // fresh.
-func judge(ws []store.Worker, workerID, host string, now time.Time, maxAge time.Duration) (string, error) {
+func judge(ws []leases.Worker, workerID, host string, now time.Time, maxAge time.Duration) (string, error) {
 	w := pick(ws, workerID, host)
 	if w == nil {
 		if workerID == "" {
@@ -84,8 +84,8 @@ func judge(ws []store.Worker, workerID, host string, now time.Time, maxAge time.
 // ordered most recently seen first) among those of this host (ids that
 // defaultWorkerID made here), else its latest stopped one, else the first
 // running row of any host.
-func pick(ws []store.Worker, workerID, host string) *store.Worker {
-	var mine, running *store.Worker
+func pick(ws []leases.Worker, workerID, host string) *leases.Worker {
+	var mine, running *leases.Worker
 	for i := range ws {
 		w := &ws[i]
 		switch {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -17,8 +17,8 @@ import (
 func TestJudgePicksThisHost(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	seen := func(id string, ago time.Duration, stopped bool) store.Worker {
-		w := store.Worker{WorkerID: id, LastSeenAt: protocol.NewTime(now.Add(-ago))}
+	seen := func(id string, ago time.Duration, stopped bool) leases.Worker {
+		w := leases.Worker{WorkerID: id, LastSeenAt: protocol.NewTime(now.Add(-ago))}
 		if stopped {
 			w.StoppedAt = protocol.NullTime{Time: w.LastSeenAt, Valid: true}
 		}
@@ -27,26 +27,26 @@ func TestJudgePicksThisHost(t *testing.T) {
 	const maxAge = 90 * time.Second
 	for _, c := range []struct {
 		name     string
-		ws       []store.Worker // most recently seen first, as ListWorkers orders them
+		ws       []leases.Worker // most recently seen first, as ListWorkers orders them
 		id, host string
 		want     string // the worker judged; "" when none is
 		healthy  bool
 	}{
-		{"this host's fresh worker", []store.Worker{seen("b1c2-7-aa", time.Second, false), seen("a0f3-7-bb", 5*time.Second, false)},
+		{"this host's fresh worker", []leases.Worker{seen("b1c2-7-aa", time.Second, false), seen("a0f3-7-bb", 5*time.Second, false)},
 			"", "a0f3", "a0f3-7-bb", true},
-		{"this host's stale worker, though another is fresh", []store.Worker{seen("b1c2-7-aa", time.Second, false), seen("a0f3-7-bb", 5*time.Minute, false)},
+		{"this host's stale worker, though another is fresh", []leases.Worker{seen("b1c2-7-aa", time.Second, false), seen("a0f3-7-bb", 5*time.Minute, false)},
 			"", "a0f3", "a0f3-7-bb", false},
-		{"a restarted container: its new worker, not the killed one", []store.Worker{seen("a0f3-7-cc", time.Second, false), seen("a0f3-7-bb", 5*time.Minute, false)},
+		{"a restarted container: its new worker, not the killed one", []leases.Worker{seen("a0f3-7-cc", time.Second, false), seen("a0f3-7-bb", 5*time.Minute, false)},
 			"", "a0f3", "a0f3-7-cc", true},
-		{"this host's worker stopped", []store.Worker{seen("b1c2-7-aa", time.Second, false), seen("a0f3-7-bb", time.Minute, true)},
+		{"this host's worker stopped", []leases.Worker{seen("b1c2-7-aa", time.Second, false), seen("a0f3-7-bb", time.Minute, true)},
 			"", "a0f3", "a0f3-7-bb", false},
-		{"a prefix of the host name is another host", []store.Worker{seen("a0f3x-7-aa", time.Minute*5, false), seen("a0f3-7-bb", time.Second, false)},
+		{"a prefix of the host name is another host", []leases.Worker{seen("a0f3x-7-aa", time.Minute*5, false), seen("a0f3-7-bb", time.Second, false)},
 			"", "a0f3", "a0f3-7-bb", true},
-		{"no worker of this host: any running one", []store.Worker{seen("nas-1", time.Minute, true), seen("nas-2", time.Second, false)},
+		{"no worker of this host: any running one", []leases.Worker{seen("nas-1", time.Minute, true), seen("nas-2", time.Second, false)},
 			"", "box", "nas-2", true},
-		{"an explicit id wins over the host", []store.Worker{seen("a0f3-7-bb", time.Second, false), seen("nas-1", 5*time.Minute, false)},
+		{"an explicit id wins over the host", []leases.Worker{seen("a0f3-7-bb", time.Second, false), seen("nas-1", 5*time.Minute, false)},
 			"nas-1", "a0f3", "nas-1", false},
-		{"an explicit id not registered", []store.Worker{seen("a0f3-7-bb", time.Second, false)}, "nas-9", "a0f3", "", false},
+		{"an explicit id not registered", []leases.Worker{seen("a0f3-7-bb", time.Second, false)}, "nas-9", "a0f3", "", false},
 		{"no worker at all", nil, "", "a0f3", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/cli"
 	"github.com/bindery-nas/bindery/internal/pgtest"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/testutil"
 )
@@ -331,7 +332,7 @@ func TestKilledWorker(t *testing.T) {
 	waitCount(t, tp, 1, 10*time.Second, `SELECT count(*) FROM jobs WHERE id = ? AND status = 'retryable' AND error_code = 'lease_expired' AND worker_id IS NULL`, id)
 	control := storetest.MustOpen(t, path, store.RoleControl, nil)
 	testutil.WaitFor(t, "the job requeued", 10*time.Second, func() bool {
-		rq, _, err := control.RequeueRetryableJobs(context.Background(), 5)
+		rq, _, err := leases.New(control).RequeueRetryableJobs(context.Background(), 5)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -33,7 +33,7 @@ func TestCrashingCover(t *testing.T) {
 	for {
 		select {
 		case <-w.done:
-			if crashes++; crashes > store.MaxRecoveries {
+			if crashes++; crashes > leases.MaxRecoveries {
 				t.Fatalf("workerd crashed %d times: the poison cover is claimed forever", crashes)
 			}
 			w = startWorker(t, path, state, fmt.Sprintf("w%d", crashes), "crash-on-file:1")
@@ -52,8 +52,8 @@ func TestCrashingCover(t *testing.T) {
 			t.Fatalf("no render_crashed after %d crashes", crashes)
 		}
 	}
-	if crashes != store.MaxRecoveries {
-		t.Fatalf("%d crashes, want %d", crashes, store.MaxRecoveries)
+	if crashes != leases.MaxRecoveries {
+		t.Fatalf("%d crashes, want %d", crashes, leases.MaxRecoveries)
 	}
 	waitCount(t, tp, covers-1, 10*time.Second, `SELECT count(*) FROM thumbnails WHERE file_id <> 1 AND status = 'ready' AND recovered_count <= 1`)
 	select {

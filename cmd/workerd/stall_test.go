@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -42,7 +43,7 @@ func TestStalledDisk(t *testing.T) {
 	conn.Close()
 
 	control := storetest.MustOpen(t, path, store.RoleControl, nil)
-	if _, err := control.RecoverStale(ctx); err != nil {
+	if _, err := leases.New(control).RecoverStale(ctx); err != nil {
 		t.Fatal(err)
 	}
 	state := func() string {
@@ -68,7 +69,7 @@ func TestStalledDisk(t *testing.T) {
 	if again := state(); again != recovered {
 		t.Fatalf("a late write landed: %s, then %s", recovered, again)
 	}
-	if n, err := control.RecoverStale(ctx); err != nil || n.Total() != 0 {
+	if n, err := leases.New(control).RecoverStale(ctx); err != nil || n.Total() != 0 {
 		t.Fatalf("second recovery: %+v %v", n, err)
 	}
 	w.stop(t, 10*time.Second)

@@ -127,7 +127,7 @@ func (s *Server) recoverStale(c echo.Context) error {
 	if err := emptyBody(c); err != nil {
 		return err
 	}
-	n, err := s.st.RecoverStale(c.Request().Context())
+	n, err := s.ls.RecoverStale(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (s *Server) recoverStale(c echo.Context) error {
 const workerLiveWindow = 2 * protocol.DefaultLeaseDuration
 
 func (s *Server) listWorkers(c echo.Context) error {
-	ws, err := s.st.ListWorkers(c.Request().Context())
+	ws, err := s.ls.ListWorkers(c.Request().Context())
 	if err != nil {
 		return err
 	}

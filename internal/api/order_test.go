@@ -11,6 +11,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/natsort"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -301,7 +302,7 @@ func (e *env) scanFence(lib int64) model.Fence {
 		VALUES ('scan', 'pending', ?, ?, ?)`, lib, now, now); err != nil {
 		e.t.Fatal(err)
 	}
-	job, err := e.worker.ClaimJob(e.ctx, "api-test", time.Hour)
+	job, err := leases.New(e.worker).ClaimJob(e.ctx, "api-test", time.Hour)
 	if err != nil || job == nil {
 		e.t.Fatalf("claim: %v, %v", job, err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/store/catalog"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
@@ -86,6 +87,7 @@ type Server struct {
 	rd        *reading.Store    // the reader side: accounts, progress, lists, search
 	hs        *hashes.Store     // the hash job's rows: hash state
 	dp        *duplicates.Store // duplicate reports and delete plans
+	ls        *leases.Leases    // stale-lease recovery, the workers
 	th        *thumbnails.Store // the cover queue
 	q         *queue.Store      // the job queue
 	cat       *catalog.Store    // the library as the admin API lists it
@@ -141,7 +143,7 @@ func New(cfg Config) (*Server, error) {
 	} else if len(cfg.CoverKey) < 16 {
 		return nil, errorf("api: cover key of %d bytes, want at least 16", len(cfg.CoverKey))
 	}
-	s := &Server{cfg: cfg, st: cfg.Store, rd: reading.New(cfg.Store), hs: hashes.New(cfg.Store), dp: duplicates.New(cfg.Store), th: thumbnails.New(cfg.Store), q: queue.New(cfg.Store), cat: catalog.New(cfg.Store), log: cfg.Logger, roots: roots, realRoots: realRoots, reg: cfg.Registry,
+	s := &Server{cfg: cfg, st: cfg.Store, rd: reading.New(cfg.Store), hs: hashes.New(cfg.Store), dp: duplicates.New(cfg.Store), ls: leases.New(cfg.Store), th: thumbnails.New(cfg.Store), q: queue.New(cfg.Store), cat: catalog.New(cfg.Store), log: cfg.Logger, roots: roots, realRoots: realRoots, reg: cfg.Registry,
 		signer: coverSigner{key: cfg.CoverKey, now: time.Now},
 		books:  reader.NewBooks(realRoots, 0), shrunk: reader.NewShrunk(cfg.StateDir),
 		limits: &failLimiter{now: time.Now, names: map[string]int{}, addrs: map[string]int{}},

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -114,10 +115,10 @@ func TestThirdPartyTimes(t *testing.T) {
 			e.python(`db.execute("UPDATE jobs SET retry_after = ? WHERE id = 4 AND status = 'retryable' AND error_code = 'lease_expired'",
     ((now - timedelta(seconds=1)).isoformat(),))`)
 		}
-		if n, _, err := e.st.RequeueRetryableJobs(e.ctx, 5); err != nil || n != 1 {
+		if n, _, err := leases.New(e.st).RequeueRetryableJobs(e.ctx, 5); err != nil || n != 1 {
 			t.Fatalf("requeued %d, %v", n, err)
 		}
-		j, err := e.worker.ClaimJob(e.ctx, "w1", time.Minute, protocol.JobKindScan)
+		j, err := leases.New(e.worker).ClaimJob(e.ctx, "w1", time.Minute, protocol.JobKindScan)
 		if err != nil || j == nil || j.ID != 4 {
 			t.Fatalf("claim: %+v %v", j, err)
 		}

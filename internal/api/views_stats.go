@@ -1,8 +1,8 @@
 package api
 
 import (
-	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -41,7 +41,7 @@ type recoverJSON struct {
 	Total      int64 `json:"total"`
 }
 
-func recoverView(n store.RecoverCounts) recoverJSON {
+func recoverView(n leases.RecoverCounts) recoverJSON {
 	return recoverJSON{Jobs: n.Jobs, Thumbnails: n.Thumbnails, Cleanup: n.Cleanup, WAL: n.WAL, Total: n.Total()}
 }
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -52,7 +52,7 @@ type coverRow struct {
 // poisoned: the row failed because its worker died MaxRecoveries times
 // while rendering it (the poison-pill rule), which SIGKILLs may cause.
 func (c coverRow) poisoned() bool {
-	return c.Status == string(protocol.ThumbFailed) && c.Error == protocol.ErrRenderCrashed && c.Recovered >= store.MaxRecoveries
+	return c.Status == string(protocol.ThumbFailed) && c.Error == protocol.ErrRenderCrashed && c.Recovered >= leases.MaxRecoveries
 }
 
 // outcome is what is compared with the clean run.
@@ -107,7 +107,7 @@ func compareCovers(got, want map[string]coverRow) check {
 	sort.Strings(diffs)
 	c.OK = len(diffs) == 0 && len(want) > 0
 	c.Detail = fmt.Sprintf("%d files' covers compared (media type, status, error code, size), %d differ, %d failed render_crashed after %d worker deaths",
-		len(want), len(diffs), poisoned, store.MaxRecoveries)
+		len(want), len(diffs), poisoned, leases.MaxRecoveries)
 	if len(diffs) > 0 {
 		c.Detail += ": " + strings.Join(diffs[:min(5, len(diffs))], "; ")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -159,6 +160,7 @@ func (h *harness) ownerWrites(ctx context.Context, z *zombieState) error {
 		return err
 	}
 	defer st.Close()
+	ls := leases.New(st)
 	try := func(err error) {
 		z.tried++
 		if errors.Is(err, store.ErrNotOwner) {
@@ -180,18 +182,18 @@ func (h *harness) ownerWrites(ctx context.Context, z *zombieState) error {
 		}
 		switch k.table {
 		case "jobs":
-			_, err := st.HeartbeatJob(ctx, f, h.cfg.Lease, store.JobProgress{})
+			_, err := ls.HeartbeatJob(ctx, f, h.cfg.Lease, leases.JobProgress{})
 			try(err)
-			try(st.FinishJob(ctx, f, store.JobOutcome{Status: protocol.JobCompleted}))
+			try(ls.FinishJob(ctx, f, leases.JobOutcome{Status: protocol.JobCompleted}))
 		case "thumbnails":
-			try(st.HeartbeatLease(ctx, f, h.cfg.Lease))
-			try(st.FinishThumbnail(ctx, f, store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1}))
+			try(ls.HeartbeatLease(ctx, f, h.cfg.Lease))
+			try(ls.FinishThumbnail(ctx, f, leases.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1}))
 		case "cleanup":
-			try(st.HeartbeatLease(ctx, f, h.cfg.Lease))
-			try(st.FinishCleanup(ctx, f, 0, 0))
+			try(ls.HeartbeatLease(ctx, f, h.cfg.Lease))
+			try(ls.FinishCleanup(ctx, f, 0, 0))
 		case "wal":
-			try(st.HeartbeatLease(ctx, f, h.cfg.Lease))
-			try(st.SucceedCheckpoint(ctx, f, store.CheckpointFigures{}))
+			try(ls.HeartbeatLease(ctx, f, h.cfg.Lease))
+			try(ls.SucceedCheckpoint(ctx, f, leases.CheckpointFigures{}))
 		}
 	}
 	return nil

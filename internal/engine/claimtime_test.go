@@ -24,14 +24,14 @@ func (f renderFunc) Render(ctx context.Context, t model.Thumbnail) (ThumbnailRes
 }
 
 // inClaimTx reports whether the caller runs inside a claim's write
-// transaction (the closure of store.(*Store).claim that reads the claim's
+// transaction (the closure of leases.(*Leases).claim that reads the claim's
 // time).
 func inClaimTx() bool {
 	pc := make([]uintptr, 32)
 	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
 	for {
 		f, more := frames.Next()
-		if strings.Contains(f.Function, "internal/store.(*Store).claim.func") {
+		if strings.Contains(f.Function, "internal/store/leases.(*Leases).claim.func") {
 			return true
 		}
 		if !more {

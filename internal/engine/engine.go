@@ -12,6 +12,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -35,6 +36,7 @@ var ErrLeaseLost = errors.New("lease lost")
 // heartbeated lease and writes the terminal state.
 type Engine struct {
 	st  *store.Store
+	ls  *leases.Leases
 	ex  Executors
 	cfg Config
 	log *slog.Logger
@@ -57,7 +59,7 @@ func New(st *store.Store, ex Executors, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{st: st, ex: ex, cfg: cfg, log: cfg.Logger.With("worker_id", cfg.WorkerID), wakes: newWakes()}
+	e := &Engine{st: st, ls: leases.New(st), ex: ex, cfg: cfg, log: cfg.Logger.With("worker_id", cfg.WorkerID), wakes: newWakes()}
 	e.cancelCheck.Store(int64(500 * time.Millisecond))
 	e.walMaxRetries.Store(5)
 	return e, nil
@@ -154,7 +156,7 @@ func (e *Engine) keepAlive(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			err := e.st.TouchWorker(ctx, e.cfg.WorkerID)
+			err := e.ls.TouchWorker(ctx, e.cfg.WorkerID)
 			if errors.Is(err, store.ErrNotFound) {
 				err = e.register(ctx)
 			}
@@ -167,7 +169,7 @@ func (e *Engine) keepAlive(ctx context.Context) {
 }
 
 func (e *Engine) register(ctx context.Context) error {
-	return e.st.RegisterWorker(ctx, store.Worker{
+	return e.ls.RegisterWorker(ctx, leases.Worker{
 		WorkerID: e.cfg.WorkerID, Host: e.cfg.Host, PID: int64(e.cfg.PID), Version: e.cfg.Version,
 	})
 }
@@ -217,12 +219,12 @@ func (e *Engine) shutdown(wg *sync.WaitGroup) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease)
 	defer cancel()
-	if c, err := e.st.ReleaseWorker(ctx, e.cfg.WorkerID); err != nil {
+	if c, err := e.ls.ReleaseWorker(ctx, e.cfg.WorkerID); err != nil {
 		e.log.Error("release leases", "err", err)
 	} else if c.Total() > 0 {
 		e.log.Info("released leases", "counts", c)
 	}
-	if err := e.st.StopWorker(ctx, e.cfg.WorkerID); err != nil {
+	if err := e.ls.StopWorker(ctx, e.cfg.WorkerID); err != nil {
 		e.log.Warn("mark worker stopped", "err", err)
 	}
 	e.log.Info("engine stopped")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -32,7 +33,7 @@ func (e *Engine) jobOnce(ctx context.Context) (bool, error) {
 	}
 	ctx, cancel := e.claimContext(ctx)
 	defer cancel()
-	job, err := e.st.ClaimJob(ctx, e.cfg.WorkerID, e.cfg.Lease, kinds...)
+	job, err := e.ls.ClaimJob(ctx, e.cfg.WorkerID, e.cfg.Lease, kinds...)
 	if err != nil || job == nil {
 		return false, err
 	}
@@ -42,16 +43,16 @@ func (e *Engine) jobOnce(ctx context.Context) (bool, error) {
 
 func (e *Engine) runJob(job model.Job) {
 	log := e.log.With("job", job.ID, "kind", job.Kind)
-	finish := func(o store.JobOutcome) {
+	finish := func(o leases.JobOutcome) {
 		e.persist("job", job.ID, func(ctx context.Context) error {
-			return e.st.FinishJob(ctx, job.Fence(), o)
+			return e.ls.FinishJob(ctx, job.Fence(), o)
 		})
 	}
 	exec, err := e.jobExecutor(job)
 	if err != nil {
 		log.Warn("job refused", "err", err)
 		code, msg := errorFields(err, protocol.ErrInvalidPayload)
-		finish(store.JobOutcome{Status: protocol.JobFailed, ErrorCode: code, ErrorMessage: msg})
+		finish(leases.JobOutcome{Status: protocol.JobFailed, ErrorCode: code, ErrorMessage: msg})
 		return
 	}
 	if job.CancelRequested {
@@ -72,10 +73,10 @@ func (e *Engine) runJob(job model.Job) {
 	cause, err := e.execute(leased{
 		what: "job", id: job.ID, expires: job.LeaseExpiresAt,
 		beat: func(ctx context.Context) (error, error) {
-			return jobStop(e.st.HeartbeatJob(ctx, job.Fence(), e.cfg.Lease, rep.snapshot()))
+			return jobStop(e.ls.HeartbeatJob(ctx, job.Fence(), e.cfg.Lease, rep.snapshot()))
 		},
 		poll: func(ctx context.Context) (error, error) {
-			return jobStop(e.st.JobLeaseState(ctx, job.Fence()))
+			return jobStop(e.ls.JobLeaseState(ctx, job.Fence()))
 		},
 	}, func(ctx context.Context) error {
 		var err error
@@ -104,14 +105,14 @@ func (e *Engine) runJob(job model.Job) {
 		}
 	case errors.Is(cause, errShutdown):
 		e.persist("job", job.ID, func(ctx context.Context) error {
-			return e.st.ReleaseLease(ctx, job.Fence())
+			return e.ls.ReleaseLease(ctx, job.Fence())
 		})
 	case errors.Is(cause, errCancelRequested):
 		finish(cancelledOutcome())
 	default:
 		code, msg := errorFields(err, protocol.ErrExecutorFailed)
 		log.Warn("job failed", "code", code, "err", err)
-		finish(store.JobOutcome{Status: protocol.JobFailed, ErrorCode: code, ErrorMessage: msg})
+		finish(leases.JobOutcome{Status: protocol.JobFailed, ErrorCode: code, ErrorMessage: msg})
 	}
 }
 
@@ -122,14 +123,14 @@ func (e *Engine) runJob(job model.Job) {
 // the row is no longer ours, or its lease ran out (the store never
 // extends an expired lease) and recovery may take it any moment; the
 // result is then dropped, as persist logs, and nothing more is written.
-func (e *Engine) completed(f model.Fence, rep *reporter, result map[string]int64) (o store.JobOutcome, ok bool) {
+func (e *Engine) completed(f model.Fence, rep *reporter, result map[string]int64) (o leases.JobOutcome, ok bool) {
 	if !e.persist("job", f.ID, func(ctx context.Context) error {
-		_, err := e.st.HeartbeatJob(ctx, f, e.cfg.Lease, rep.snapshot())
+		_, err := e.ls.HeartbeatJob(ctx, f, e.cfg.Lease, rep.snapshot())
 		return err
 	}) {
 		return o, false
 	}
-	o = store.JobOutcome{Status: protocol.JobCompleted}
+	o = leases.JobOutcome{Status: protocol.JobCompleted}
 	if result != nil {
 		b, _ := json.Marshal(result)
 		o.Result = string(b)
@@ -138,7 +139,7 @@ func (e *Engine) completed(f model.Fence, rep *reporter, result map[string]int64
 }
 
 // jobStop turns a job's signals into the cause its work stops with.
-func jobStop(sig store.JobSignals, err error) (stop, _ error) {
+func jobStop(sig leases.JobSignals, err error) (stop, _ error) {
 	switch {
 	case err != nil:
 		return nil, err
@@ -150,8 +151,8 @@ func jobStop(sig store.JobSignals, err error) (stop, _ error) {
 	return nil, nil
 }
 
-func cancelledOutcome() store.JobOutcome {
-	return store.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled, ErrorMessage: "cancel requested"}
+func cancelledOutcome() leases.JobOutcome {
+	return leases.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled, ErrorMessage: "cancel requested"}
 }
 
 // jobExecutor checks the job's kind and payload before anything runs.
@@ -184,7 +185,7 @@ func (e *Engine) jobExecutor(job model.Job) (JobExecutor, error) {
 func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
 	ctx, cancel := e.claimContext(ctx)
 	defer cancel()
-	t, err := e.st.ClaimThumbnail(ctx, e.cfg.WorkerID, e.cfg.Lease)
+	t, err := e.ls.ClaimThumbnail(ctx, e.cfg.WorkerID, e.cfg.Lease)
 	if err != nil || t == nil {
 		return false, err
 	}
@@ -194,10 +195,10 @@ func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
 		return err
 	}, func(ctx context.Context, err error) error {
 		if err == nil {
-			return e.st.FinishThumbnail(ctx, t.Fence(), store.ThumbnailDone(res))
+			return e.ls.FinishThumbnail(ctx, t.Fence(), leases.ThumbnailDone(res))
 		}
 		code, msg := errorFields(err, protocol.ErrExecutorFailed)
-		return e.st.FailThumbnail(ctx, t.Fence(), code, msg)
+		return e.ls.FailThumbnail(ctx, t.Fence(), code, msg)
 	})
 	return true, nil
 }
@@ -206,7 +207,7 @@ func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
 func (e *Engine) cleanupOnce(ctx context.Context) (bool, error) {
 	ctx, cancel := e.claimContext(ctx)
 	defer cancel()
-	c, err := e.st.ClaimCleanup(ctx, e.cfg.WorkerID, e.cfg.Lease)
+	c, err := e.ls.ClaimCleanup(ctx, e.cfg.WorkerID, e.cfg.Lease)
 	if err != nil || c == nil {
 		return false, err
 	}
@@ -216,10 +217,10 @@ func (e *Engine) cleanupOnce(ctx context.Context) (bool, error) {
 		return err
 	}, func(ctx context.Context, err error) error {
 		if err == nil {
-			return e.st.FinishCleanup(ctx, c.Fence(), files, rows)
+			return e.ls.FinishCleanup(ctx, c.Fence(), files, rows)
 		}
 		code, msg := errorFields(err, protocol.ErrExecutorFailed)
-		return e.st.FailCleanup(ctx, c.Fence(), files, rows, code, msg)
+		return e.ls.FailCleanup(ctx, c.Fence(), files, rows, code, msg)
 	})
 	return true, nil
 }
@@ -230,7 +231,7 @@ func (e *Engine) cleanupOnce(ctx context.Context) (bool, error) {
 func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
 	ctx, cancel := e.claimContext(ctx)
 	defer cancel()
-	w, err := e.st.ClaimCheckpoint(ctx, e.cfg.WorkerID, e.cfg.Lease)
+	w, err := e.ls.ClaimCheckpoint(ctx, e.cfg.WorkerID, e.cfg.Lease)
 	if err != nil || w == nil {
 		return false, err
 	}
@@ -239,19 +240,19 @@ func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
 		res, err = e.ex.Checkpoint.Checkpoint(ctx, *w)
 		return err
 	}, func(ctx context.Context, err error) error {
-		fig := store.CheckpointFigures(res)
+		fig := leases.CheckpointFigures(res)
 		switch {
 		case err == nil && res.Busy == 0:
-			return e.st.SucceedCheckpoint(ctx, w.Fence(), fig)
+			return e.ls.SucceedCheckpoint(ctx, w.Fence(), fig)
 		case err == nil || protocol.CodeOf(err, "") == protocol.ErrCheckpointBusy:
 			msg := "checkpoint blocked by readers or writers"
 			if err != nil {
 				_, msg = errorFields(err, protocol.ErrCheckpointBusy)
 			}
-			return e.st.RetryCheckpoint(ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, msg, int(e.walMaxRetries.Load()))
+			return e.ls.RetryCheckpoint(ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, msg, int(e.walMaxRetries.Load()))
 		default:
 			code, msg := errorFields(err, protocol.ErrCheckpointFailed)
-			return e.st.FailCheckpoint(ctx, w.Fence(), code, msg)
+			return e.ls.FailCheckpoint(ctx, w.Fence(), code, msg)
 		}
 	})
 	return true, nil
@@ -282,7 +283,7 @@ func (e *Engine) runLeased(f model.Fence, expires *protocol.Time, run func(ctx c
 	outcome func(ctx context.Context, err error) error) {
 	what := string(f.Table)
 	cause, err := e.execute(leased{what: what, id: f.ID, expires: expires, beat: func(ctx context.Context) (error, error) {
-		return nil, e.st.HeartbeatLease(ctx, f, e.cfg.Lease)
+		return nil, e.ls.HeartbeatLease(ctx, f, e.cfg.Lease)
 	}}, run)
 	switch {
 	case errors.Is(cause, ErrLeaseLost), errors.Is(err, store.ErrNotOwner):
@@ -290,7 +291,7 @@ func (e *Engine) runLeased(f model.Fence, expires *protocol.Time, run func(ctx c
 	case store.IsUnavailable(err):
 		e.log.Warn(dbUnavailable, "row", what, "id", f.ID, "err", err)
 	case err != nil && errors.Is(cause, errShutdown):
-		e.persist(what, f.ID, func(ctx context.Context) error { return e.st.ReleaseLease(ctx, f) })
+		e.persist(what, f.ID, func(ctx context.Context) error { return e.ls.ReleaseLease(ctx, f) })
 	default:
 		e.persist(what, f.ID, func(ctx context.Context) error { return outcome(ctx, err) })
 	}

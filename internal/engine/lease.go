@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -142,7 +143,7 @@ func (e *Engine) leaseStart(expires *protocol.Time) time.Time {
 	if expires == nil || e.st == nil {
 		return now
 	}
-	left := min(expires.Sub(e.st.Now()), e.cfg.Lease)
+	left := min(expires.Sub(e.ls.Now()), e.cfg.Lease)
 	return now.Add(left - e.cfg.Lease)
 }
 
@@ -198,8 +199,8 @@ func (r *reporter) Progress(processed, total int64) {
 	r.total.Store(total)
 }
 
-func (r *reporter) snapshot() store.JobProgress {
-	return store.JobProgress{Processed: r.processed.Load(), Total: r.total.Load()}
+func (r *reporter) snapshot() leases.JobProgress {
+	return leases.JobProgress{Processed: r.processed.Load(), Total: r.total.Load()}
 }
 
 // errorFields renders an executor error as error_code and error_message.

@@ -19,6 +19,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -74,7 +75,7 @@ func claimHashJob(t testing.TB, control, worker *store.Store) model.Job {
 		VALUES ('hash', 'pending', 1, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`); err != nil {
 		t.Fatal(err)
 	}
-	job, err := worker.ClaimJob(ctx, "hash-test", 10*365*24*time.Hour)
+	job, err := leases.New(worker).ClaimJob(ctx, "hash-test", 10*365*24*time.Hour)
 	if err != nil || job == nil {
 		t.Fatalf("claim: %v, %v", job, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -66,7 +67,7 @@ func TestLostLeaseWritesNothingMore(t *testing.T) {
 		if _, err := storetest.Exec(e.ctx, e.control, `UPDATE jobs SET lease_expires_at = '2000-01-01 00:00:00.000' WHERE id = ?`, id); err != nil {
 			t.Error(err)
 		}
-		if c, err := e.control.RecoverStale(e.ctx); err != nil || c.Jobs != 1 {
+		if c, err := leases.New(e.control).RecoverStale(e.ctx); err != nil || c.Jobs != 1 {
 			t.Errorf("recover: %+v %v", c, err)
 		}
 		close(lost)

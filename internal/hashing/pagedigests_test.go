@@ -12,6 +12,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -142,7 +143,7 @@ func TestPageDigestsRefusedAfterLostLease(t *testing.T) {
 	if _, err := storetest.Exec(e.ctx, e.control, `UPDATE jobs SET lease_expires_at = '2000-01-01 00:00:00.000' WHERE id = ?`, e.job.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.control.RecoverStale(e.ctx); err != nil {
+	if _, err := leases.New(e.control).RecoverStale(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	book := hashes.BookPageDigests{FileID: ids["a.cbz"], Pages: []hashes.PageDigest{{Size: 1, Digest: make([]byte, 32)}}}

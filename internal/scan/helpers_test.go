@@ -15,6 +15,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -90,7 +91,7 @@ func (e *env) job(payload string) model.Job {
 		VALUES ('scan', 'pending', ?, ?, ?, ?)`, e.lib, payload, now, now); err != nil {
 		e.t.Fatal(err)
 	}
-	job, err := e.worker.ClaimJob(ctx, "scan-test", testLease)
+	job, err := leases.New(e.worker).ClaimJob(ctx, "scan-test", testLease)
 	if err != nil || job == nil {
 		e.t.Fatalf("claim: %v, %v", job, err)
 	}

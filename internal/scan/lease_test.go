@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -31,7 +32,7 @@ func (r *recoverOnProgress) Progress(processed, total int64) {
 		WHERE id = ?`, r.jobID); err != nil {
 		r.e.t.Error(err)
 	}
-	if c, err := r.e.control.RecoverStale(context.Background()); err != nil || c.Jobs != 1 {
+	if c, err := leases.New(r.e.control).RecoverStale(context.Background()); err != nil || c.Jobs != 1 {
 		r.e.t.Errorf("recover: %+v %v", c, err)
 	}
 	r.at = r.e.fullDump()
@@ -68,7 +69,7 @@ func TestLostLeaseScanWritesNothingMore(t *testing.T) {
 	if got := e.one(`SELECT count(*) FROM library_files`); got != "7" {
 		t.Fatalf("%s files, want the first batch's 7", got)
 	}
-	if got := e.one(`SELECT status || '|' || error_message FROM scan_sessions`); got != "failed|"+store.RecoveredScanMessage {
+	if got := e.one(`SELECT status || '|' || error_message FROM scan_sessions`); got != "failed|"+leases.RecoveredScanMessage {
 		t.Fatalf("session %s", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
@@ -38,6 +39,7 @@ type CleanupScheduler interface {
 // every service and waits for them.
 type Scheduler struct {
 	st       *store.Store
+	ls       *leases.Leases
 	dp       *duplicates.Store
 	th       *thumbnails.Store
 	q        *queue.Store
@@ -54,7 +56,7 @@ type Scheduler struct {
 
 // New prepares a scheduler over st; nothing runs before Start.
 func New(st *store.Store, cfg Config) *Scheduler {
-	s := &Scheduler{st: st, dp: duplicates.New(st), th: thumbnails.New(st), q: queue.New(st), cfg: cfg.withDefaults()}
+	s := &Scheduler{st: st, ls: leases.New(st), dp: duplicates.New(st), th: thumbnails.New(st), q: queue.New(st), cfg: cfg.withDefaults()}
 	s.covers, s.cleanups = s.th, s.th
 	return s
 }

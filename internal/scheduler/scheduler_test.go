@@ -15,6 +15,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
@@ -88,7 +89,7 @@ func (e *env) work(t *testing.T) *model.Job {
 	t.Helper()
 	var job *model.Job
 	waitFor(t, "a claimable job", func() bool {
-		j, err := e.worker.ClaimJob(e.ctx, "w1", time.Minute)
+		j, err := leases.New(e.worker).ClaimJob(e.ctx, "w1", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func (e *env) work(t *testing.T) *model.Job {
 	if n, _ := storetest.QueryInt(e.ctx, e.control, `SELECT count(*) FROM jobs WHERE status IN ('pending','running') AND kind IN ('scan','hash')`); n != 1 {
 		t.Fatalf("%d active scan/hash jobs", n)
 	}
-	if err := e.worker.FinishJob(e.ctx, job.Fence(), store.JobOutcome{Status: protocol.JobCompleted, Result: "{}"}); err != nil {
+	if err := leases.New(e.worker).FinishJob(e.ctx, job.Fence(), leases.JobOutcome{Status: protocol.JobCompleted, Result: "{}"}); err != nil {
 		t.Fatal(err)
 	}
 	return job
@@ -150,7 +151,7 @@ func TestDispatcher(t *testing.T) {
 		if first.Library() != e.libs[0] || second.Library() != e.libs[3] {
 			t.Fatalf("ran %d then %d", first.Library(), second.Library())
 		}
-		if j, _ := e.worker.ClaimJob(e.ctx, "w1", time.Minute); j != nil {
+		if j, _ := leases.New(e.worker).ClaimJob(e.ctx, "w1", time.Minute); j != nil {
 			t.Fatalf("job %d promoted while the scheduler was stopped", j.ID)
 		}
 		// a new controld (new store handle, same registry) continues
@@ -349,7 +350,7 @@ func TestPeriodicAndMaintenance(t *testing.T) {
 		t.Parallel()
 		e := setup(t, 1)
 		job := e.request(t, protocol.JobKindScan, e.libs[0], protocol.PriorityHigh).Job
-		if j, err := e.worker.ClaimJob(e.ctx, "dead", 10*time.Millisecond); err != nil || j == nil || j.ID != job.ID {
+		if j, err := leases.New(e.worker).ClaimJob(e.ctx, "dead", 10*time.Millisecond); err != nil || j == nil || j.ID != job.ID {
 			t.Fatalf("claim %+v %v", j, err)
 		}
 		e.start(t, fastConfig(nil))

@@ -143,7 +143,7 @@ func (s *Scheduler) scheduledScans(ctx context.Context) (int64, error) {
 
 // recoverStale takes back the rows of dead workers (protocol §4).
 func (s *Scheduler) recoverStale(ctx context.Context) (int64, error) {
-	c, err := s.st.RecoverStale(ctx)
+	c, err := s.ls.RecoverStale(ctx)
 	if c.Total() > 0 {
 		s.cfg.Logger.Warn("recovered stale leases", "jobs", c.Jobs, "thumbnails", c.Thumbnails,
 			"cleanup", c.Cleanup, "wal", c.WAL)
@@ -158,8 +158,8 @@ func (s *Scheduler) retries(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	requeued, failed, jobErr := s.st.RequeueRetryableJobs(ctx, int(v.Int(settings.JobsMaxAttempts)))
-	thumbs, thumbErr := s.st.RequeueFailedThumbnails(ctx)
+	requeued, failed, jobErr := s.ls.RequeueRetryableJobs(ctx, int(v.Int(settings.JobsMaxAttempts)))
+	thumbs, thumbErr := s.ls.RequeueFailedThumbnails(ctx)
 	if failed > 0 {
 		s.cfg.Logger.Warn("jobs gave up after their last attempt", "count", failed)
 	}

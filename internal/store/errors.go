@@ -15,6 +15,8 @@ var (
 	// ErrNotOwner: a lease-path write by a worker that no longer owns the
 	// row (recovered, cancelled or finished by someone else).
 	ErrNotOwner = sqldb.ErrNotOwner
+	// ErrLeaseLost: see sqldb.ErrLeaseLost.
+	ErrLeaseLost = sqldb.ErrLeaseLost
 	// ErrInvalidRequest: see sqldb.ErrInvalidRequest.
 	ErrInvalidRequest = sqldb.ErrInvalidRequest
 )

@@ -59,11 +59,6 @@ func (s *Store) pick(sqlite, postgres string) string {
 	return sqlite
 }
 
-// skipLocked ends a claim's row choice: on PostgreSQL, rows another
-// claimer has locked are passed over instead of waited for, so that N
-// workers claim N different rows at once (SQLite has one writer).
-func (s *Store) skipLocked() string { return s.pick(``, ` FOR UPDATE SKIP LOCKED`) }
-
 // pgURL is the user's URL with the session settings every connection
 // needs: UTC, so that the protocol's zone-less time text means UTC; an end
 // to transactions left idle (idleTxTimeout); and, for the reader pool,

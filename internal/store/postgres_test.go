@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -49,7 +50,7 @@ func TestDatabaseClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := storetest.MustOpen(t, path, store.RoleWorker, nil)
-	j, err := w.ClaimJob(ctx, "w1", time.Minute)
+	j, err := leases.New(w).ClaimJob(ctx, "w1", time.Minute)
 	if err != nil || j == nil || j.ID != id {
 		t.Fatalf("claim = %+v, %v", j, err)
 	}

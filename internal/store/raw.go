@@ -1,10 +1,12 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"net/url"
 
 	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
+	"github.com/jmoiron/sqlx"
 )
 
 // The store's packages (and the raw-SQL helpers of tests, storetest.Exec,
@@ -13,7 +15,10 @@ import (
 func init() {
 	sqldb.Of = func(st any) *sqldb.DB {
 		s := st.(*Store)
-		db := &sqldb.DB{W: s.w, R: s.r, Postgres: s.engine == enginePostgres, Now: s.Now, Write: s.write, Fenced: s.fenced, CheckFence: s.checkFence}
+		db := &sqldb.DB{W: s.w, R: s.r, Postgres: s.engine == enginePostgres, Now: s.Now, Write: s.write,
+			WriteOne: s.writeOne, WriteClaim: func(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+				return s.writeTx(ctx, s.claimTxOptions, fn)
+			}}
 		if db.Postgres {
 			db.ListenURL, _ = pgURL(s.dsn, false) // Open parsed it already
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/catalog"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
@@ -46,7 +47,7 @@ func mustClaim(t *testing.T, control, worker *store.Store, lib int64) model.Job 
 		VALUES ('scan', 'pending', ?, ?, ?)`, lib, now, now); err != nil {
 		t.Fatal(err)
 	}
-	job, err := worker.ClaimJob(ctx, "worker-a", time.Hour)
+	job, err := leases.New(worker).ClaimJob(ctx, "worker-a", time.Hour)
 	if err != nil || job == nil {
 		t.Fatalf("claim: %v, %v", job, err)
 	}

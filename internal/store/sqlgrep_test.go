@@ -34,7 +34,7 @@ func TestNoSQLFromUserStrings(t *testing.T) {
 	}
 	srcs := map[string]any{}
 	// Every package of the store but its test helpers.
-	for _, dir := range []string{"store", "store/pgadmin", "store/reading", "store/feed", "store/hashes", "store/scanning", "store/duplicates", "store/thumbnails", "store/queue", "store/catalog", "store/internal/sqldb"} {
+	for _, dir := range []string{"store", "store/pgadmin", "store/reading", "store/feed", "store/hashes", "store/scanning", "store/duplicates", "store/thumbnails", "store/queue", "store/catalog", "store/leases", "store/internal/sqldb"} {
 		paths, err := filepath.Glob(filepath.Join(root, "internal", dir, "*.go"))
 		if err != nil || len(paths) == 0 {
 			t.Fatalf("no files in internal/%s: %v", dir, err)

@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -92,8 +91,6 @@ type Store struct {
 	// it takes and skips those other claimers hold, so that concurrent
 	// claims never abort one another.
 	claimTxOptions *sql.TxOptions
-	thumbClaims    sync.Mutex // PostgreSQL: one thumbnail claim at a time per process
-	gates          claimGates
 	stop           func() // stops the database clock; nil on SQLite
 }
 
@@ -336,6 +333,21 @@ func (s *Store) retryBusy(ctx context.Context, write func() error) error {
 		}
 		backoff = min(backoff*2, 2*time.Second)
 	}
+}
+
+// writeOne runs fn, which issues exactly one statement, as a write. On
+// SQLite that is a transaction of the one writer, as every write. On
+// PostgreSQL the statement runs alone at READ COMMITTED, without BEGIN and
+// COMMIT: the lease paths' statements match the row they change by id,
+// owner and status, and PostgreSQL re-checks that WHERE clause against the
+// newest version of a row another transaction changed meanwhile, so one
+// statement needs no stronger isolation, and every finish, heartbeat and
+// release saves two round trips.
+func (s *Store) writeOne(ctx context.Context, fn func(q sqlx.ExtContext) error) error {
+	if s.engine != enginePostgres {
+		return s.write(ctx, func(tx *sqlx.Tx) error { return fn(tx) })
+	}
+	return s.retryBusy(ctx, func() error { return fn(s.w) })
 }
 
 func (s *Store) writeOnce(ctx context.Context, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/bindery-nas/bindery/internal/store"
@@ -8,17 +9,14 @@ import (
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 )
 
-func storetestOpenWorker(t *testing.T, f *fixture) *store.Store {
-	return storetest.MustOpen(t, f.path, store.RoleWorker, f.clock.Now)
-}
-
 // TestWorkerAuthorizer proves that the database itself (SQLite's
 // authorizer, PostgreSQL's grants) refuses workerd writes
 // outside protocol §7: policy columns, settings, libraries, schema.
 func TestWorkerAuthorizer(t *testing.T) {
-	f := setupLease(t)
-	id := f.addJob(t, "scan", "normal", 0)
-	testfactory.Library(t, f.control, &testfactory.LibraryOpts{ID: 1})
+	db := storetest.MustOpenClockedDB(t)
+	ctx := context.Background()
+	id := testfactory.Job(t, db.Control, nil)
+	testfactory.Library(t, db.Control, &testfactory.LibraryOpts{ID: 1})
 	denied := []string{
 		`UPDATE jobs SET kind = 'hash' WHERE id = 1`,
 		`UPDATE jobs SET payload = '{"force":true}' WHERE id = 1`,
@@ -40,13 +38,13 @@ func TestWorkerAuthorizer(t *testing.T) {
 		`DROP INDEX ix_jobs_single_active_scan_hash`,
 	}
 	for _, q := range denied {
-		_, err := storetest.Exec(f.ctx, f.worker, q)
+		_, err := storetest.Exec(ctx, db.Worker, q)
 		if !store.IsAuthDenied(err) {
 			t.Errorf("%s: err = %v, want authorizer denial", q, err)
 		}
 	}
-	if got := f.str(t, `SELECT kind || priority || payload FROM jobs WHERE id = ?`, id); got != "scannormal{}" {
-		t.Fatalf("policy columns changed: %s", got)
+	if got, err := storetest.QueryText(ctx, db.Control, `SELECT kind || priority || payload FROM jobs WHERE id = ?`, id); err != nil || got != "scannormal{}" {
+		t.Fatalf("policy columns changed: %s, %v", got, err)
 	}
 	allowed := []string{
 		`UPDATE jobs SET processed_items = 1 WHERE id = 1`,
@@ -55,7 +53,7 @@ func TestWorkerAuthorizer(t *testing.T) {
 		`DELETE FROM thumbnails WHERE status = 'ready'`,
 	}
 	for _, q := range allowed {
-		if _, err := storetest.Exec(f.ctx, f.worker, q); err != nil {
+		if _, err := storetest.Exec(ctx, db.Worker, q); err != nil {
 			t.Errorf("%s: %v", q, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -22,6 +23,7 @@ const cleanBatch = 200
 // still points at.
 type Cleaner struct {
 	st    *store.Store
+	ls    *leases.Leases
 	th    *thumbnails.Store
 	cache *cache
 }
@@ -31,7 +33,7 @@ var _ engine.CleanupExecutor = (*Cleaner)(nil)
 // NewCleaner returns a cleaner of the cache under cfg.StateDir/covers.
 func NewCleaner(st *store.Store, cfg Config) *Cleaner {
 	cfg = cfg.withDefaults()
-	return &Cleaner{st: st, th: thumbnails.New(st), cache: newCache(cfg.StateDir, cfg.StaleTempAge)}
+	return &Cleaner{st: st, ls: leases.New(st), th: thumbnails.New(st), cache: newCache(cfg.StateDir, cfg.StaleTempAge)}
 }
 
 // Clean deletes files first, then rows, batch by batch, so a crash at any
@@ -74,7 +76,7 @@ func (c *Cleaner) cleanBatch(ctx context.Context, lease model.Fence, rows []mode
 		ids[i] = t.ID
 		paths = append(paths, t.OutputRelpath)
 	}
-	if err := c.st.CheckFence(ctx, lease); err != nil {
+	if err := c.ls.CheckFence(ctx, lease); err != nil {
 		return 0, 0, err
 	}
 	inUse, err := c.th.CoverPathsInUse(ctx, paths, ids)

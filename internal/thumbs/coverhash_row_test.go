@@ -10,6 +10,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/fixtures"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
@@ -24,7 +25,7 @@ func (e *env) finish(t *testing.T, th model.Thumbnail) (got struct{ hash int64 }
 		return got, err
 	}
 	got.hash = *res.CoverHash
-	return got, e.work.FinishThumbnail(context.Background(), th.Fence(), store.ThumbnailDone(res))
+	return got, leases.New(e.work).FinishThumbnail(context.Background(), th.Fence(), leases.ThumbnailDone(res))
 }
 
 func (e *env) storedHash(t *testing.T, id int64) (int64, bool) {
@@ -146,7 +147,7 @@ func TestRenderStoresCoverHash(t *testing.T) {
 			t.Fatal(err)
 		}
 		hr := e.hashRow(t, id)
-		if err := e.work.FailThumbnail(ctx, hr.Fence(), protocol.ErrDecodeError, "test"); err != nil {
+		if err := leases.New(e.work).FailThumbnail(ctx, hr.Fence(), protocol.ErrDecodeError, "test"); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := thumbnails.New(e.ctrl).AdmitCoverHashes(ctx, 100, 1000); err != nil || n != 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
@@ -27,7 +28,7 @@ func TestCancelAfterCrashThroughTheEngine(t *testing.T) {
 	e.killedAfterMove(job, "b.cbz")
 	// kill -9 now. The lease runs out and controld recovers the row.
 	e.exec(`UPDATE jobs SET lease_expires_at = '2000-01-01 00:00:00.000' WHERE id = ?`, job.ID)
-	if c, err := e.control.RecoverStale(e.ctx); err != nil || c.Jobs != 1 {
+	if c, err := leases.New(e.control).RecoverStale(e.ctx); err != nil || c.Jobs != 1 {
 		t.Fatalf("recover: %+v %v", c, err)
 	}
 	cancelled, err := queue.New(e.control).CancelJob(e.ctx, job.ID)
@@ -37,11 +38,11 @@ func TestCancelAfterCrashThroughTheEngine(t *testing.T) {
 	}
 	// The retry service stamps a retry time, and requeues the row once it
 	// is due, cancel requested or not.
-	if _, _, err := e.control.RequeueRetryableJobs(e.ctx, 5); err != nil {
+	if _, _, err := leases.New(e.control).RequeueRetryableJobs(e.ctx, 5); err != nil {
 		t.Fatal(err)
 	}
 	e.exec(`UPDATE jobs SET retry_after = '2000-01-01 00:00:00.000' WHERE id = ?`, job.ID)
-	if n, _, err := e.control.RequeueRetryableJobs(e.ctx, 5); err != nil || n != 1 {
+	if n, _, err := leases.New(e.control).RequeueRetryableJobs(e.ctx, 5); err != nil || n != 1 {
 		t.Fatalf("requeue: %d %v", n, err)
 	}
 	eng, err := engine.New(e.worker, engine.Executors{Delete: e.x},

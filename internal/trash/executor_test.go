@@ -21,6 +21,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/testutil"
@@ -114,11 +115,11 @@ func (nopReporter) Progress(int64, int64) {}
 func (e *env) run(job model.Job) (map[string]int64, error) {
 	job = e.claim(job)
 	res, err := e.x.Execute(e.ctx, job, nopReporter{})
-	o := store.JobOutcome{Status: protocol.JobCompleted}
+	o := leases.JobOutcome{Status: protocol.JobCompleted}
 	if err != nil {
-		o = store.JobOutcome{Status: protocol.JobFailed, ErrorCode: "test", ErrorMessage: err.Error()}
+		o = leases.JobOutcome{Status: protocol.JobFailed, ErrorCode: "test", ErrorMessage: err.Error()}
 	}
-	if ferr := e.worker.FinishJob(e.ctx, job.Fence(), o); ferr != nil && !errors.Is(ferr, store.ErrNotOwner) {
+	if ferr := leases.New(e.worker).FinishJob(e.ctx, job.Fence(), o); ferr != nil && !errors.Is(ferr, store.ErrNotOwner) {
 		e.t.Fatal(ferr) // a forged job has no row to finish
 	}
 	return res, err

@@ -19,9 +19,9 @@ import (
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/hashing"
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
@@ -296,11 +296,11 @@ func (m *deleteModel) claimAs(job model.Job, worker string) model.Job {
 }
 
 func (m *deleteModel) end(job model.Job, worker string, err error) {
-	o := store.JobOutcome{Status: protocol.JobCompleted}
+	o := leases.JobOutcome{Status: protocol.JobCompleted}
 	if err != nil {
-		o = store.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled}
+		o = leases.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled}
 	}
-	if ferr := m.e.worker.FinishJob(m.e.ctx, m.e.claimed(job, worker).Fence(), o); ferr != nil {
+	if ferr := leases.New(m.e.worker).FinishJob(m.e.ctx, m.e.claimed(job, worker).Fence(), o); ferr != nil {
 		m.e.t.Fatalf("finish job %d as %s: %v (run: %v)", job.ID, worker, ferr, err)
 	}
 }

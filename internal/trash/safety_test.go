@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
@@ -312,13 +313,13 @@ func TestCrashThenCancel(t *testing.T) {
 		t.Fatalf("a delete job with unsettled intents was cancelled at once: %s", j.Status)
 	}
 	e.exec(`UPDATE jobs SET status = 'pending' WHERE id = ?`, job.ID) // the retry service's promotion
-	claimed, err := e.worker.ClaimJob(e.ctx, "w2", time.Minute, protocol.JobKindDelete)
+	claimed, err := leases.New(e.worker).ClaimJob(e.ctx, "w2", time.Minute, protocol.JobKindDelete)
 	e.must(err)
 	if claimed == nil || claimed.ID != job.ID || !claimed.CancelRequested {
 		t.Fatalf("claimed %+v", claimed)
 	}
 	e.must(e.x.Reconcile(e.ctx, *claimed))
-	e.must(e.worker.FinishJob(e.ctx, claimed.Fence(), store.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled}))
+	e.must(leases.New(e.worker).FinishJob(e.ctx, claimed.Fence(), leases.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled}))
 	if got := e.outcomes(job); got["b.cbz"] != protocol.OutcomeTrashed {
 		t.Fatalf("outcomes %v", got)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/walmaint"
 	"github.com/bindery-nas/bindery/protocol"
@@ -58,7 +59,7 @@ func (e *env) fill(t *testing.T, rows int) {
 // after, when given, runs between the checkpoint and the finish write.
 func (e *env) runOnce(t *testing.T, ex *walmaint.Executor, after ...func(engine.CheckpointResult)) (*model.WALJob, engine.CheckpointResult) {
 	t.Helper()
-	w, err := e.worker.ClaimCheckpoint(e.ctx, "w1", time.Minute)
+	w, err := leases.New(e.worker).ClaimCheckpoint(e.ctx, "w1", time.Minute)
 	if err != nil || w == nil {
 		t.Fatalf("claim: %+v %v", w, err)
 	}
@@ -69,11 +70,11 @@ func (e *env) runOnce(t *testing.T, ex *walmaint.Executor, after ...func(engine.
 	for _, f := range after {
 		f(res)
 	}
-	fig := store.CheckpointFigures{Busy: res.Busy, LogFrames: res.LogFrames, CheckpointedFrames: res.CheckpointedFrames}
+	fig := leases.CheckpointFigures{Busy: res.Busy, LogFrames: res.LogFrames, CheckpointedFrames: res.CheckpointedFrames}
 	if res.Busy > 0 {
-		err = e.worker.RetryCheckpoint(e.ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, "readers or writers kept the checkpoint from finishing", 5)
+		err = leases.New(e.worker).RetryCheckpoint(e.ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, "readers or writers kept the checkpoint from finishing", 5)
 	} else {
-		err = e.worker.SucceedCheckpoint(e.ctx, w.Fence(), fig)
+		err = leases.New(e.worker).SucceedCheckpoint(e.ctx, w.Fence(), fig)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestExecutor(t *testing.T) {
 		if wait := row.RetryAfter.Sub(e.clock.Now()); wait != backoff.WAL(1) {
 			t.Fatalf("backoff %v, want %v", wait, backoff.WAL(1))
 		}
-		if w, _ := e.worker.ClaimCheckpoint(e.ctx, "w1", time.Minute); w != nil {
+		if w, _ := leases.New(e.worker).ClaimCheckpoint(e.ctx, "w1", time.Minute); w != nil {
 			t.Fatal("claimed before retry_after")
 		}
 		if err := rtx.Rollback(); err != nil {

@@ -309,7 +309,7 @@ func TestDashboard(t *testing.T) {
 	})
 
 	step("a cover that crashed workerd is listed", func(t *testing.T) {
-		// As recovery leaves it after the third dead worker (store.MaxRecoveries).
+		// As recovery leaves it after the third dead worker (leases.MaxRecoveries).
 		now := protocol.FormatTime(e.Store.Now())
 		for _, q := range []string{
 			`INSERT INTO library_files (id, library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at)

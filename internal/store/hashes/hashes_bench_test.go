@@ -9,6 +9,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -32,7 +33,7 @@ func BenchmarkRecordHashes(b *testing.B) {
 		mustExecRaw(b, db, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('hash', 'pending', '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`)
 		db.Close()
 		w := storetest.MustOpen(b, path, store.RoleWorker, nil)
-		job, err := w.ClaimJob(ctx, "bench", time.Hour)
+		job, err := leases.New(w).ClaimJob(ctx, "bench", time.Hour)
 		if err != nil || job == nil {
 			b.Fatalf("claim: %v, %v", job, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
@@ -311,7 +312,7 @@ func TestCoverSourceAndVersion(t *testing.T) {
 		VALUES (?1, ?2, 'g', 'x.webp', ?3, ?3) RETURNING id`, f, db.lib, protocol.FormatTime(db.clock.Now())); err != nil {
 		t.Fatal(err)
 	}
-	th, err := db.work.ClaimThumbnail(ctx, "w", 2*time.Hour)
+	th, err := leases.New(db.work).ClaimThumbnail(ctx, "w", 2*time.Hour)
 	if err != nil || th == nil {
 		t.Fatalf("claim %+v %v", th, err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -25,33 +24,25 @@ type DB struct {
 	Postgres bool
 	// Now is the store's clock, truncated to the protocol's milliseconds.
 	Now func() time.Time
-	// Fenced is Write for a claim's work: the transaction first checks
-	// that the claim still holds its lease (protocol §4.1), else it fails
-	// with ErrLeaseLost and writes nothing.
-	Fenced func(ctx context.Context, f model.Fence, fn func(tx *sqlx.Tx) error) error
-	// CheckFence checks, without writing, that f is the live lease of its
-	// row: at the start of a transaction (the row locked FOR SHARE on
-	// PostgreSQL) or alone on a pool; else ErrLeaseLost.
-	CheckFence func(ctx context.Context, q sqlx.QueryerContext, f model.Fence) error
 	// ListenURL is, on PostgreSQL, the URL a dedicated LISTEN connection
 	// opens (the store's own, password from the environment); "" on SQLite.
 	ListenURL string
 	// Write runs fn in one write transaction, again while it loses races
 	// (SQLITE_BUSY, serialization failures); fn must be safe to run again.
 	Write func(ctx context.Context, fn func(tx *sqlx.Tx) error) error
+	// WriteClaim is Write at the isolation of the claims whose statement
+	// locks the row it takes (FOR UPDATE SKIP LOCKED): READ COMMITTED on
+	// PostgreSQL, where such claims never abort one another.
+	WriteClaim func(ctx context.Context, fn func(tx *sqlx.Tx) error) error
+	// WriteOne runs fn, which issues exactly one statement, as a write: on
+	// SQLite a write transaction as every write, on PostgreSQL the
+	// statement alone at READ COMMITTED, without BEGIN and COMMIT (package
+	// leases says why that is safe for its statements).
+	WriteOne func(ctx context.Context, fn func(q sqlx.ExtContext) error) error
 }
 
 // NowText is Now as the protocol writes it in a column.
 func (d *DB) NowText() string { return protocol.FormatTime(d.Now()) }
-
-// FenceWhere matches the lease row of a live Fence, in every lease table;
-// its arguments are id, worker, epoch and now (FenceArgs).
-const FenceWhere = `id = ? AND worker_id = ? AND status = 'running' AND lease_epoch = ? AND lease_expires_at > ?`
-
-// FenceArgs are FenceWhere's arguments for f at now (protocol text).
-func FenceArgs(f model.Fence, now string) []any {
-	return []any{f.ID, f.WorkerID, f.Epoch, now}
-}
 
 // Of returns the DB of st, a *store.Store; package store sets it when it
 // loads.

@@ -1,4 +1,4 @@
-package store_test
+package leases_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 )
 
@@ -59,17 +60,19 @@ func BenchmarkClaimFinishThumbnail(b *testing.B) {
 			path := storetest.MustMigrate(b)
 			seedThumbnails(b, path, b.N)
 			stores := make([]*store.Store, workers)
+			ls := make([]*leases.Leases, workers)
 			for i := range stores {
 				stores[i] = storetest.MustOpen(b, path, store.RoleWorker, nil)
+				ls[i] = leases.New(stores[i])
 			}
 			ctx := context.Background()
 			elapsed := runCycles(b, workers, func(i int) (bool, error) {
-				st, id := stores[i], fmt.Sprintf("w%d", i)
+				st, id := ls[i], fmt.Sprintf("w%d", i)
 				t, err := st.ClaimThumbnail(ctx, id, 30*time.Second)
 				if err != nil || t == nil {
 					return false, err
 				}
-				return true, st.FinishThumbnail(ctx, t.Fence(), store.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1})
+				return true, st.FinishThumbnail(ctx, t.Fence(), leases.ThumbnailDone{Width: 1, Height: 1, BytesSize: 1})
 			})
 			if n, _ := storetest.QueryInt(ctx, stores[0], `SELECT count(*) FROM thumbnails WHERE status = 'ready'`); n != int64(b.N) {
 				b.Fatalf("ready = %d, want %d", n, b.N)

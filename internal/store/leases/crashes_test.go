@@ -1,4 +1,4 @@
-package store_test
+package leases_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
@@ -19,7 +20,7 @@ import (
 func TestOutagesAreNotCrashes(t *testing.T) {
 	register := func(t *testing.T, f *fixture, id string) {
 		t.Helper()
-		if err := f.worker.RegisterWorker(f.ctx, store.Worker{WorkerID: id, Host: "h", PID: 1, Version: "v"}); err != nil {
+		if err := f.worker.RegisterWorker(f.ctx, leases.Worker{WorkerID: id, Host: "h", PID: 1, Version: "v"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -29,7 +30,7 @@ func TestOutagesAreNotCrashes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recover := func(t *testing.T, f *fixture) store.RecoverCounts {
+	recover := func(t *testing.T, f *fixture) leases.RecoverCounts {
 		t.Helper()
 		c, err := f.control.RecoverStale(f.ctx)
 		if err != nil {
@@ -50,7 +51,7 @@ func TestOutagesAreNotCrashes(t *testing.T) {
 		thumb := f.addThumb(t, 1, "g")
 		clean := f.insert(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('other', ?, ?, ?) RETURNING id`,
 			f.now(), f.now(), f.now())
-		for i := range store.MaxRecoveries + 2 {
+		for i := range leases.MaxRecoveries + 2 {
 			claimThumb(t, f, thumb)
 			if c, err := f.worker.ClaimCleanup(f.ctx, "w", lease); err != nil || c == nil || c.ID != clean {
 				t.Fatalf("claim cleanup %d: %+v %v", i, c, err)
@@ -68,7 +69,7 @@ func TestOutagesAreNotCrashes(t *testing.T) {
 			}
 		}
 		if got := f.str(t, `SELECT status || recovered_count FROM thumbnails WHERE id = ?`, thumb); got != "pending0" {
-			t.Fatalf("cover %s after %d outages, want pending0", got, store.MaxRecoveries+2)
+			t.Fatalf("cover %s after %d outages, want pending0", got, leases.MaxRecoveries+2)
 		}
 		if got := f.str(t, `SELECT status || recovered_count FROM thumbnail_cleanup_jobs WHERE id = ?`, clean); got != "pending0" {
 			t.Fatalf("cleanup %s, want pending0", got)
@@ -79,16 +80,16 @@ func TestOutagesAreNotCrashes(t *testing.T) {
 		f := setupLease(t)
 		register(t, f, "w")
 		thumb := f.addThumb(t, 1, "g")
-		for i := 1; i <= store.MaxRecoveries; i++ {
+		for i := 1; i <= leases.MaxRecoveries; i++ {
 			touch(t, f, "w")
 			claimThumb(t, f, thumb)
 			f.clock.Advance(lease + time.Second)
 			if c := recover(t, f); c.Thumbnails != 0 {
 				t.Fatalf("crash %d: recovered one lease after the last refresh", i)
 			}
-			f.clock.Advance(store.DeadAfterLeases * lease)
+			f.clock.Advance(leases.DeadAfterLeases * lease)
 			if c := recover(t, f); c.Thumbnails != 1 {
-				t.Fatalf("crash %d: not recovered after %d leases", i, store.DeadAfterLeases)
+				t.Fatalf("crash %d: not recovered after %d leases", i, leases.DeadAfterLeases)
 			}
 		}
 		if got := f.str(t, `SELECT status || ',' || error_code || ',' || recovered_count FROM thumbnails WHERE id = ?`, thumb); got != "failed,render_crashed,3" {
@@ -125,8 +126,8 @@ func TestOutagesAreNotCrashes(t *testing.T) {
 // expired, recovered, or claimed again by the same worker (a new epoch).
 func TestThumbnailFence(t *testing.T) {
 	f := setupLease(t)
-	lib := testfactory.Library(t, f.control, nil)
-	file := testfactory.File(t, f.control, &testfactory.FileOpts{LibraryID: lib})
+	lib := testfactory.Library(t, f.controlDB, nil)
+	file := testfactory.File(t, f.controlDB, &testfactory.FileOpts{LibraryID: lib})
 	id := f.addThumb(t, file, "g")
 	version := func() int64 {
 		return f.num(t, `SELECT coalesce(cover_updated_at, 0) FROM library_files WHERE id = ?`, file)
@@ -135,16 +136,16 @@ func TestThumbnailFence(t *testing.T) {
 	if err != nil || first == nil || first.ID != id || first.LeaseEpoch != 1 {
 		t.Fatalf("claim %+v %v", first, err)
 	}
-	if _, err := thumbnails.New(f.worker).MarkCoverRendered(f.ctx, first.Fence(), file); err != nil {
+	if _, err := thumbnails.New(f.workerDB).MarkCoverRendered(f.ctx, first.Fence(), file); err != nil {
 		t.Fatalf("live claim refused: %v", err)
 	}
 	v := version()
 	// The lease runs out: lost already, before any recovery.
 	f.clock.Advance(lease + time.Second)
-	if _, err := thumbnails.New(f.worker).MarkCoverRendered(f.ctx, first.Fence(), file); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := thumbnails.New(f.workerDB).MarkCoverRendered(f.ctx, first.Fence(), file); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("expired claim: %v, want ErrLeaseLost", err)
 	}
-	if err := f.worker.FinishThumbnail(f.ctx, first.Fence(), store.ThumbnailDone{Width: 1}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := f.worker.FinishThumbnail(f.ctx, first.Fence(), leases.ThumbnailDone{Width: 1}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("expired finish: %v", err)
 	}
 	// Recovered (no workers row: a crash) and claimed again by the same
@@ -156,19 +157,19 @@ func TestThumbnailFence(t *testing.T) {
 	if err != nil || second == nil || second.LeaseEpoch != 2 {
 		t.Fatalf("second claim %+v %v", second, err)
 	}
-	if _, err := thumbnails.New(f.worker).MarkCoverRendered(f.ctx, first.Fence(), file); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := thumbnails.New(f.workerDB).MarkCoverRendered(f.ctx, first.Fence(), file); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("old claim's cover mark: %v", err)
 	}
 	if err := f.worker.FailThumbnail(f.ctx, first.Fence(), protocol.ErrDecodeError, "old run"); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("old claim's failure: %v", err)
 	}
-	if err := f.worker.FinishThumbnail(f.ctx, first.Fence(), store.ThumbnailDone{Width: 1}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := f.worker.FinishThumbnail(f.ctx, first.Fence(), leases.ThumbnailDone{Width: 1}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("old claim's finish: %v", err)
 	}
 	if got := version(); got != v {
 		t.Fatalf("cover version %d after refused marks, want %d", got, v)
 	}
-	if err := f.worker.FinishThumbnail(f.ctx, second.Fence(), store.ThumbnailDone{Width: 2, Height: 3, BytesSize: 4}); err != nil {
+	if err := f.worker.FinishThumbnail(f.ctx, second.Fence(), leases.ThumbnailDone{Width: 2, Height: 3, BytesSize: 4}); err != nil {
 		t.Fatalf("live finish: %v", err)
 	}
 	if got := f.str(t, `SELECT status || width || coalesce(error_code, '-') FROM thumbnails WHERE id = ?`, id); got != "ready2-" {
@@ -219,7 +220,7 @@ func TestJobOutagesBurnNoAttempt(t *testing.T) {
 
 	t.Run("outages", func(t *testing.T) {
 		f := setupLease(t)
-		if err := f.worker.RegisterWorker(f.ctx, store.Worker{WorkerID: "w", Host: "h", PID: 1, Version: "v"}); err != nil {
+		if err := f.worker.RegisterWorker(f.ctx, leases.Worker{WorkerID: "w", Host: "h", PID: 1, Version: "v"}); err != nil {
 			t.Fatal(err)
 		}
 		id := f.addJob(t, "hash", "normal", 0)

@@ -1,18 +1,41 @@
-package store
+package leases
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
+
+// Leases is the lease tables (protocol §4) of an open store: the claims,
+// heartbeats, ends and releases workerd runs, and the recovery and retry
+// passes controld runs. Its claim gates are per Leases: a workerd process
+// has one, its engine's.
+type Leases struct {
+	db          *sqldb.DB
+	thumbClaims sync.Mutex // PostgreSQL: one thumbnail claim at a time (thumbClaim)
+	gates       claimGates
+}
+
+// New returns the lease tables of st.
+func New(st *store.Store) *Leases { return &Leases{db: sqldb.Of(st)} }
+
+// Now is the store's clock (the database's on PostgreSQL), as lease
+// expiries are written.
+func (s *Leases) Now() time.Time { return s.db.Now() }
+
+// skipLocked ends a claim's row choice: on PostgreSQL, rows another
+// claimer has locked are passed over instead of waited for, so that N
+// workers claim N different rows at once (SQLite has one writer).
+func (s *Leases) skipLocked() string { return s.db.Pick(``, ` FOR UPDATE SKIP LOCKED`) }
 
 // claimPath is one of the four claim paths (jobs, thumbnails, cleanup,
 // WAL), as claim runs it.
@@ -64,11 +87,11 @@ type claimGates struct{ jobs, thumbnails, cleanup, wal claimGate }
 // says the path is busy, else (or when that took nothing) the probe and
 // then one write transaction that recovers the table's stale rows (when
 // the probe saw some) and claims.
-func (s *Store) claim(ctx context.Context, p claimPath, lease time.Duration) error {
+func (s *Leases) claim(ctx context.Context, p claimPath, lease time.Duration) error {
 	if lease <= 0 {
 		lease = protocol.DefaultLeaseDuration
 	}
-	now := s.Now()
+	now := s.db.Now()
 	if p.gate.direct(now) {
 		took, err := s.claimDirect(ctx, p, lease)
 		if err != nil || took {
@@ -77,20 +100,20 @@ func (s *Store) claim(ctx context.Context, p claimPath, lease time.Duration) err
 	}
 	p.gate.lastProbe.Store(now.UnixNano())
 	var pending, stale bool
-	if err := s.r.QueryRowContext(ctx, p.probe, p.probeArgs(protocol.FormatTime(now))...).Scan(&pending, &stale); err != nil {
+	if err := s.db.R.QueryRowContext(ctx, p.probe, p.probeArgs(protocol.FormatTime(now))...).Scan(&pending, &stale); err != nil {
 		return err
 	}
 	p.gate.busy.Store(false)
 	if !pending && !stale {
 		return nil
 	}
-	opts := s.txOptions
+	write := s.db.Write
 	if p.rowLocked {
-		opts = s.claimTxOptions
+		write = s.db.WriteClaim
 	}
 	took := false
-	err := s.writeTx(ctx, opts, func(tx *sqlx.Tx) error {
-		now := s.Now()
+	err := write(ctx, func(tx *sqlx.Tx) error {
+		now := s.db.Now()
 		if stale {
 			if _, err := p.recover(ctx, tx, now); err != nil {
 				return err
@@ -109,52 +132,19 @@ func (s *Store) claim(ctx context.Context, p claimPath, lease time.Duration) err
 
 // claimDirect runs the claim statement alone: on its own at READ COMMITTED
 // when the path is rowLocked (PostgreSQL), else in a write transaction.
-func (s *Store) claimDirect(ctx context.Context, p claimPath, lease time.Duration) (took bool, err error) {
+func (s *Leases) claimDirect(ctx context.Context, p claimPath, lease time.Duration) (took bool, err error) {
 	run := func(q sqlx.QueryerContext) error {
-		now := s.Now()
+		now := s.db.Now()
 		return p.claim(q, protocol.FormatTime(now), protocol.FormatTime(now.Add(lease)))
 	}
 	if p.rowLocked {
-		err = s.writeOne(ctx, func(q sqlx.ExtContext) error { return run(q) })
+		err = s.db.WriteOne(ctx, func(q sqlx.ExtContext) error { return run(q) })
 	} else {
-		err = s.writeTx(ctx, s.txOptions, func(tx *sqlx.Tx) error { return run(tx) })
+		err = s.db.Write(ctx, func(tx *sqlx.Tx) error { return run(tx) })
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		p.gate.busy.Store(false)
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// writeOne runs fn, which issues exactly one statement, as a write. On
-// SQLite that is a transaction of the one writer, as every write. On
-// PostgreSQL the statement runs alone at READ COMMITTED, without BEGIN and
-// COMMIT: the lease paths' statements match the row they change by id,
-// owner and status, and PostgreSQL re-checks that WHERE clause against the
-// newest version of a row another transaction changed meanwhile, so one
-// statement needs no stronger isolation, and every finish, heartbeat and
-// release saves two round trips.
-func (s *Store) writeOne(ctx context.Context, fn func(q sqlx.ExtContext) error) error {
-	if s.engine != enginePostgres {
-		return s.write(ctx, func(tx *sqlx.Tx) error { return fn(tx) })
-	}
-	return s.retryBusy(ctx, func() error { return fn(s.w) })
-}
-
-// ownedExec: see sqldb.OwnedExec.
-func ownedExec(ctx context.Context, q sqlx.ExecerContext, query string, args ...any) error {
-	return sqldb.OwnedExec(ctx, q, query, args...)
-}
-
-// ownerErr wraps a lease-path error, mapping a RETURNING that found no row
-// to ErrNotOwner.
-func ownerErr(what string, id int64, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, sql.ErrNoRows), errors.Is(err, ErrNotOwner):
-		return fmt.Errorf("%s %d: %w", what, id, ErrNotOwner)
-	default:
-		return fmt.Errorf("%s %d: %w", what, id, err)
-	}
 }

@@ -1,4 +1,4 @@
-package store
+package leases
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // Lease paths of the jobs table (protocol §4.2, §7.1). Every statement here
 // writes only the columns protocol.Whitelist names for its path, and every
 // path after the claim is owner-checked: it matches id, worker_id and
-// status='running', and reports ErrNotOwner when the row was recovered,
+// status='running', and reports sqldb.ErrNotOwner when the row was recovered,
 // released or finished by someone else meanwhile.
 
 // ClaimJob claims the first eligible job, recovering the table's stale
@@ -26,7 +26,7 @@ import (
 // scan and hash, the kinds workerd runs): a legal row of another kind
 // (delete, thumbnail) stays untouched for a worker that can run it. It
 // returns nil, nil when nothing is eligible.
-func (s *Store) ClaimJob(ctx context.Context, workerID string, lease time.Duration, kinds ...protocol.JobKind) (*model.Job, error) {
+func (s *Leases) ClaimJob(ctx context.Context, workerID string, lease time.Duration, kinds ...protocol.JobKind) (*model.Job, error) {
 	if len(kinds) == 0 {
 		kinds = []protocol.JobKind{protocol.JobKindScan, protocol.JobKindHash}
 	}
@@ -81,12 +81,12 @@ const jobSignals = `cancel_requested,
 
 // HeartbeatJob extends the lease of a job this worker owns and records its
 // progress on the same write. It reports the job's signals. An expired
-// lease is never extended (ErrNotOwner): the row is stale and belongs to
+// lease is never extended (sqldb.ErrNotOwner): the row is stale and belongs to
 // recovery, so a heartbeat that a stalled disk delayed past the lease
 // cannot bring it back to a worker that has already given it up.
-func (s *Store) HeartbeatJob(ctx context.Context, f model.Fence, lease time.Duration, p JobProgress) (sig JobSignals, err error) {
-	err = s.writeOne(ctx, func(q sqlx.ExtContext) error {
-		now := s.Now()
+func (s *Leases) HeartbeatJob(ctx context.Context, f model.Fence, lease time.Duration, p JobProgress) (sig JobSignals, err error) {
+	err = s.db.WriteOne(ctx, func(q sqlx.ExtContext) error {
+		now := s.db.Now()
 		ts, exp := protocol.FormatTime(now), protocol.FormatTime(now.Add(lease))
 		frac := -1.0
 		if p.Total > 0 {
@@ -105,8 +105,8 @@ func (s *Store) HeartbeatJob(ctx context.Context, f model.Fence, lease time.Dura
 // JobLeaseState reads, without writing, whether this worker still owns the
 // job, and its signals. The engine polls it every
 // scan.cancel_check.interval_ms, far more often than it heartbeats.
-func (s *Store) JobLeaseState(ctx context.Context, f model.Fence) (sig JobSignals, err error) {
-	err = s.r.GetContext(ctx, &sig, `SELECT `+jobSignals+` FROM jobs
+func (s *Leases) JobLeaseState(ctx context.Context, f model.Fence) (sig JobSignals, err error) {
+	err = s.db.R.GetContext(ctx, &sig, `SELECT `+jobSignals+` FROM jobs
 		WHERE id = ? AND worker_id = ? AND status = 'running' AND lease_epoch = ?`, f.ID, f.WorkerID, f.Epoch)
 	return sig, fenceErr("job lease state", f, err)
 }
@@ -126,11 +126,11 @@ type JobOutcome struct {
 // the job's data writes are: a claim whose lease ran out, even one not yet
 // recovered, writes no end (ErrLeaseLost), so the row goes to recovery
 // and nothing the job did after its lease counts as finished.
-func (s *Store) FinishJob(ctx context.Context, f model.Fence, o JobOutcome) error {
+func (s *Leases) FinishJob(ctx context.Context, f model.Fence, o JobOutcome) error {
 	if !o.Status.Terminal() {
 		return fmt.Errorf("finish job %d: status %q is not terminal", f.ID, o.Status)
 	}
-	ts := s.nowText()
+	ts := s.db.NowText()
 	return s.endLease(ctx, "finish job", f, `UPDATE jobs SET status = ?,
 		progress = CASE WHEN ? = 'completed' THEN 1 ELSE progress END,
 		result = ?, error_code = ?, error_message = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ?

@@ -1,4 +1,4 @@
-package store_test
+package leases_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
@@ -22,9 +23,11 @@ const lease = 30 * time.Second
 type fixture struct {
 	ctx     context.Context
 	clock   *storetest.Clock
-	control *store.Store
-	worker  *store.Store
-	path    string
+	control *leases.Leases // as controld holds them
+	worker  *leases.Leases // as workerd holds them
+	// controlDB and workerDB are the two stores the leases are of.
+	controlDB, workerDB *store.Store
+	path                string
 }
 
 // setupLease opens a fresh migrated file as controld and as workerd, both on one
@@ -32,7 +35,8 @@ type fixture struct {
 func setupLease(t *testing.T) *fixture {
 	t.Helper()
 	db := storetest.MustOpenClockedDB(t)
-	return &fixture{ctx: context.Background(), clock: db.Clock, control: db.Control, worker: db.Worker, path: db.Path}
+	return &fixture{ctx: context.Background(), clock: db.Clock, path: db.Path,
+		control: leases.New(db.Control), worker: leases.New(db.Worker), controlDB: db.Control, workerDB: db.Worker}
 }
 
 func (f *fixture) now() string { return protocol.FormatTime(f.clock.Now()) }
@@ -40,7 +44,7 @@ func (f *fixture) now() string { return protocol.FormatTime(f.clock.Now()) }
 // exec writes as a third party would: plain SQL on the control connection.
 func (f *fixture) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
-	if _, err := storetest.Exec(f.ctx, f.control, q, args...); err != nil {
+	if _, err := storetest.Exec(f.ctx, f.controlDB, q, args...); err != nil {
 		t.Fatalf("exec %q: %v", q, err)
 	}
 }
@@ -48,7 +52,7 @@ func (f *fixture) exec(t *testing.T, q string, args ...any) {
 // insert is exec for an `INSERT … RETURNING id`, returning the id.
 func (f *fixture) insert(t *testing.T, q string, args ...any) int64 {
 	t.Helper()
-	id, err := storetest.InsertID(f.ctx, f.control, q, args...)
+	id, err := storetest.InsertID(f.ctx, f.controlDB, q, args...)
 	if err != nil {
 		t.Fatalf("insert %q: %v", q, err)
 	}
@@ -87,7 +91,7 @@ func (f *fixture) str(t *testing.T, q string, args ...any) string {
 
 func (f *fixture) num(t *testing.T, q string, args ...any) int64 {
 	t.Helper()
-	n, err := storetest.QueryInt(f.ctx, f.control, q, args...)
+	n, err := storetest.QueryInt(f.ctx, f.controlDB, q, args...)
 	if err != nil {
 		t.Fatalf("query %q: %v", q, err)
 	}
@@ -158,13 +162,13 @@ func TestJobLease(t *testing.T) {
 		if sig, err := f.worker.JobLeaseState(f.ctx, j.Fence()); err != nil || sig.ScanWaiting {
 			t.Fatalf("signals with a hash queued = %+v, %v; only a scan makes a hash yield", sig, err)
 		}
-		lib := testfactory.Library(t, f.control, nil)
+		lib := testfactory.Library(t, f.controlDB, nil)
 		f.exec(t, `INSERT INTO scan_requests (kind, library_id, priority, reason, created_at, updated_at)
 			VALUES ('scan', ?, 'normal', 'x', ?, ?)`, lib, protocol.FormatTime(f.clock.Now()), protocol.FormatTime(f.clock.Now()))
 		if sig, err := f.worker.JobLeaseState(f.ctx, j.Fence()); err != nil || !sig.ScanWaiting || sig.CancelRequested {
 			t.Fatalf("lease state = %+v, %v", sig, err)
 		}
-		if sig, err := f.worker.HeartbeatJob(f.ctx, j.Fence(), lease, store.JobProgress{}); err != nil || !sig.ScanWaiting {
+		if sig, err := f.worker.HeartbeatJob(f.ctx, j.Fence(), lease, leases.JobProgress{}); err != nil || !sig.ScanWaiting {
 			t.Fatalf("heartbeat = %+v, %v", sig, err)
 		}
 	})
@@ -173,7 +177,7 @@ func TestJobLease(t *testing.T) {
 		id := f.addJob(t, "scan", "high", 0)
 		j, _ := f.worker.ClaimJob(f.ctx, "w1", lease)
 		f.clock.Advance(10 * time.Second)
-		sig, err := f.worker.HeartbeatJob(f.ctx, j.Fence(), lease, store.JobProgress{Processed: 5, Total: 20})
+		sig, err := f.worker.HeartbeatJob(f.ctx, j.Fence(), lease, leases.JobProgress{Processed: 5, Total: 20})
 		if err != nil || sig.CancelRequested || sig.ScanWaiting {
 			t.Fatalf("heartbeat = %+v, %v", sig, err)
 		}
@@ -183,30 +187,30 @@ func TestJobLease(t *testing.T) {
 		if p := f.str(t, `SELECT progress || '/' || processed_items || '/' || total_items FROM jobs WHERE id = ?`, id); p != "0.25/5/20" {
 			t.Fatalf("progress %s", p)
 		}
-		if _, err := f.worker.HeartbeatJob(f.ctx, model.Fence{Table: model.LeaseJobs, ID: id, WorkerID: "w2", Epoch: j.LeaseEpoch}, lease, store.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
+		if _, err := f.worker.HeartbeatJob(f.ctx, model.Fence{Table: model.LeaseJobs, ID: id, WorkerID: "w2", Epoch: j.LeaseEpoch}, lease, leases.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("foreign heartbeat err = %v", err)
 		}
 		f.exec(t, `UPDATE jobs SET cancel_requested = 1 WHERE id = ?`, id)
 		if c, err := f.worker.JobLeaseState(f.ctx, j.Fence()); err != nil || !c.CancelRequested {
 			t.Fatalf("lease state = %v, %v", c, err)
 		}
-		if c, err := f.worker.HeartbeatJob(f.ctx, j.Fence(), lease, store.JobProgress{Processed: 6}); err != nil || !c.CancelRequested {
+		if c, err := f.worker.HeartbeatJob(f.ctx, j.Fence(), lease, leases.JobProgress{Processed: 6}); err != nil || !c.CancelRequested {
 			t.Fatalf("heartbeat after cancel = %v, %v", c, err)
 		}
-		if err := f.worker.FinishJob(f.ctx, model.Fence{Table: model.LeaseJobs, ID: id, WorkerID: "w2", Epoch: j.LeaseEpoch}, store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
+		if err := f.worker.FinishJob(f.ctx, model.Fence{Table: model.LeaseJobs, ID: id, WorkerID: "w2", Epoch: j.LeaseEpoch}, leases.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("foreign finish err = %v", err)
 		}
-		err = f.worker.FinishJob(f.ctx, j.Fence(), store.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled, ErrorMessage: "cancel requested"})
+		err = f.worker.FinishJob(f.ctx, j.Fence(), leases.JobOutcome{Status: protocol.JobCancelled, ErrorCode: protocol.ErrCancelled, ErrorMessage: "cancel requested"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := f.str(t, `SELECT status || ',' || error_code || ',' || coalesce(`+storetest.TimeText("lease_expires_at")+`, 'null') || ',' || worker_id FROM jobs WHERE id = ?`, id); got != "cancelled,cancelled,null,w1" {
 			t.Fatalf("finished row %s", got)
 		}
-		if err := f.worker.FinishJob(f.ctx, j.Fence(), store.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
+		if err := f.worker.FinishJob(f.ctx, j.Fence(), leases.JobOutcome{Status: protocol.JobCompleted}); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("second finish err = %v", err)
 		}
-		if err := f.worker.FinishJob(f.ctx, j.Fence(), store.JobOutcome{Status: protocol.JobRunning}); err == nil {
+		if err := f.worker.FinishJob(f.ctx, j.Fence(), leases.JobOutcome{Status: protocol.JobRunning}); err == nil {
 			t.Fatal("non-terminal finish accepted")
 		}
 	})
@@ -231,7 +235,7 @@ func TestJobLease(t *testing.T) {
 		if got := f.str(t, `SELECT status || worker_id FROM jobs WHERE id = ?`, live); got != "runningw2" {
 			t.Fatalf("live row %s", got)
 		}
-		if _, err := f.worker.HeartbeatJob(f.ctx, model.Fence{Table: model.LeaseJobs, ID: stale, WorkerID: "w1", Epoch: 1}, lease, store.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
+		if _, err := f.worker.HeartbeatJob(f.ctx, model.Fence{Table: model.LeaseJobs, ID: stale, WorkerID: "w1", Epoch: 1}, lease, leases.JobProgress{}); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("zombie heartbeat err = %v", err)
 		}
 		c, err := f.control.RecoverStale(f.ctx)
@@ -275,12 +279,12 @@ func TestRecoverStale(t *testing.T) {
 	nolease := f.addThumb(t, 2, "g")
 	f.exec(t, `UPDATE thumbnails SET status = 'running', worker_id = 'ghost' WHERE id = ?`, nolease)
 	c, err := f.control.RecoverStale(f.ctx)
-	if err != nil || c != (store.RecoverCounts{Thumbnails: 1}) {
+	if err != nil || c != (leases.RecoverCounts{Thumbnails: 1}) {
 		t.Fatalf("early recovery = %+v, %v", c, err)
 	}
 	f.clock.Advance(lease)
 	c, err = f.control.RecoverStale(f.ctx)
-	if err != nil || c != (store.RecoverCounts{Jobs: 1, Thumbnails: 1, Cleanup: 1, WAL: 1}) {
+	if err != nil || c != (leases.RecoverCounts{Jobs: 1, Thumbnails: 1, Cleanup: 1, WAL: 1}) {
 		t.Fatalf("recovery = %+v, %v", c, err)
 	}
 	for q, want := range map[string]string{

@@ -1,4 +1,4 @@
-package store
+package leases
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -20,9 +21,6 @@ import (
 // statements built from its name once, and its own recovery and release.
 type leaseTable struct {
 	name model.LeaseTable
-	noun string // "job", "thumbnail", …: in errors and logs
-	// check selects 1 for a live Fence (fenceWhere).
-	check string
 	// heartbeat extends a live claim's lease: now, expiry, now, then
 	// fenceWhere's arguments. Jobs have their own (HeartbeatJob: progress).
 	heartbeat string
@@ -43,19 +41,17 @@ var leaseTables = describeLeaseTables()
 
 func describeLeaseTables() [4]leaseTable {
 	return [...]leaseTable{
-		newLeaseTable("jobs", "job", releaseJobSQL, releaseJobArgs, recoverStaleJobs),
-		newLeaseTable("thumbnails", "thumbnail", `UPDATE thumbnails SET `+releasePending, pendingArgs, recoverStaleThumbnails),
-		newLeaseTable("thumbnail_cleanup_jobs", "cleanup", `UPDATE thumbnail_cleanup_jobs SET `+releasePending, pendingArgs, recoverStaleCleanup),
-		newLeaseTable("wal_maintenance_jobs", "checkpoint", releaseWALSQL, releaseWALArgs, recoverStaleWAL),
+		newLeaseTable("jobs", releaseJobSQL, releaseJobArgs, recoverStaleJobs),
+		newLeaseTable("thumbnails", `UPDATE thumbnails SET `+releasePending, pendingArgs, recoverStaleThumbnails),
+		newLeaseTable("thumbnail_cleanup_jobs", `UPDATE thumbnail_cleanup_jobs SET `+releasePending, pendingArgs, recoverStaleCleanup),
+		newLeaseTable("wal_maintenance_jobs", releaseWALSQL, releaseWALArgs, recoverStaleWAL),
 	}
 }
 
-func newLeaseTable(name, noun, release string, releaseArgs func(ts, workerID string) []any,
+func newLeaseTable(name, release string, releaseArgs func(ts, workerID string) []any,
 	recover func(context.Context, *sqlx.Tx, time.Time) (int64, error)) leaseTable {
 	return leaseTable{
-		name:  model.LeaseTable(name),
-		noun:  noun,
-		check: `SELECT 1 FROM ` + name + ` WHERE ` + fenceWhere,
+		name: model.LeaseTable(name),
 		heartbeat: `UPDATE ` + name + ` SET worker_heartbeat_at = ?, lease_expires_at = ?, updated_at = ?
 			WHERE ` + fenceWhere,
 		release:     release,
@@ -73,15 +69,6 @@ func descOf(t model.LeaseTable) (*leaseTable, error) {
 		}
 	}
 	return nil, fmt.Errorf("%q is not a lease table", string(t))
-}
-
-// mustDesc is desc for the store's own constants.
-func mustDesc(t model.LeaseTable) *leaseTable {
-	d, err := descOf(t)
-	if err != nil {
-		panic(err)
-	}
-	return d
 }
 
 // releasePending: a cover or cleanup row goes back to pending.
@@ -104,29 +91,29 @@ func releaseWALArgs(ts, workerID string) []any {
 // row (a job's heartbeat is HeartbeatJob: it carries progress). It matches
 // the claim's token, so it never extends an expired lease, nor another
 // claim's (ErrLeaseLost).
-func (s *Store) HeartbeatLease(ctx context.Context, f model.Fence, lease time.Duration) error {
+func (s *Leases) HeartbeatLease(ctx context.Context, f model.Fence, lease time.Duration) error {
 	d, err := descOf(f.Table)
 	if err != nil {
 		return err
 	}
-	now := s.Now()
+	now := s.db.Now()
 	ts := protocol.FormatTime(now)
-	return s.endLease(ctx, "heartbeat "+d.noun, f, d.heartbeat, ts, protocol.FormatTime(now.Add(lease)), ts)
+	return s.endLease(ctx, "heartbeat "+d.name.Noun(), f, d.heartbeat, ts, protocol.FormatTime(now.Add(lease)), ts)
 }
 
 // ReleaseLease hands the row of claim f back on graceful shutdown, as its
 // table's release says (jobs and WAL rows: retryable with worker_shutdown;
 // covers and cleanups: pending). It matches the claim's token, expired or
 // not: a release is what recovery would do, without counting a crash.
-func (s *Store) ReleaseLease(ctx context.Context, f model.Fence) error {
+func (s *Leases) ReleaseLease(ctx context.Context, f model.Fence) error {
 	d, err := descOf(f.Table)
 	if err != nil {
 		return err
 	}
-	err = s.writeOne(ctx, func(q sqlx.ExtContext) error {
-		return ownedExec(ctx, q, d.release+releaseOne, append(d.releaseArgs(s.nowText(), f.WorkerID), f.ID, f.Epoch)...)
+	err = s.db.WriteOne(ctx, func(q sqlx.ExtContext) error {
+		return sqldb.OwnedExec(ctx, q, d.release+releaseOne, append(d.releaseArgs(s.db.NowText(), f.WorkerID), f.ID, f.Epoch)...)
 	})
-	return fenceErr("release "+d.noun, f, err)
+	return fenceErr("release "+d.name.Noun(), f, err)
 }
 
 // slot is the count of table t.
@@ -146,11 +133,11 @@ func (c *RecoverCounts) slot(t model.LeaseTable) *int64 {
 // ReleaseWorker hands back every row of the four lease tables still
 // running under workerID, as the per-row Release paths do. workerd calls it
 // last on shutdown, for rows whose executor did not return in time.
-func (s *Store) ReleaseWorker(ctx context.Context, workerID string) (RecoverCounts, error) {
+func (s *Leases) ReleaseWorker(ctx context.Context, workerID string) (RecoverCounts, error) {
 	var c RecoverCounts
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		c = RecoverCounts{}
-		ts := s.nowText()
+		ts := s.db.NowText()
 		for _, t := range leaseTables {
 			res, err := tx.ExecContext(ctx, t.release, t.releaseArgs(ts, workerID)...)
 			if err == nil {
@@ -173,11 +160,11 @@ func (s *Store) ReleaseWorker(ctx context.Context, workerID string) (RecoverCoun
 // It is what controld runs on a timer and what the admin API exposes; the
 // claim paths run the same per-table recovery in their own transaction.
 // A live lease is never touched, and a second pass finds nothing to do.
-func (s *Store) RecoverStale(ctx context.Context) (RecoverCounts, error) {
+func (s *Leases) RecoverStale(ctx context.Context) (RecoverCounts, error) {
 	var c RecoverCounts
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		c = RecoverCounts{}
-		now := s.Now()
+		now := s.db.Now()
 		for _, t := range leaseTables {
 			n, err := t.recover(ctx, tx, now)
 			if err != nil {

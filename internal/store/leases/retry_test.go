@@ -1,4 +1,4 @@
-package store_test
+package leases_test
 
 import (
 	"sync"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -76,36 +77,9 @@ func TestRequeueRetryableJobs(t *testing.T) {
 	})
 }
 
-func TestReserveIO(t *testing.T) {
-	f := setupLease(t)
-	if w, err := f.worker.ReserveIO(f.ctx, store.BucketThumbnailIO, 1<<20, 0); w != 0 || err != nil {
-		t.Fatalf("unlimited = %v, %v", w, err)
-	}
-	const rate = 10 << 20 // 10 MiB/s
-	want := []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}
-	for i, w := range want {
-		got, err := f.worker.ReserveIO(f.ctx, store.BucketThumbnailIO, 1<<20, rate)
-		if err != nil || got != w {
-			t.Fatalf("reservation %d = %v, %v; want %v", i, got, err, w)
-		}
-	}
-	// A second process draws from the same row.
-	other := storetestOpenWorker(t, f)
-	if got, _ := other.ReserveIO(f.ctx, store.BucketThumbnailIO, 1<<20, rate); got != 300*time.Millisecond {
-		t.Fatalf("other process waits %v", got)
-	}
-	f.clock.Advance(time.Second) // the budget refills; no burst is banked
-	if got, _ := f.worker.ReserveIO(f.ctx, store.BucketThumbnailIO, 1<<20, rate); got != 0 {
-		t.Fatalf("after idle second waits %v", got)
-	}
-	if n := f.num(t, `SELECT count(*) FROM io_rate_limits`); n != 1 {
-		t.Fatalf("bucket rows %d", n)
-	}
-}
-
 func TestWorkers(t *testing.T) {
 	f := setupLease(t)
-	w := store.Worker{WorkerID: "host-1-abc", Host: "host", PID: 1, Version: "dev"}
+	w := leases.Worker{WorkerID: "host-1-abc", Host: "host", PID: 1, Version: "dev"}
 	if err := f.worker.RegisterWorker(f.ctx, w); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +118,7 @@ func TestRequeueRacesKeepOneActive(t *testing.T) {
 	other := storetest.MustOpen(t, f.path, store.RoleControl, f.clock.Now)
 	var wg sync.WaitGroup
 	total := make([]int64, 2)
-	for i, s := range []*store.Store{f.control, other} {
+	for i, s := range []*leases.Leases{f.control, leases.New(other)} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

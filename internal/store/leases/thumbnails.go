@@ -1,4 +1,4 @@
-package store
+package leases
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -24,7 +25,7 @@ const thumbProbe = `SELECT EXISTS (SELECT 1 FROM thumbnails WHERE status = 'pend
 // and it reaches MaxRecoveries by itself. On PostgreSQL the rule is kept by
 // claiming one row at a time per process (thumbClaims), as SQLite's single
 // writer does, while other processes' claims skip the locked rows.
-func (s *Store) thumbClaim() string {
+func (s *Leases) thumbClaim() string {
 	return `UPDATE thumbnails SET status = 'running', worker_id = ?1, worker_heartbeat_at = ?2,
 	lease_expires_at = ?3, started_at = ?2, updated_at = ?2, lease_epoch = lease_epoch + 1
 	WHERE id = coalesce(
@@ -40,9 +41,9 @@ func (s *Store) thumbClaim() string {
 // thumbnail rows first (running → pending, or failed at MaxRecoveries)
 // when the claim probes (claimGate). It returns nil, nil when nothing is
 // eligible.
-func (s *Store) ClaimThumbnail(ctx context.Context, workerID string, lease time.Duration) (*model.Thumbnail, error) {
+func (s *Leases) ClaimThumbnail(ctx context.Context, workerID string, lease time.Duration) (*model.Thumbnail, error) {
 	var t *model.Thumbnail
-	if s.engine == enginePostgres {
+	if s.db.Postgres {
 		s.thumbClaims.Lock()
 		defer s.thumbClaims.Unlock()
 	}
@@ -77,8 +78,8 @@ type ThumbnailDone struct {
 // success path). The UPDATE
 // matches the claim's token (fenceWhere): a row recovered, claimed
 // again, or whose lease ran out is not written (ErrLeaseLost).
-func (s *Store) FinishThumbnail(ctx context.Context, f model.Fence, d ThumbnailDone) error {
-	ts := s.nowText()
+func (s *Leases) FinishThumbnail(ctx context.Context, f model.Fence, d ThumbnailDone) error {
+	ts := s.db.NowText()
 	return s.endLease(ctx, "finish thumbnail", f, `UPDATE thumbnails SET status = 'ready', width = ?, height = ?,
 		bytes_size = ?, cover_hash = ?, error_code = NULL, error_message = NULL, retry_after = NULL, finished_at = ?,
 		lease_expires_at = NULL, updated_at = ? WHERE `+fenceWhere, d.Width, d.Height, d.BytesSize, d.CoverHash, ts, ts)
@@ -89,9 +90,9 @@ func (s *Store) FinishThumbnail(ctx context.Context, f model.Fence, d ThumbnailD
 // or NULL once the row failed backoff.ThumbnailMaxErrors times: controld requeues
 // only rows whose retry_after passed (RequeueFailedThumbnails). Fenced as
 // FinishThumbnail.
-func (s *Store) FailThumbnail(ctx context.Context, f model.Fence, code, message string) error {
-	err := s.fenced(ctx, f, func(tx *sqlx.Tx) error {
-		now := s.Now()
+func (s *Leases) FailThumbnail(ctx context.Context, f model.Fence, code, message string) error {
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
+		now := s.db.Now()
 		ts := protocol.FormatTime(now)
 		var count int64
 		if err := tx.GetContext(ctx, &count, `SELECT error_count + 1 FROM thumbnails WHERE id = ?`, f.ID); err != nil {
@@ -101,7 +102,7 @@ func (s *Store) FailThumbnail(ctx context.Context, f model.Fence, code, message 
 		if count < backoff.ThumbnailMaxErrors {
 			retry = protocol.FormatTime(now.Add(backoff.Thumbnail(count)))
 		}
-		return ownedExec(ctx, tx, `UPDATE thumbnails SET status = 'failed', error_code = ?, error_message = ?,
+		return sqldb.OwnedExec(ctx, tx, `UPDATE thumbnails SET status = 'failed', error_code = ?, error_message = ?,
 			error_count = ?, retry_after = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ?
 			WHERE id = ?`, code, message, count, retry, ts, ts, f.ID)
 	})

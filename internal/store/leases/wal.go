@@ -1,4 +1,4 @@
-package store
+package leases
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -29,7 +30,7 @@ const walClaim = `UPDATE wal_maintenance_jobs SET status = 'running', worker_id 
 // retry_count+1 and a backoff) and claims the earliest due pending or
 // retryable row whose retry_after passed. It returns nil, nil when nothing
 // is eligible.
-func (s *Store) ClaimCheckpoint(ctx context.Context, workerID string, lease time.Duration) (*model.WALJob, error) {
+func (s *Leases) ClaimCheckpoint(ctx context.Context, workerID string, lease time.Duration) (*model.WALJob, error) {
 	var w *model.WALJob
 	err := s.claim(ctx, claimPath{gate: &s.gates.wal, probe: walProbe,
 		probeArgs: func(now string) []any { return []any{now, now, now} },
@@ -57,8 +58,8 @@ type CheckpointFigures struct {
 // SucceedCheckpoint ends the WAL row of claim w as completed with the
 // checkpoint's figures (fenced: ErrLeaseLost when w is no longer its live
 // lease).
-func (s *Store) SucceedCheckpoint(ctx context.Context, w model.Fence, f CheckpointFigures) error {
-	ts := s.nowText()
+func (s *Leases) SucceedCheckpoint(ctx context.Context, w model.Fence, f CheckpointFigures) error {
+	ts := s.db.NowText()
 	return s.endLease(ctx, "succeed checkpoint", w, `UPDATE wal_maintenance_jobs SET status = 'completed', checkpoint_busy = ?,
 		checkpoint_log_frames = ?, checkpointed_frames = ?, error_code = NULL, error_message = NULL,
 		finished_at = ?, lease_expires_at = NULL, updated_at = ? WHERE `+fenceWhere,
@@ -69,9 +70,9 @@ func (s *Store) SucceedCheckpoint(ctx context.Context, w model.Fence, f Checkpoi
 // and becomes retryable with retry_count+1 and retry_after = now +
 // backoff.WAL, or failed once retry_count would exceed maxRetries
 // (setting wal.checkpoint.max_retries).
-func (s *Store) RetryCheckpoint(ctx context.Context, w model.Fence, f CheckpointFigures, code, message string, maxRetries int) error {
-	err := s.fenced(ctx, w, func(tx *sqlx.Tx) error {
-		now := s.Now()
+func (s *Leases) RetryCheckpoint(ctx context.Context, w model.Fence, f CheckpointFigures, code, message string, maxRetries int) error {
+	err := s.db.Fenced(ctx, w, func(tx *sqlx.Tx) error {
+		now := s.db.Now()
 		ts := protocol.FormatTime(now)
 		var n int64
 		if err := tx.GetContext(ctx, &n, `SELECT retry_count + 1 FROM wal_maintenance_jobs WHERE id = ?`, w.ID); err != nil {
@@ -81,7 +82,7 @@ func (s *Store) RetryCheckpoint(ctx context.Context, w model.Fence, f Checkpoint
 		if n > int64(maxRetries) {
 			status, retry, finished = string(protocol.WALFailed), nil, ts
 		}
-		return ownedExec(ctx, tx, `UPDATE wal_maintenance_jobs SET status = ?, retry_count = ?, retry_after = ?,
+		return sqldb.OwnedExec(ctx, tx, `UPDATE wal_maintenance_jobs SET status = ?, retry_count = ?, retry_after = ?,
 			checkpoint_busy = ?, checkpoint_log_frames = ?, checkpointed_frames = ?, error_code = ?, error_message = ?,
 			finished_at = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ?`,
 			status, n, retry, f.Busy, f.LogFrames, f.CheckpointedFrames, code, message, finished, ts, w.ID)
@@ -90,8 +91,8 @@ func (s *Store) RetryCheckpoint(ctx context.Context, w model.Fence, f Checkpoint
 }
 
 // FailCheckpoint ends the WAL row of claim w as failed (fenced).
-func (s *Store) FailCheckpoint(ctx context.Context, w model.Fence, code, message string) error {
-	ts := s.nowText()
+func (s *Leases) FailCheckpoint(ctx context.Context, w model.Fence, code, message string) error {
+	ts := s.db.NowText()
 	return s.endLease(ctx, "fail checkpoint", w, `UPDATE wal_maintenance_jobs SET status = 'failed', error_code = ?,
 		error_message = ?, finished_at = ?, lease_expires_at = NULL, updated_at = ? WHERE `+fenceWhere, code, message, ts, ts)
 }

@@ -1,4 +1,4 @@
-package store_test
+package leases_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/catalog"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/testfactory"
@@ -50,7 +51,7 @@ func setupFenced(t *testing.T) *fencedFixture {
 	t.Helper()
 	f := &fencedFixture{fixture: setupLease(t)}
 	ts := f.now()
-	testfactory.Library(t, f.control, &testfactory.LibraryOpts{ID: 1})
+	testfactory.Library(t, f.controlDB, &testfactory.LibraryOpts{ID: 1})
 	file := func(rel, extra, values string) int64 {
 		return f.insert(t, `INSERT INTO library_files (library_id, relative_path, size_bytes, mtime_ns, created_at, updated_at`+extra+`)
 			VALUES (1, ?, 10, 1, ?, ?`+values+`) RETURNING id`, rel, ts, ts)
@@ -85,7 +86,7 @@ func (f *fencedFixture) snapshot(t *testing.T) []int64 {
 		`SELECT coalesce(sum(files_seen), 0) FROM scan_sessions`,
 		`SELECT count(*) FROM scan_errors`,
 	} {
-		n, err := storetest.QueryInt(f.ctx, f.control, q)
+		n, err := storetest.QueryInt(f.ctx, f.controlDB, q)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -195,7 +196,7 @@ func TestZombieWritesChangeNothing(t *testing.T) {
 				t.Fatalf("claim: %+v %v", job, err)
 			}
 			zombie := job.Fence()
-			session, err := scanning.New(f.worker).StartScanSession(f.ctx, zombie, 1)
+			session, err := scanning.New(f.workerDB).StartScanSession(f.ctx, zombie, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +204,7 @@ func TestZombieWritesChangeNothing(t *testing.T) {
 				t.Helper()
 				for _, w := range f.fencedWrites(session.ID) {
 					before := f.snapshot(t)
-					if err := w.do(f.ctx, f.worker, zombie); !errors.Is(err, store.ErrLeaseLost) || !errors.Is(err, store.ErrNotOwner) {
+					if err := w.do(f.ctx, f.workerDB, zombie); !errors.Is(err, store.ErrLeaseLost) || !errors.Is(err, store.ErrNotOwner) {
 						t.Errorf("%s, %s: %v, want ErrLeaseLost", when, w.name, err)
 					}
 					if after := f.snapshot(t); !slices.Equal(before, after) {
@@ -225,13 +226,13 @@ func TestZombieWritesChangeNothing(t *testing.T) {
 				t.Fatalf("claim again: %+v %v", again, err)
 			}
 			refused(t, "claimed again")
-			live, err := scanning.New(f.worker).StartScanSession(f.ctx, again.Fence(), 1)
+			live, err := scanning.New(f.workerDB).StartScanSession(f.ctx, again.Fence(), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			before := f.snapshot(t)
 			for _, w := range f.fencedWrites(live.ID) {
-				if err := w.do(f.ctx, f.worker, again.Fence()); err != nil {
+				if err := w.do(f.ctx, f.workerDB, again.Fence()); err != nil {
 					t.Errorf("live claim, %s: %v", w.name, err)
 				}
 			}
@@ -255,7 +256,7 @@ func TestRecoveryClosesScanSession(t *testing.T) {
 			if err != nil || job == nil || job.ID != lost {
 				t.Fatalf("claim: %+v %v", job, err)
 			}
-			session, err := scanning.New(f.worker).StartScanSession(f.ctx, job.Fence(), 1)
+			session, err := scanning.New(f.workerDB).StartScanSession(f.ctx, job.Fence(), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,12 +276,12 @@ func TestRecoveryClosesScanSession(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := catalog.New(f.control).GetScan(f.ctx, session.ID)
+			got, err := catalog.New(f.controlDB).GetScan(f.ctx, session.ID)
 			if err != nil || got.Status != protocol.ScanFailed || model.Deref(got.ErrorCode) != protocol.ErrLeaseExpired ||
-				model.Deref(got.ErrorMessage) != store.RecoveredScanMessage || got.FinishedAt == nil {
+				model.Deref(got.ErrorMessage) != leases.RecoveredScanMessage || got.FinishedAt == nil {
 				t.Fatalf("lost job's session %+v %v, want it failed with lease_expired", got, err)
 			}
-			if got, err := catalog.New(f.control).GetScan(f.ctx, live); err != nil || got.Status != protocol.ScanRunning {
+			if got, err := catalog.New(f.controlDB).GetScan(f.ctx, live); err != nil || got.Status != protocol.ScanRunning {
 				t.Fatalf("live job's session %+v %v, want it running", got, err)
 			}
 		})

@@ -1,4 +1,4 @@
-package store_test
+package leases_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -39,7 +40,8 @@ type leaseModel struct {
 	ctx     context.Context
 	clock   *storetest.Clock
 	control *store.Store
-	workers []*store.Store
+	ctl     *leases.Leases // control's
+	workers []*leases.Leases
 	names   []string
 	raw     *sql.DB
 	rows    map[int64]*modelRow // key: id for jobs, -id for thumbnails
@@ -66,7 +68,7 @@ func (m *leaseModel) recoverModel(table string) int64 {
 			r.owner = ""
 			r.status = map[string]string{"jobs": "retryable", "thumbnails": "pending"}[table]
 			if table == "thumbnails" {
-				if r.recovered++; r.recovered >= store.MaxRecoveries {
+				if r.recovered++; r.recovered >= leases.MaxRecoveries {
 					r.status = "failed"
 				}
 			}
@@ -97,7 +99,7 @@ func sortInts(s []int64) []int64 {
 	return s
 }
 
-func (m *leaseModel) worker(rt *rapid.T) (int, *store.Store) {
+func (m *leaseModel) worker(rt *rapid.T) (int, *leases.Leases) {
 	i := rapid.IntRange(0, len(m.workers)-1).Draw(rt, "worker")
 	return i, m.workers[i]
 }
@@ -208,8 +210,8 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			var err error
 			var cancel bool
 			if r.table == "jobs" {
-				var sig store.JobSignals
-				sig, err = w.HeartbeatJob(m.ctx, model.Fence{Table: model.LeaseJobs, ID: key, WorkerID: m.names[i], Epoch: r.epoch}, lease, store.JobProgress{Processed: 1, Total: 2})
+				var sig leases.JobSignals
+				sig, err = w.HeartbeatJob(m.ctx, model.Fence{Table: model.LeaseJobs, ID: key, WorkerID: m.names[i], Epoch: r.epoch}, lease, leases.JobProgress{Processed: 1, Total: 2})
 				cancel = sig.CancelRequested
 			} else {
 				err = w.HeartbeatLease(m.ctx, thumbFence(-key, m.names[i], r.epoch), lease)
@@ -238,9 +240,9 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			case r.table == "jobs":
 				final = rapid.SampledFrom([]string{"completed", "failed", "cancelled"}).Draw(rt, "status")
 				f := model.Fence{Table: model.LeaseJobs, ID: key, WorkerID: m.names[i], Epoch: r.epoch}
-				err = w.FinishJob(m.ctx, f, store.JobOutcome{Status: protocol.JobStatus(final)})
+				err = w.FinishJob(m.ctx, f, leases.JobOutcome{Status: protocol.JobStatus(final)})
 			case ok:
-				final, err = "ready", w.FinishThumbnail(m.ctx, thumbFence(-key, m.names[i], r.epoch), store.ThumbnailDone{})
+				final, err = "ready", w.FinishThumbnail(m.ctx, thumbFence(-key, m.names[i], r.epoch), leases.ThumbnailDone{})
 			default:
 				final, err = "failed", w.FailThumbnail(m.ctx, thumbFence(-key, m.names[i], r.epoch), protocol.ErrDecodeError, "x")
 			}
@@ -260,7 +262,7 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			if err != nil {
 				rt.Fatal(err)
 			}
-			var want store.RecoverCounts
+			var want leases.RecoverCounts
 			for _, r := range m.rows {
 				if r.status == "running" && r.owner == m.names[i] {
 					r.owner = ""
@@ -281,11 +283,11 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			m.clock.Advance(time.Duration(rapid.IntRange(0, 45).Draw(rt, "seconds")) * time.Second)
 		},
 		"recover": func(rt *rapid.T) {
-			c, err := m.control.RecoverStale(m.ctx)
+			c, err := m.ctl.RecoverStale(m.ctx)
 			if err != nil {
 				rt.Fatal(err)
 			}
-			want := store.RecoverCounts{Jobs: m.recoverModel("jobs"), Thumbnails: m.recoverModel("thumbnails")}
+			want := leases.RecoverCounts{Jobs: m.recoverModel("jobs"), Thumbnails: m.recoverModel("thumbnails")}
 			if c != want {
 				rt.Fatalf("recover = %+v, want %+v", c, want)
 			}
@@ -298,7 +300,7 @@ func (m *leaseModel) actions() map[string]func(*rapid.T) {
 			m.rows[key].cancel = true
 		},
 		"requeue": func(rt *rapid.T) {
-			if _, _, err := m.control.RequeueRetryableJobs(m.ctx, 3); err != nil {
+			if _, _, err := m.ctl.RequeueRetryableJobs(m.ctx, 3); err != nil {
 				rt.Fatal(err)
 			}
 			// Retry policy is controld's: only retryable rows may move, and
@@ -379,7 +381,7 @@ func (m *leaseModel) drain(t *rapid.T) {
 	w, name := m.workers[0], m.names[0]
 	for range 50 {
 		m.clock.Advance(2 * time.Hour)
-		if _, _, err := m.control.RequeueRetryableJobs(m.ctx, 1000); err != nil {
+		if _, _, err := m.ctl.RequeueRetryableJobs(m.ctx, 1000); err != nil {
 			t.Fatal(err)
 		}
 		for {
@@ -395,12 +397,12 @@ func (m *leaseModel) drain(t *rapid.T) {
 				break
 			}
 			if j != nil {
-				if err := w.FinishJob(m.ctx, j.Fence(), store.JobOutcome{Status: protocol.JobCompleted}); err != nil {
+				if err := w.FinishJob(m.ctx, j.Fence(), leases.JobOutcome{Status: protocol.JobCompleted}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if th != nil {
-				if err := w.FinishThumbnail(m.ctx, th.Fence(), store.ThumbnailDone{}); err != nil {
+				if err := w.FinishThumbnail(m.ctx, th.Fence(), leases.ThumbnailDone{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -419,9 +421,9 @@ func TestLeaseStateMachine(t *testing.T) {
 	path := storetest.MustMigrate(t)
 	clock := storetest.NewClock()
 	control := storetest.MustOpen(t, path, store.RoleControl, clock.Now)
-	var all []*store.Store
+	var all []*leases.Leases
 	for range 4 {
-		all = append(all, storetest.MustOpen(t, path, store.RoleWorker, clock.Now))
+		all = append(all, leases.New(storetest.MustOpen(t, path, store.RoleWorker, clock.Now)))
 	}
 	raw := rawDB(t, path)
 	rapid.Check(t, func(rt *rapid.T) {
@@ -431,7 +433,7 @@ func TestLeaseStateMachine(t *testing.T) {
 			}
 		}
 		n := rapid.IntRange(2, 4).Draw(rt, "workers")
-		m := &leaseModel{ctx: context.Background(), clock: clock, control: control, workers: all[:n], raw: raw, rows: map[int64]*modelRow{}}
+		m := &leaseModel{ctx: context.Background(), clock: clock, control: control, ctl: leases.New(control), workers: all[:n], raw: raw, rows: map[int64]*modelRow{}}
 		for i := range n {
 			m.names = append(m.names, fmt.Sprintf("w%d", i))
 		}

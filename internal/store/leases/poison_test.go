@@ -1,4 +1,4 @@
-package store_test
+package leases_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
@@ -29,7 +30,7 @@ func TestPoisonPills(t *testing.T) {
 	t.Run("thumbnail fails with render_crashed at the third recovery", func(t *testing.T) {
 		f := setupLease(t)
 		poison := f.addThumb(t, 1, "g")
-		for i := 1; i <= store.MaxRecoveries; i++ {
+		for i := 1; i <= leases.MaxRecoveries; i++ {
 			crash(t, f, poison)
 			if c, err := f.control.RecoverStale(f.ctx); err != nil || c.Thumbnails != 1 {
 				t.Fatalf("recovery %d: %+v %v", i, c, err)
@@ -40,7 +41,7 @@ func TestPoisonPills(t *testing.T) {
 		if got != "failed,"+protocol.ErrRenderCrashed+",3,-,-,-,1" {
 			t.Fatalf("row %s", got)
 		}
-		m, err := thumbnails.New(f.control).ThumbnailMetrics(f.ctx)
+		m, err := thumbnails.New(f.controlDB).ThumbnailMetrics(f.ctx)
 		if err != nil || len(m.Crashed) != 1 || m.Crashed[0].ThumbnailID != poison || m.Crashed[0].FileID != 1 {
 			t.Fatalf("metrics list %+v, %v; want the crashed cover", m.Crashed, err)
 		}
@@ -91,7 +92,7 @@ func TestPoisonPills(t *testing.T) {
 	t.Run("a graceful release does not count", func(t *testing.T) {
 		f := setupLease(t)
 		id := f.addThumb(t, 1, "g")
-		for range store.MaxRecoveries + 1 {
+		for range leases.MaxRecoveries + 1 {
 			th, err := f.worker.ClaimThumbnail(f.ctx, "w", lease)
 			if err != nil || th == nil || th.ID != id {
 				t.Fatalf("claim %+v %v", th, err)
@@ -109,7 +110,7 @@ func TestPoisonPills(t *testing.T) {
 		f := setupLease(t)
 		id := f.insert(t, `INSERT INTO thumbnail_cleanup_jobs (group_key, execute_after, created_at, updated_at) VALUES ('g', ?, ?, ?) RETURNING id`,
 			f.now(), f.now(), f.now())
-		for range store.MaxRecoveries {
+		for range leases.MaxRecoveries {
 			if c, err := f.worker.ClaimCleanup(f.ctx, "w", lease); err != nil || c == nil || c.ID != id {
 				t.Fatalf("claim %+v %v", c, err)
 			}
@@ -137,7 +138,7 @@ func TestThumbnailDeleteGuard(t *testing.T) {
 	failed := f.addThumb(t, 4, "g")
 	f.exec(t, `UPDATE thumbnails SET status = 'ready' WHERE id = ?`, ready)
 	f.exec(t, `UPDATE thumbnails SET status = 'failed' WHERE id = ?`, failed)
-	for _, st := range []*store.Store{f.control, f.worker} {
+	for _, st := range []*store.Store{f.controlDB, f.workerDB} {
 		for _, id := range []int64{pending, running} {
 			_, err := storetest.Exec(f.ctx, st, `DELETE FROM thumbnails WHERE id = ?`, id)
 			if err == nil || !strings.Contains(err.Error(), "only ready or failed rows may be deleted") {
@@ -148,7 +149,7 @@ func TestThumbnailDeleteGuard(t *testing.T) {
 	if _, err := rawDB(t, f.path).Exec(`DELETE FROM thumbnails WHERE status IN ('pending', 'running')`); err == nil {
 		t.Fatal("a third party deleted unsettled rows")
 	}
-	if _, err := storetest.Exec(f.ctx, f.worker, `DELETE FROM thumbnails WHERE id IN (?, ?)`, ready, failed); err != nil {
+	if _, err := storetest.Exec(f.ctx, f.workerDB, `DELETE FROM thumbnails WHERE id IN (?, ?)`, ready, failed); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.num(t, `SELECT count(*) FROM thumbnails`); n != 2 {

@@ -1,4 +1,4 @@
-package store
+package leases
 
 import (
 	"context"
@@ -33,7 +33,7 @@ const cleanupClaim = `UPDATE thumbnail_cleanup_jobs SET status = 'running', work
 // ClaimCleanup recovers stale cleanup rows (running → pending) and claims
 // the earliest due cleanup whose group has no pending/running thumbnail.
 // It returns nil, nil when nothing is eligible.
-func (s *Store) ClaimCleanup(ctx context.Context, workerID string, lease time.Duration) (*model.CleanupJob, error) {
+func (s *Leases) ClaimCleanup(ctx context.Context, workerID string, lease time.Duration) (*model.CleanupJob, error) {
 	var c *model.CleanupJob
 	err := s.claim(ctx, claimPath{gate: &s.gates.cleanup, probe: cleanupProbe,
 		probeArgs: func(now string) []any { return []any{now, now} },
@@ -55,8 +55,8 @@ func (s *Store) ClaimCleanup(ctx context.Context, workerID string, lease time.Du
 
 // FinishCleanup ends the cleanup row of claim c as completed with its
 // counts (fenced: ErrLeaseLost when c is no longer its live lease).
-func (s *Store) FinishCleanup(ctx context.Context, c model.Fence, deletedFiles, deletedRows int64) error {
-	ts := s.nowText()
+func (s *Leases) FinishCleanup(ctx context.Context, c model.Fence, deletedFiles, deletedRows int64) error {
+	ts := s.db.NowText()
 	return s.endLease(ctx, "finish cleanup", c, `UPDATE thumbnail_cleanup_jobs SET status = 'completed', deleted_files = ?,
 		deleted_rows = ?, error_code = NULL, error_message = NULL, finished_at = ?, lease_expires_at = NULL,
 		updated_at = ? WHERE `+fenceWhere, deletedFiles, deletedRows, ts, ts)
@@ -64,8 +64,8 @@ func (s *Store) FinishCleanup(ctx context.Context, c model.Fence, deletedFiles, 
 
 // FailCleanup ends the cleanup row of claim c as failed, keeping the
 // counts of what it did delete before the error (fenced).
-func (s *Store) FailCleanup(ctx context.Context, c model.Fence, deletedFiles, deletedRows int64, code, message string) error {
-	ts := s.nowText()
+func (s *Leases) FailCleanup(ctx context.Context, c model.Fence, deletedFiles, deletedRows int64, code, message string) error {
+	ts := s.db.NowText()
 	return s.endLease(ctx, "fail cleanup", c, `UPDATE thumbnail_cleanup_jobs SET status = 'failed', deleted_files = ?,
 		deleted_rows = ?, error_code = ?, error_message = ?, finished_at = ?, lease_expires_at = NULL,
 		updated_at = ? WHERE `+fenceWhere, deletedFiles, deletedRows, code, message, ts, ts)

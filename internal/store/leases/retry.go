@@ -1,4 +1,4 @@
-package store
+package leases
 
 import (
 	"context"
@@ -28,13 +28,13 @@ const jobRequeueScanLimit = 500
 //     a live worker's outage, do not count as attempts);
 //   - a retryable row whose retry_after passed goes back to pending with
 //     attempt+1, scan/hash only while the single-active slot is free.
-func (s *Store) RequeueRetryableJobs(ctx context.Context, maxAttempts int) (requeued, failed int64, err error) {
+func (s *Leases) RequeueRetryableJobs(ctx context.Context, maxAttempts int) (requeued, failed int64, err error) {
 	if maxAttempts < 1 {
 		maxAttempts = 1
 	}
-	err = s.write(ctx, func(tx *sqlx.Tx) error {
+	err = s.db.Write(ctx, func(tx *sqlx.Tx) error {
 		requeued, failed = 0, 0
-		now := s.Now()
+		now := s.db.Now()
 		if err := stampRetryAfter(ctx, tx, now); err != nil {
 			return err
 		}
@@ -134,10 +134,10 @@ func requeueDue(ctx context.Context, tx *sqlx.Tx, now time.Time, requeued *int64
 // row of a (file_id, format) is requeued, and only when that file has no
 // pending/running row, so ux_thumbnails_active_file always holds. A failed
 // row with retry_after NULL has given up and stays failed.
-func (s *Store) RequeueFailedThumbnails(ctx context.Context) (int64, error) {
+func (s *Leases) RequeueFailedThumbnails(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		ts := s.nowText()
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
+		ts := s.db.NowText()
 		res, err := tx.ExecContext(ctx, `UPDATE thumbnails SET status = 'pending', retry_after = NULL,
 			finished_at = NULL, worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = ?
 			WHERE status = 'failed' AND retry_after IS NOT NULL AND retry_after <= ?

@@ -1,4 +1,4 @@
-package store_test
+package leases_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/backoff"
 	"github.com/bindery-nas/bindery/internal/store"
+	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -31,7 +32,7 @@ func TestThumbnailLease(t *testing.T) {
 		if err := f.worker.HeartbeatLease(f.ctx, thumbFence(a, "w2", ta.LeaseEpoch), lease); !errors.Is(err, store.ErrNotOwner) {
 			t.Fatalf("foreign heartbeat %v", err)
 		}
-		if err := f.worker.FinishThumbnail(f.ctx, ta.Fence(), store.ThumbnailDone{Width: 320, Height: 480, BytesSize: 9000}); err != nil {
+		if err := f.worker.FinishThumbnail(f.ctx, ta.Fence(), leases.ThumbnailDone{Width: 320, Height: 480, BytesSize: 9000}); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.str(t, `SELECT status || width || 'x' || height || ',' || bytes_size || coalesce(`+storetest.TimeText("lease_expires_at")+`, '-') FROM thumbnails WHERE id = ?`, a); got != "ready320x480,9000-" {
@@ -102,7 +103,7 @@ func TestCleanupLease(t *testing.T) {
 		t.Fatalf("claim while group busy / not due = %+v, %v", c, err)
 	}
 	f.worker.ClaimThumbnail(f.ctx, "w", lease)
-	f.worker.FinishThumbnail(f.ctx, thumbFence(th, "w", 1), store.ThumbnailDone{})
+	f.worker.FinishThumbnail(f.ctx, thumbFence(th, "w", 1), leases.ThumbnailDone{})
 	c, err := f.worker.ClaimCleanup(f.ctx, "w", lease)
 	if err != nil || c == nil || c.ID != busy {
 		t.Fatalf("claim after group settled = %+v, %v", c, err)
@@ -137,7 +138,7 @@ func TestCleanupGroups(t *testing.T) {
 	}
 	for _, id := range []int64{other, own} {
 		f.worker.ClaimThumbnail(f.ctx, "w", lease)
-		f.worker.FinishThumbnail(f.ctx, thumbFence(id, "w", 1), store.ThumbnailDone{})
+		f.worker.FinishThumbnail(f.ctx, thumbFence(id, "w", 1), leases.ThumbnailDone{})
 		if id == other {
 			if c, _ := f.worker.ClaimCleanup(f.ctx, "w", lease); c != nil {
 				t.Fatalf("claimed %s while file 7 is still active", c.GroupKey)
@@ -159,7 +160,7 @@ func TestCheckpointLease(t *testing.T) {
 	if err != nil || w == nil || w.RequestedMode != "truncate" {
 		t.Fatalf("claim %+v, %v", w, err)
 	}
-	fig := store.CheckpointFigures{Busy: 1, LogFrames: 10, CheckpointedFrames: 4}
+	fig := leases.CheckpointFigures{Busy: 1, LogFrames: 10, CheckpointedFrames: 4}
 	if err := f.worker.RetryCheckpoint(f.ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, "readers", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestCheckpointLease(t *testing.T) {
 	if w, _ = f.worker.ClaimCheckpoint(f.ctx, "w", lease); w == nil || w.ID != ok || w.RetryCount != 0 {
 		t.Fatalf("released row not claimable at once: %+v", w)
 	}
-	if err := f.worker.SucceedCheckpoint(f.ctx, w.Fence(), store.CheckpointFigures{LogFrames: 7, CheckpointedFrames: 7}); err != nil {
+	if err := f.worker.SucceedCheckpoint(f.ctx, w.Fence(), leases.CheckpointFigures{LogFrames: 7, CheckpointedFrames: 7}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.str(t, `SELECT status || checkpointed_frames || coalesce(error_code, '-') FROM wal_maintenance_jobs WHERE id = ?`, ok); got != "completed7-" {
@@ -206,7 +207,7 @@ func TestReleaseWorker(t *testing.T) {
 	f.worker.ClaimThumbnail(f.ctx, "w", lease)
 	f.worker.ClaimThumbnail(f.ctx, "other", lease)
 	c, err := f.worker.ReleaseWorker(f.ctx, "w")
-	if err != nil || c != (store.RecoverCounts{Jobs: 1, Thumbnails: 2}) {
+	if err != nil || c != (leases.RecoverCounts{Jobs: 1, Thumbnails: 2}) {
 		t.Fatalf("release = %+v, %v", c, err)
 	}
 	if n := f.num(t, `SELECT count(*) FROM thumbnails WHERE status = 'running'`); n != 1 {

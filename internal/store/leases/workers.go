@@ -1,4 +1,4 @@
-package store
+package leases
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/bindery-nas/bindery/internal/store/internal/sqldb"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -23,9 +24,9 @@ type Worker struct {
 
 // RegisterWorker inserts or refreshes this process's row: a restarted
 // worker with the same id starts afresh (started_at now, stopped_at NULL).
-func (s *Store) RegisterWorker(ctx context.Context, w Worker) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		now := s.nowText()
+func (s *Leases) RegisterWorker(ctx context.Context, w Worker) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
+		now := s.db.NowText()
 		_, err := tx.ExecContext(ctx, `INSERT INTO workers (worker_id, host, pid, version, started_at, last_seen_at, stopped_at)
 			VALUES (?, ?, ?, ?, ?, ?, NULL)
 			ON CONFLICT (worker_id) DO UPDATE SET host = excluded.host, pid = excluded.pid, version = excluded.version,
@@ -39,12 +40,12 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker) error {
 	return nil
 }
 
-// TouchWorker refreshes last_seen_at; ErrNotFound when the row is gone
+// TouchWorker refreshes last_seen_at; sqldb.ErrNotFound when the row is gone
 // (deleted by an operator), so that the caller can register again.
-func (s *Store) TouchWorker(ctx context.Context, workerID string) error {
+func (s *Leases) TouchWorker(ctx context.Context, workerID string) error {
 	var n int64
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE workers SET last_seen_at = ? WHERE worker_id = ?`, s.nowText(), workerID)
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE workers SET last_seen_at = ? WHERE worker_id = ?`, s.db.NowText(), workerID)
 		if err != nil {
 			return err
 		}
@@ -55,15 +56,15 @@ func (s *Store) TouchWorker(ctx context.Context, workerID string) error {
 		return fmt.Errorf("touch worker %s: %w", workerID, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("touch worker %s: %w", workerID, ErrNotFound)
+		return fmt.Errorf("touch worker %s: %w", workerID, sqldb.ErrNotFound)
 	}
 	return nil
 }
 
 // StopWorker records a clean exit.
-func (s *Store) StopWorker(ctx context.Context, workerID string) error {
-	err := s.write(ctx, func(tx *sqlx.Tx) error {
-		now := s.nowText()
+func (s *Leases) StopWorker(ctx context.Context, workerID string) error {
+	err := s.db.Write(ctx, func(tx *sqlx.Tx) error {
+		now := s.db.NowText()
 		_, err := tx.ExecContext(ctx, `UPDATE workers SET last_seen_at = ?, stopped_at = ? WHERE worker_id = ?`, now, now, workerID)
 		return err
 	})
@@ -74,9 +75,9 @@ func (s *Store) StopWorker(ctx context.Context, workerID string) error {
 }
 
 // ListWorkers returns every worker row, most recently seen first.
-func (s *Store) ListWorkers(ctx context.Context) ([]Worker, error) {
+func (s *Leases) ListWorkers(ctx context.Context) ([]Worker, error) {
 	out := []Worker{}
-	if err := s.r.SelectContext(ctx, &out, `SELECT worker_id, host, pid, version, started_at, last_seen_at, stopped_at
+	if err := s.db.R.SelectContext(ctx, &out, `SELECT worker_id, host, pid, version, started_at, last_seen_at, stopped_at
 		FROM workers ORDER BY last_seen_at DESC, worker_id`); err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}
