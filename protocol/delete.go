@@ -47,6 +47,23 @@ var PlanKinds = []PlanKind{PlanBytes, PlanSamePages}
 
 func ParsePlanKind(s string) (PlanKind, error) { return parseEnum("plan kind", s, PlanKinds) }
 
+// PlanDecision is delete_plan_files.decision (Bindery): what a plan does
+// with one of its members.
+type PlanDecision string
+
+const (
+	// DecisionKeep: the group's keeper; a delete never moves it.
+	DecisionKeep PlanDecision = "keep"
+	// DecisionRemove: a copy the delete moves to the trash or unlinks.
+	DecisionRemove PlanDecision = "remove"
+	// DecisionRestore: a restore plan moves the file back from the trash.
+	DecisionRestore PlanDecision = "restore"
+	// DecisionPurge: a purge plan removes the trash copy for good.
+	DecisionPurge PlanDecision = "purge"
+)
+
+var PlanDecisions = []PlanDecision{DecisionKeep, DecisionRemove, DecisionRestore, DecisionPurge}
+
 // DeleteAction is delete_plans.action (Bindery): what happens to a copy.
 type DeleteAction string
 

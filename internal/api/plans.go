@@ -133,7 +133,7 @@ func (b planBody) kind() (protocol.PlanKind, error) {
 		return protocol.PlanBytes, nil
 	case string(protocol.PlanSamePages):
 		return protocol.PlanSamePages, nil
-	case duplicates.KindContains, duplicates.KindSamePagesByIndex:
+	case string(duplicates.KindContains), string(duplicates.KindSamePagesByIndex):
 		return "", apiErr(protocol.CodeGroupReportOnly, "%s groups are a report only: a plan resolves same_pages groups "+
 			"(equal ordered page digests) and byte-identical groups; move or remove such a book yourself", b.Kind)
 	}

@@ -11,9 +11,9 @@ import (
 )
 
 type sameBookGroupJSON struct {
-	Key   string         `json:"key"`
-	Kind  string         `json:"kind"`
-	Books []sameBookJSON `json:"books"`
+	Key   string                   `json:"key"`
+	Kind  duplicates.BookGroupKind `json:"kind"`
+	Books []sameBookJSON           `json:"books"`
 }
 
 type sameBookJSON struct {
@@ -28,8 +28,8 @@ type sameBookJSON struct {
 }
 
 type sameBookCursor struct {
-	Kind string `json:"t,omitempty"` // absent in cursors of before the kinds: same_pages_by_index
-	Key  string `json:"k"`
+	Kind duplicates.BookGroupKind `json:"t,omitempty"` // absent in cursors of before the kinds: same_pages_by_index
+	Key  string                   `json:"k"`
 }
 
 // listSameBooks pages the groups of books that hold the same pages in
@@ -70,7 +70,7 @@ func decodeSameBookCursor(cur string) (duplicates.SameBookAfter, error) {
 		sc.Kind = duplicates.KindSamePagesByIndex
 	}
 	key, err := hex.DecodeString(sc.Key)
-	if err != nil || len(key) != 32 || !duplicates.ValidSameBookKind(sc.Kind) {
+	if err != nil || len(key) != 32 || !sc.Kind.Valid() {
 		return duplicates.SameBookAfter{}, invalidCursor()
 	}
 	return duplicates.SameBookAfter{Kind: sc.Kind, Key: key}, nil

@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -65,7 +64,7 @@ func planView(p model.Plan, files []model.PlanFile, results []model.DeleteResult
 	v := planJSON{planSummaryJSON: planSummary(p), Groups: []planGroupJSON{}}
 	for _, f := range files {
 		pf := planFileJSON{FileID: f.FileID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes, MtimeNS: f.MtimeNS}
-		if f.Decision == duplicates.DecisionKeep {
+		if f.Decision == protocol.DecisionKeep {
 			key := protocol.GroupKey{Algorithm: f.HashAlgorithm, Hash: f.ContentHash}.String()
 			if f.GroupKey != nil { // a same_pages group: its key as /duplicates/books lists it
 				key = hex.EncodeToString(f.GroupKey)
@@ -80,7 +79,7 @@ func planView(p model.Plan, files []model.PlanFile, results []model.DeleteResult
 		if later, ok := fates[f.FileID]; ok {
 			pf.Later = &later
 		}
-		if f.Decision != duplicates.DecisionRemove || len(v.Groups) == 0 {
+		if f.Decision != protocol.DecisionRemove || len(v.Groups) == 0 {
 			v.Trash = append(v.Trash, pf)
 			continue
 		}

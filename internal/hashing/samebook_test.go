@@ -30,7 +30,7 @@ func (e *env) listGroups(t *testing.T, limit int) []string {
 				books = append(books, name)
 			}
 			slices.Sort(books)
-			out = append(out, g.Kind+": "+strings.Join(books, " "))
+			out = append(out, string(g.Kind)+": "+strings.Join(books, " "))
 		}
 		if len(groups) < limit {
 			slices.Sort(out)

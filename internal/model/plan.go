@@ -30,7 +30,7 @@ type PlanFile struct {
 	FileID        int64
 	LibraryID     int64
 	RelativePath  string
-	Decision      string
+	Decision      protocol.PlanDecision
 	SizeBytes     int64
 	MtimeNS       int64
 	HashAlgorithm protocol.HashAlgorithm

@@ -59,7 +59,7 @@ func (r *run) removals(ctx context.Context, progress func(int)) error {
 		}
 		g := r.files[start:end]
 		start = end
-		if g[0].Decision != duplicates.DecisionKeep {
+		if g[0].Decision != protocol.DecisionKeep {
 			return protocol.Errorf(protocol.ErrInvalidPayload, "plan %d lists group %d without its keeper first", r.plan.ID, g[0].GroupSeq)
 		}
 		batch = append(batch, g)

@@ -103,7 +103,7 @@ func (x *Executor) Execute(ctx context.Context, job model.Job, rep engine.Report
 	}()
 	total := int64(0)
 	for _, f := range r.files {
-		if f.Decision != duplicates.DecisionKeep {
+		if f.Decision != protocol.DecisionKeep {
 			total++
 		}
 	}
@@ -142,9 +142,9 @@ func (r *run) trashPlan(ctx context.Context, progress func(int)) error {
 		var err error
 		switch {
 		case r.done[f.FileID]:
-		case f.Decision == duplicates.DecisionRestore:
+		case f.Decision == protocol.DecisionRestore:
 			err = r.restore(ctx, f)
-		case f.Decision == duplicates.DecisionPurge:
+		case f.Decision == protocol.DecisionPurge:
 			err = r.purge(ctx, f)
 		}
 		if err != nil {

@@ -345,7 +345,7 @@ func TestResume(t *testing.T) {
 	e.must(err)
 	var copies []string
 	for _, f := range removes {
-		if f.Decision == duplicates.DecisionRemove {
+		if f.Decision == protocol.DecisionRemove {
 			copies = append(copies, f.RelativePath)
 		}
 	}

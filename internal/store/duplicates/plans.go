@@ -182,16 +182,6 @@ type NewPlan struct {
 const planCols = `id, policy, action, request, group_count, remove_count, bytes_freed, job_id, trash_job_id, created_at,
 	expires_at, executed_at, group_kind`
 
-// Decisions of delete_plan_files.decision.
-const (
-	DecisionKeep   = "keep"
-	DecisionRemove = "remove"
-	// DecisionRestore: a restore plan moves the file back from the trash.
-	DecisionRestore = "restore"
-	// DecisionPurge: a purge plan removes the trash copy for good.
-	DecisionPurge = "purge"
-)
-
 // CreatePlan stores a plan and the identity of every member it names.
 func (s *Store) CreatePlan(ctx context.Context, p NewPlan) (model.Plan, error) {
 	now := s.db.Now()
@@ -228,7 +218,7 @@ func insertPlanFiles(ctx context.Context, tx *sqlx.Tx, planID int64, groups []Pl
 	defer stmt.Close()
 	seq := 0
 	for gi, g := range groups {
-		add := func(m PlanMember, decision string) error {
+		add := func(m PlanMember, decision protocol.PlanDecision) error {
 			// A byte group's members hold its key's hash; a same_pages
 			// group's each hold their own, and the group has its key.
 			alg, hash, key := g.Key.Algorithm, g.Key.Hash, []byte(nil)
@@ -240,11 +230,11 @@ func insertPlanFiles(ctx context.Context, tx *sqlx.Tx, planID int64, groups []Pl
 			seq++
 			return err
 		}
-		if err := add(g.Keep, DecisionKeep); err != nil {
+		if err := add(g.Keep, protocol.DecisionKeep); err != nil {
 			return err
 		}
 		for _, m := range g.Remove {
-			if err := add(m, DecisionRemove); err != nil {
+			if err := add(m, protocol.DecisionRemove); err != nil {
 				return err
 			}
 		}

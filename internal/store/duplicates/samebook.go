@@ -5,7 +5,7 @@ package duplicates
 // of evidence Kind names (samebook_digests.go). Byte-identical copies
 // alone make no group (they are duplicate groups).
 type SameBookGroup struct {
-	Kind  string
+	Kind  BookGroupKind
 	Key   []byte
 	Books []SameBook
 }

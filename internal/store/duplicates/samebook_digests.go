@@ -11,22 +11,25 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
+// BookGroupKind is the kind of a same-book group (GET /duplicates/books).
+type BookGroupKind string
+
 // The kinds of same-book groups, in the order they are listed.
 const (
-	KindSamePages        = "same_pages"          // equal ordered page digests
-	KindContains         = "contains"            // one book's pages plus up to N at the start or end
-	KindSamePagesByIndex = "same_pages_by_index" // equal page signatures, not all books digested yet
+	KindSamePages        BookGroupKind = "same_pages"          // equal ordered page digests
+	KindContains         BookGroupKind = "contains"            // one book's pages plus up to N at the start or end
+	KindSamePagesByIndex BookGroupKind = "same_pages_by_index" // equal page signatures, not all books digested yet
 )
 
-var kindRank = map[string]int{KindSamePages: 0, KindContains: 1, KindSamePagesByIndex: 2}
+var kindRank = map[BookGroupKind]int{KindSamePages: 0, KindContains: 1, KindSamePagesByIndex: 2}
 
-// ValidSameBookKind reports whether kind names a kind of group.
-func ValidSameBookKind(kind string) bool { _, ok := kindRank[kind]; return ok }
+// Valid reports whether k names a kind of group.
+func (k BookGroupKind) Valid() bool { _, ok := kindRank[k]; return ok }
 
 // SameBookAfter is a keyset position in the list of groups: after the
 // group of that kind and key (the zero value: from the start).
 type SameBookAfter struct {
-	Kind string
+	Kind BookGroupKind
 	Key  []byte
 }
 

@@ -135,7 +135,7 @@ func TestSamePagesPlanGroups(t *testing.T) {
 	}
 	files, err := duplicates.New(control).PlanFiles(e.ctx, plan.ID)
 	e.must(err)
-	if len(files) != 2 || files[0].Decision != duplicates.DecisionKeep || files[1].Decision != duplicates.DecisionRemove {
+	if len(files) != 2 || files[0].Decision != protocol.DecisionKeep || files[1].Decision != protocol.DecisionRemove {
 		t.Fatalf("plan files %+v", files)
 	}
 	for _, f := range files {

@@ -131,7 +131,7 @@ func (s *Store) digestGroupsByBook(ctx context.Context, rules SameBookRules) (ma
 	out := map[int64][]string{}
 	for _, g := range digestGroups(books, rules.Contains) {
 		for _, b := range g.Books {
-			out[b.ID] = append(out[b.ID], g.Kind+string(g.Key))
+			out[b.ID] = append(out[b.ID], string(g.Kind)+string(g.Key))
 		}
 	}
 	return out, nil
