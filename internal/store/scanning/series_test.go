@@ -1,11 +1,10 @@
-package store_test
+package scanning_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,36 +180,6 @@ func TestApplyMoveRace(t *testing.T) {
 	}
 	if n, _ := storetest.QueryInt(ctx, d.a, `SELECT count(*) FROM library_files`); n != 2 {
 		t.Fatalf("rows %d: the rolled back move deleted one", n)
-	}
-}
-
-// TestNaturalOrderPlans: the natural-order lists walk their indexes in
-// order (no temp b-tree), with and without a cursor.
-func TestNaturalOrderPlans(t *testing.T) {
-	storetest.SkipOnPostgres(t, "reads SQLite's EXPLAIN QUERY PLAN")
-	d := setupDataPlane(t)
-	ctx := context.Background()
-	for _, after := range []*model.SortAnchor{nil, {Key: "batman", ID: 3}} {
-		for _, lib := range []*int64{nil, &d.lib} {
-			plan, err := catalog.New(d.a).ExplainListSeriesInOrder(ctx, lib, after)
-			want := map[bool]string{false: "ix_series_sort_all", true: "ix_series_sort"}[lib != nil]
-			if text := strings.NewReplacer("[", " ", "]", " ").Replace(fmt.Sprint(plan)); err != nil || !strings.Contains(text, "INDEX "+want+" ") || strings.Contains(text, "TEMP B-TREE") {
-				t.Errorf("series, library %v, cursor %v: %v %v; want %s in order", lib != nil, after != nil, plan, err, want)
-			}
-		}
-		plan, err := catalog.New(d.a).ExplainSeriesFilesInOrder(ctx, 7, after)
-		if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_series_sort") || strings.Contains(text, "TEMP B-TREE") {
-			t.Errorf("series files, cursor %v: %v %v", after != nil, plan, err)
-		}
-		for _, lib := range []*int64{nil, &d.lib} {
-			// GET /files filters on the book roles by default.
-			for _, roles := range [][]protocol.FileRole{nil, {protocol.RoleBook, protocol.RoleFolder}} {
-				plan, err := catalog.New(d.a).ExplainFilesInOrder(ctx, catalog.FileFilter{LibraryID: lib, Roles: roles}, after)
-				if text := fmt.Sprint(plan); err != nil || !strings.Contains(text, "ix_library_files_path_order") || strings.Contains(text, "TEMP B-TREE") {
-					t.Errorf("files, library %v, roles %v, cursor %v: %v %v", lib != nil, roles, after != nil, plan, err)
-				}
-			}
-		}
 	}
 }
 

@@ -1,0 +1,9 @@
+package catalog_test
+
+import (
+	"testing"
+
+	"github.com/bindery-nas/bindery/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
