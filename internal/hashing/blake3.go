@@ -17,16 +17,19 @@ const groupBytes = guts.MaxSIMD * guts.ChunkSize
 //
 // Strategy: lukechampine's own Hasher.Write starts a goroutine per 16 KiB
 // group of every write (its parallel design; the large-file path uses it),
-// which costs a single thread about a third of its speed, and its AVX-512
-// kernel loads the 16 chunks with gathers, which run at half speed when the
-// bytes come from memory rather than the L1 cache. So every byte is first
-// copied into buf, one 16 KiB group that stays in L1, and each full group
-// is hashed by one kernel call when more input follows (the last group of
-// the input may hold the root, which is only known at Sum). A group's
-// chaining value goes onto stack at height 4 (16 chunks) and is merged
-// with its complete left neighbours, as in the BLAKE3 paper's incremental
-// tree; Sum hashes the buffered tail (1 to 16 chunks, a left-complete
-// subtree of its own) and merges it with the stack, right to left.
+// which costs a single thread about a third of its speed. Its AVX-512
+// kernel loads the 16 chunks with gathers, which are fast from the caches
+// and run at half speed from memory. So a write of up to hotBytes, which
+// fits in the L2 cache and was most likely just put there (a read into
+// the 512 KiB stream buffer, a decompressed page), is hashed in place,
+// group by group; a larger write is copied through buf, one 16 KiB group
+// that stays in L1, first. A group is hashed only when more input follows
+// it: the last one may hold the root, which is only known at Sum. A
+// group's chaining value goes onto stack at height 4 (16 chunks) and is
+// merged with its complete left neighbours, as in the BLAKE3 paper's
+// incremental tree; Sum hashes the buffered tail (1 to 16 chunks, a
+// left-complete subtree of its own) and merges it with the stack, right
+// to left.
 type blake3Hasher struct {
 	stack  [64][8]uint32 // subtree chaining values, by height in chunks
 	chunks uint64        // chunks pushed on stack; its set bits are stack's occupied heights
@@ -34,12 +37,22 @@ type blake3Hasher struct {
 	buf    [groupBytes]byte
 }
 
+// hotBytes is the largest write hashed in place (see blake3Hasher).
+const hotBytes = 512 << 10
+
 func (h *blake3Hasher) Write(p []byte) (int, error) {
 	n := len(p)
+	hot := n <= hotBytes
 	for len(p) > 0 {
 		if h.buflen == groupBytes {
 			h.push(guts.ChainingValue(guts.CompressBuffer(&h.buf, groupBytes, &guts.IV, h.chunks, 0)))
 			h.buflen = 0
+		}
+		if hot && h.buflen == 0 {
+			for len(p) > groupBytes {
+				h.push(guts.ChainingValue(guts.CompressBuffer((*[groupBytes]byte)(p), groupBytes, &guts.IV, h.chunks, 0)))
+				p = p[groupBytes:]
+			}
 		}
 		c := copy(h.buf[h.buflen:], p)
 		h.buflen += c
