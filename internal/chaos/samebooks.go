@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zeebo/blake3"
+	"lukechampine.com/blake3"
 
 	"github.com/bindery-nas/bindery/internal/archive"
 )

@@ -4,12 +4,23 @@ import (
 	"crypto/sha256"
 	"hash"
 
-	"github.com/zeebo/blake3"
 	lukeblake3 "lukechampine.com/blake3"
 )
 
-// newBLAKE3 returns the BLAKE3 hasher used for single-file hashing.
-func newBLAKE3() hash.Hash { return blake3.New() }
+// BLAKE3 is lukechampine.com/blake3 everywhere: its AVX-512 kernel hashes
+// 16 chunks per call (AVX2: 8) where github.com/zeebo/blake3, used before
+// for single files, had AVX2 only (docs/PERFORMANCE.md, issue 40).
+
+// newBLAKE3 returns the BLAKE3 hasher used for single-file hashing: one
+// core (blake3Hasher).
+func newBLAKE3() hash.Hash { return new(blake3Hasher) }
+
+// sumBLAKE3 returns the BLAKE3 digest of b, computed on this goroutine.
+func sumBLAKE3(b []byte) []byte {
+	var h blake3Hasher
+	h.Write(b)
+	return h.Sum(nil)
+}
 
 // newSHA256 returns Go's SHA-256, which uses the SHA-NI instructions.
 func newSHA256() hash.Hash { return sha256.New() }

@@ -128,6 +128,17 @@ func (r *run) newHasher(parallel bool) hash.Hash {
 	return h
 }
 
+// sumBytes returns the digest of b with the run's algorithm; BLAKE3's
+// hasher (16 KiB of buffer) then lives on the stack, not the heap.
+func (r *run) sumBytes(b []byte) []byte {
+	if r.alg == protocol.HashBLAKE3 {
+		return sumBLAKE3(b)
+	}
+	h := r.newHasher(false)
+	h.Write(b)
+	return h.Sum(nil)
+}
+
 // fileError gives a read failure its protocol error code; the file's
 // hash_last_error records it as "<code>: <detail>".
 func fileError(err error) error {

@@ -145,9 +145,7 @@ func PageDigests(r io.ReaderAt, size int64, name string) ([]hashes.PageDigest, e
 		if err != nil {
 			return nil, err
 		}
-		h := newBLAKE3()
-		h.Write(data)
-		out = append(out, hashes.PageDigest{Size: int64(len(data)), Digest: h.Sum(nil)})
+		out = append(out, hashes.PageDigest{Size: int64(len(data)), Digest: sumBLAKE3(data)})
 	}
 	return out, nil
 }

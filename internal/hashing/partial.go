@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/bindery-nas/bindery/internal/store/hashes"
-	"github.com/zeebo/blake3"
 )
 
 // partials computes the partial digests that decide which due files are
@@ -110,8 +109,7 @@ func (r *run) partialOf(ctx context.Context, c hashes.HashCandidate, buf []byte)
 	if err != nil || !sameVersion(after, c) {
 		return nil, false
 	}
-	d := blake3.Sum256(buf)
-	return d[:], true
+	return sumBLAKE3(buf), true
 }
 
 // readEnds fills buf with the file's first bytes, or, when buf holds two

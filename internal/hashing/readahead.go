@@ -145,9 +145,7 @@ func (r *run) finishSmall(ctx context.Context, ra *readAhead) (outcome, bool) {
 	}
 	defer ra.release()
 	if !ra.o.changed {
-		h := r.newHasher(false)
-		h.Write(ra.buf[:ra.n])
-		ra.o.sum, ra.o.size, ra.o.mtimeNs = h.Sum(nil), ra.fi.Size(), ra.fi.ModTime().UnixNano()
+		ra.o.sum, ra.o.size, ra.o.mtimeNs = r.sumBytes(ra.buf[:ra.n]), ra.fi.Size(), ra.fi.ModTime().UnixNano()
 	}
 	return ra.o, true
 }
