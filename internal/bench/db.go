@@ -13,21 +13,14 @@ import (
 // claimRows: BenchmarkClaimFinishThumbnail (the real lease path, 1 and 4
 // worker stores) beside BenchmarkPlainSQLiteTwoTx, in one process. The
 // benchtime is the cycle count (each run seeds that many rows). The pair
-// lives in internal/store; internal/engine is tried when it is not there.
+// lives in internal/store/leases.
 func claimRows(ctx context.Context, r *runner) []Row {
 	const work, target = "claim→finish thumbnail cycles", "≥ 10,000 cycles/s"
 	var rows []Row
 	for _, n := range r.pick([]int{2000, 5000}, []int{10_000, 50_000}) {
 		size := count(n) + " rows"
-		var o *Outcome
-		var err error
-		for _, pkg := range []string{"./internal/store", "./internal/engine"} {
-			o, err = r.goBench(ctx, GoBench{Pkg: pkg, Bench: "ClaimFinishThumbnail$|PlainSQLiteTwoTx$",
-				Benchtime: fmt.Sprintf("%dx", n)})
-			if err != nil || o.Find("BenchmarkPlainSQLiteTwoTx") != nil {
-				break
-			}
-		}
+		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store/leases", Bench: "ClaimFinishThumbnail$|PlainSQLiteTwoTx$",
+			Benchtime: fmt.Sprintf("%dx", n)})
 		if err != nil {
 			rows = append(rows, notRun(work, size, target, err))
 			continue
@@ -59,7 +52,7 @@ func postgresClaimRows(ctx context.Context, r *runner) []Row {
 	var rows []Row
 	for _, n := range r.pick([]int{2000}, []int{10_000}) {
 		size := count(n) + " rows"
-		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store", Bench: "ClaimFinishThumbnail$|PlainPostgresTwoTx$",
+		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store/leases", Bench: "ClaimFinishThumbnail$|PlainPostgresTwoTx$",
 			Benchtime: fmt.Sprintf("%dx", n), Env: []string{"BINDERY_TEST_DB=postgres"}})
 		if err != nil {
 			rows = append(rows, notRun(work, size, "≥ 0.8× plain at 4 workers", err))
@@ -97,7 +90,7 @@ func duplicateStoreRows(ctx context.Context, r *runner) []Row {
 	var rows []Row
 	for _, n := range r.pick([]int{20_000, 100_000}, []int{100_000, 1_000_000}) {
 		size := count(n) + " files, " + count(n/5) + " groups"
-		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store", Bench: "DuplicateGroups$", Benchtime: "100x",
+		o, err := r.goBench(ctx, GoBench{Pkg: "./internal/store/duplicates", Bench: "DuplicateGroups$", Benchtime: "100x",
 			Env: []string{fmt.Sprint("BENCH_ROWS=", n)}})
 		if err != nil {
 			rows = append(rows, notRun(work, size, target, err))

@@ -103,7 +103,7 @@ func missing(o *Outcome, name string) error {
 	if why := o.SkipReason(name); why != "" {
 		return fmt.Errorf("%w: skipped: %s", errMissing, why)
 	}
-	return fmt.Errorf("%w: no result for %s (benchmark not landed or renamed)", errMissing, name)
+	return fmt.Errorf("no result for %s: the benchmark was renamed or moved (its package and name are in this workload)", name)
 }
 
 // mib formats a size in MiB as "512 MiB" or "2 GiB".

@@ -51,6 +51,11 @@ func TestParseBench(t *testing.T) {
 	if row := notRun("w", "s", "t", err); row.Status != NotRun || !strings.Contains(row.Note, "not installed") {
 		t.Fatalf("skipped benchmark row %+v", row)
 	}
+	// A benchmark that is not in the output and did not skip moved or was
+	// renamed: an error, so make bench-smoke fails on it.
+	if row := notRun("w", "s", "t", missing(o, "BenchmarkMovedAway")); row.Status != Error {
+		t.Fatalf("a missing benchmark must be an error row: %+v", row)
+	}
 	if row := notRun("w", "s", "t", os.ErrNotExist); row.Status != Error {
 		t.Fatalf("a run that broke must be an error row: %+v", row)
 	}

@@ -231,7 +231,7 @@ const method = `- The driver (` + "`internal/bench`, `cmd/benchd`" + `) compiles
   renders; against ` + "`ffmpegthumbnailer -s 320 -t 10%`" + `, one process per file, 2 at a time; full scale keeps the
   best of 3 runs of each side. CPU per cover counts the child processes. RSS: a fresh child process rendering the
   same files, its VmHWM and its largest ffmpeg child's (rusage); ffmpegthumbnailer's largest process.
-- Claim→finish (` + "`internal/store` BenchmarkClaimFinishThumbnail, BenchmarkPlainSQLiteTwoTx" + `): the store's real
+- Claim→finish (` + "`internal/store/leases` BenchmarkClaimFinishThumbnail, BenchmarkPlainSQLiteTwoTx" + `): the store's real
   lease path (stale recovery, claim, owner-checked finish, worker authorizer), each worker its own connections,
   against two bare transactions on one go-sqlite3 connection. On PostgreSQL (` + "`BINDERY_TEST_DB=postgres`" + `, a
   private server started by the benchmark), the same path with 1, 4 and 16 worker stores against
@@ -243,7 +243,7 @@ const method = `- The driver (` + "`internal/bench`, `cmd/benchd`" + `) compiles
   has settled; latency counts from each request's scheduled send time (no coordinated omission); 90% of the
   requests resume from a random keyset cursor, 10% ask for the first page. The generator shares the machine's
   cores with controld.
-- Duplicate groups in process (` + "`internal/store` BenchmarkDuplicateGroups" + `): the same page from random anchors
+- Duplicate groups in process (` + "`internal/store/duplicates` BenchmarkDuplicateGroups" + `): the same page from random anchors
   through the store, the summary table against the plain GROUP BY it replaced.
 - WAL (` + "`internal/walmaint` BenchmarkTruncateWriterStall" + `): the longest INSERT of a writer committing in a loop
   while the executor checkpoints (PASSIVE then TRUNCATE), against one direct TRUNCATE.
