@@ -17,7 +17,7 @@ func CheckIntegrity(ctx context.Context, path string) (ok bool, report string, e
 		return false, "", err
 	}
 	defer db.Close()
-	if engineOf(path) == enginePostgres {
+	if dialectOf(path) == dialectPostgres {
 		var invalid int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 			JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -20,22 +20,23 @@ import (
 	"github.com/bindery-nas/bindery/migrations"
 )
 
-// engine is the database a Store speaks to. Only this package knows it:
+// dialect is the database a Store speaks to (SQLite or PostgreSQL; the
+// name keeps clear of package engine). Only this package knows it:
 // the daemons hand over BINDERY_DB as they got it.
-type engine int
+type dialect int
 
 const (
-	engineSQLite engine = iota
-	enginePostgres
+	dialectSQLite dialect = iota
+	dialectPostgres
 )
 
-// engineOf reads the engine off the database setting: a postgres:// (or
+// dialectOf reads the dialect off the database setting: a postgres:// (or
 // postgresql://) URL is PostgreSQL, anything else an SQLite file.
-func engineOf(db string) engine {
+func dialectOf(db string) dialect {
 	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
-		return enginePostgres
+		return dialectPostgres
 	}
-	return engineSQLite
+	return dialectSQLite
 }
 
 // idleTxTimeout is how long the server keeps a transaction whose client
@@ -53,7 +54,7 @@ const connectTimeout = 10 * time.Second
 // (date arithmetic, JSON, hex): one of two constants, so every statement
 // stays built from constants.
 func (s *Store) pick(sqlite, postgres string) string {
-	if s.engine == enginePostgres {
+	if s.dialect == dialectPostgres {
 		return postgres
 	}
 	return sqlite
@@ -124,7 +125,7 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	s := &Store{w: w, r: r, path: name, dsn: cfg.Path, engine: enginePostgres,
+	s := &Store{w: w, r: r, path: name, dsn: cfg.Path, dialect: dialectPostgres,
 		txOptions:      &sql.TxOptions{Isolation: sql.LevelSerializable},
 		claimTxOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted}}
 	if err := s.probePostgres(ctx, cfg.Role); err != nil {
@@ -287,7 +288,7 @@ func pgCode(err error) string {
 
 // IsPostgres reports whether path names a PostgreSQL database (a
 // postgres:// URL) rather than an SQLite file.
-func IsPostgres(path string) bool { return engineOf(path) == enginePostgres }
+func IsPostgres(path string) bool { return dialectOf(path) == dialectPostgres }
 
 // PostgresURL is the URL pgx connects to for raw, with Bindery's session
 // settings (connect timeout, idle transaction timeout; read-only

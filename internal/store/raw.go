@@ -15,7 +15,7 @@ import (
 func init() {
 	sqldb.Of = func(st any) *sqldb.DB {
 		s := st.(*Store)
-		db := &sqldb.DB{W: s.w, R: s.r, Postgres: s.engine == enginePostgres, Now: s.Now, Write: s.write,
+		db := &sqldb.DB{W: s.w, R: s.r, Postgres: s.dialect == dialectPostgres, Now: s.Now, Write: s.write,
 			WriteOne: s.writeOne, WriteClaim: func(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 				return s.writeTx(ctx, s.claimTxOptions, fn)
 			}}
@@ -36,7 +36,7 @@ func OpenRaw(path string) (*sql.DB, error) { return openRaw(path, false) }
 func OpenReadOnly(path string) (*sql.DB, error) { return openRaw(path, true) }
 
 func openRaw(path string, readOnly bool) (*sql.DB, error) {
-	if engineOf(path) == enginePostgres {
+	if dialectOf(path) == dialectPostgres {
 		registerPostgres()
 		u, err := pgURL(path, readOnly)
 		if err != nil {

@@ -19,7 +19,7 @@ type MigrationRepair struct {
 // did it.
 func (s *Store) MigrationRepairs(ctx context.Context) ([]MigrationRepair, error) {
 	out := []MigrationRepair{}
-	if s.engine == enginePostgres {
+	if s.dialect == dialectPostgres {
 		return out, nil // the repairs are of legacy SQLite rows (PROTOCOL.md §2)
 	}
 	err := s.r.SelectContext(ctx, &out, `SELECT version, table_name, column_name, code, rows FROM migration_repairs ORDER BY id`)

@@ -80,7 +80,7 @@ type Store struct {
 	path   string
 	dsn    string // the URL as given (PostgreSQL), for dedicated connections
 	now    func() time.Time
-	engine engine
+	dialect dialect
 	// txOptions are the write transactions' options: none on SQLite (its
 	// one writer runs BEGIN IMMEDIATE), SERIALIZABLE on PostgreSQL, so
 	// that the store's read-then-write transactions keep the meaning they
@@ -110,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.MaxWriters == 0 {
 		cfg.MaxWriters = 4
 	}
-	if engineOf(cfg.Path) == enginePostgres {
+	if dialectOf(cfg.Path) == dialectPostgres {
 		return openPostgres(ctx, cfg)
 	}
 	if cfg.WriterCacheMiB == 0 {
@@ -211,7 +211,7 @@ func (s *Store) nowText() string { return protocol.FormatTime(s.now()) }
 // Migrate applies every pending migration on a dedicated connection with
 // foreign keys off (legacy tables are rebuilt), then checks them.
 func Migrate(ctx context.Context, path string) error {
-	if engineOf(path) == enginePostgres {
+	if dialectOf(path) == dialectPostgres {
 		return migratePostgres(ctx, path)
 	}
 	registerDrivers()
@@ -240,7 +240,7 @@ func Migrate(ctx context.Context, path string) error {
 // CheckSchema returns nil only when the database is at exactly the schema
 // version this binary was built with.
 func (s *Store) CheckSchema(ctx context.Context) error {
-	if s.engine == enginePostgres {
+	if s.dialect == dialectPostgres {
 		return migrations.CheckPostgres(ctx, s.r.DB)
 	}
 	return migrations.Check(ctx, s.r.DB)
@@ -248,7 +248,7 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 
 // SchemaVersion is the applied migration version.
 func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
-	if s.engine == enginePostgres {
+	if s.dialect == dialectPostgres {
 		return migrations.VersionPostgres(ctx, s.r.DB)
 	}
 	return migrations.Version(ctx, s.r.DB)
@@ -318,7 +318,7 @@ func (s *Store) writeTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sq
 // that the losers do not meet again.
 func (s *Store) retryBusy(ctx context.Context, write func() error) error {
 	backoff, attempts := 50*time.Millisecond, 8
-	if s.engine == enginePostgres {
+	if s.dialect == dialectPostgres {
 		backoff, attempts = time.Millisecond, 16
 	}
 	for attempt := 0; ; attempt++ {
@@ -344,7 +344,7 @@ func (s *Store) retryBusy(ctx context.Context, write func() error) error {
 // statement needs no stronger isolation, and every finish, heartbeat and
 // release saves two round trips.
 func (s *Store) writeOne(ctx context.Context, fn func(q sqlx.ExtContext) error) error {
-	if s.engine != enginePostgres {
+	if s.dialect != dialectPostgres {
 		return s.write(ctx, func(tx *sqlx.Tx) error { return fn(tx) })
 	}
 	return s.retryBusy(ctx, func() error { return fn(s.w) })

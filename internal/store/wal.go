@@ -34,7 +34,7 @@ const DefaultCheckpointBusyTimeout = time.Second
 // through wal_maintenance_jobs; false on PostgreSQL, whose server runs its
 // own checkpoints.
 func (s *Store) WALFile() (string, bool) {
-	if s.engine == enginePostgres {
+	if s.dialect == dialectPostgres {
 		return "", false
 	}
 	return s.path + "-wal", true
