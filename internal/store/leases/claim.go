@@ -46,15 +46,36 @@ type claimPath struct {
 	probe     string
 	probeArgs func(now string) []any
 	recover   func(context.Context, *sqlx.Tx, time.Time) (int64, error)
-	// claim runs the claim statement and reports sql.ErrNoRows when it took
-	// nothing. It may run more than once (a retried transaction), so it
-	// resets what it returns on each run.
+	// query is the claim statement: it takes one row (RETURNING *), or
+	// none; args builds its arguments from the claim's time and expiry.
+	query string
+	args  func(now, expires string) []any
+	// claim runs query and reports sql.ErrNoRows when it took nothing
+	// (claimRow sets it). It may run more than once (a retried
+	// transaction), so it resets what it returns on each run.
 	claim func(q sqlx.QueryerContext, now, expires string) error
 	// rowLocked: the claim statement locks the row it takes and skips the
 	// rows other claimers hold (FOR UPDATE SKIP LOCKED), so on PostgreSQL it
 	// is safe at READ COMMITTED, alone or in a transaction. The cleanup and
 	// WAL claims read other tables' state and keep SERIALIZABLE.
 	rowLocked bool
+}
+
+// claimRow runs p, whose claim statement takes one row of T and returns
+// it (RETURNING *). It returns nil, nil when nothing was eligible.
+func claimRow[T any](ctx context.Context, s *Leases, p claimPath, lease time.Duration) (*T, error) {
+	var out *T
+	p.claim = func(q sqlx.QueryerContext, now, expires string) error {
+		out = nil
+		var row T
+		err := sqlx.GetContext(ctx, q, &row, p.query, p.args(now, expires)...)
+		if err == nil {
+			out = &row
+		}
+		return err
+	}
+	err := s.claim(ctx, p, lease)
+	return out, err
 }
 
 // claimGate decides, per claim path and process, whether a claim probes

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/bindery-nas/bindery/internal/model"
-	"github.com/jmoiron/sqlx"
 )
 
 // Lease paths of thumbnail_cleanup_jobs (protocol §4.4, §7.3).
@@ -34,19 +33,11 @@ const cleanupClaim = `UPDATE thumbnail_cleanup_jobs SET status = 'running', work
 // the earliest due cleanup whose group has no pending/running thumbnail.
 // It returns nil, nil when nothing is eligible.
 func (s *Leases) ClaimCleanup(ctx context.Context, workerID string, lease time.Duration) (*model.CleanupJob, error) {
-	var c *model.CleanupJob
-	err := s.claim(ctx, claimPath{gate: &s.gates.cleanup, probe: cleanupProbe,
+	c, err := claimRow[model.CleanupJob](ctx, s, claimPath{gate: &s.gates.cleanup, probe: cleanupProbe,
 		probeArgs: func(now string) []any { return []any{now, now} },
 		recover:   recoverStaleCleanup,
-		claim: func(q sqlx.QueryerContext, now, expires string) error {
-			c = nil
-			var row model.CleanupJob
-			err := sqlx.GetContext(ctx, q, &row, cleanupClaim, workerID, now, expires, now, now)
-			if err == nil {
-				c = &row
-			}
-			return err
-		}}, lease)
+		query:     cleanupClaim,
+		args:      func(now, expires string) []any { return []any{workerID, now, expires, now, now} }}, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim cleanup: %w", err)
 	}

@@ -41,19 +41,11 @@ func (s *Leases) ClaimJob(ctx context.Context, workerID string, lease time.Durat
 		started_at = ?, updated_at = ?, lease_epoch = lease_epoch + 1
 		WHERE id = (SELECT id FROM jobs WHERE status = 'pending'` + filter + ` ORDER BY priority, created_at, id LIMIT 1` + s.skipLocked() + `)
 		AND status = 'pending' RETURNING *`
-	var job *model.Job
-	err := s.claim(ctx, claimPath{gate: &s.gates.jobs, probe: probe, rowLocked: true,
+	job, err := claimRow[model.Job](ctx, s, claimPath{gate: &s.gates.jobs, probe: probe, rowLocked: true,
 		probeArgs: func(now string) []any { return append(append([]any{}, args...), now) },
 		recover:   recoverStaleJobs,
-		claim: func(q sqlx.QueryerContext, now, expires string) error {
-			job = nil
-			var j model.Job
-			err := sqlx.GetContext(ctx, q, &j, claim, append([]any{workerID, now, expires, now, now}, args...)...)
-			if err == nil {
-				job = &j
-			}
-			return err
-		}}, lease)
+		query:     claim,
+		args:      func(now, expires string) []any { return append([]any{workerID, now, expires, now, now}, args...) }}, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim job: %w", err)
 	}

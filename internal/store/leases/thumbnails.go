@@ -42,23 +42,15 @@ func (s *Leases) thumbClaim() string {
 // when the claim probes (claimGate). It returns nil, nil when nothing is
 // eligible.
 func (s *Leases) ClaimThumbnail(ctx context.Context, workerID string, lease time.Duration) (*model.Thumbnail, error) {
-	var t *model.Thumbnail
 	if s.db.Postgres {
 		s.thumbClaims.Lock()
 		defer s.thumbClaims.Unlock()
 	}
-	err := s.claim(ctx, claimPath{gate: &s.gates.thumbnails, probe: thumbProbe, rowLocked: true,
+	t, err := claimRow[model.Thumbnail](ctx, s, claimPath{gate: &s.gates.thumbnails, probe: thumbProbe, rowLocked: true,
 		probeArgs: func(now string) []any { return []any{now} },
 		recover:   recoverStaleThumbnails,
-		claim: func(q sqlx.QueryerContext, now, expires string) error {
-			t = nil
-			var row model.Thumbnail
-			err := sqlx.GetContext(ctx, q, &row, s.thumbClaim(), workerID, now, expires)
-			if err == nil {
-				t = &row
-			}
-			return err
-		}}, lease)
+		query:     s.thumbClaim(),
+		args:      func(now, expires string) []any { return []any{workerID, now, expires} }}, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim thumbnail: %w", err)
 	}

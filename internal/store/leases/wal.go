@@ -31,19 +31,11 @@ const walClaim = `UPDATE wal_maintenance_jobs SET status = 'running', worker_id 
 // retryable row whose retry_after passed. It returns nil, nil when nothing
 // is eligible.
 func (s *Leases) ClaimCheckpoint(ctx context.Context, workerID string, lease time.Duration) (*model.WALJob, error) {
-	var w *model.WALJob
-	err := s.claim(ctx, claimPath{gate: &s.gates.wal, probe: walProbe,
+	w, err := claimRow[model.WALJob](ctx, s, claimPath{gate: &s.gates.wal, probe: walProbe,
 		probeArgs: func(now string) []any { return []any{now, now, now} },
 		recover:   recoverStaleWAL,
-		claim: func(q sqlx.QueryerContext, now, expires string) error {
-			w = nil
-			var row model.WALJob
-			err := sqlx.GetContext(ctx, q, &row, walClaim, workerID, now, expires, now, now, now, now)
-			if err == nil {
-				w = &row
-			}
-			return err
-		}}, lease)
+		query:     walClaim,
+		args:      func(now, expires string) []any { return []any{workerID, now, expires, now, now, now, now} }}, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim checkpoint: %w", err)
 	}
