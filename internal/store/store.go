@@ -75,11 +75,11 @@ type Config struct {
 
 // Store is an open Bindery database.
 type Store struct {
-	w      *sqlx.DB
-	r      *sqlx.DB
-	path   string
-	dsn    string // the URL as given (PostgreSQL), for dedicated connections
-	now    func() time.Time
+	w       *sqlx.DB
+	r       *sqlx.DB
+	path    string
+	dsn     string // the URL as given (PostgreSQL), for dedicated connections
+	now     func() time.Time
 	dialect dialect
 	// txOptions are the write transactions' options: none on SQLite (its
 	// one writer runs BEGIN IMMEDIATE), SERIALIZABLE on PostgreSQL, so
