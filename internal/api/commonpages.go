@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
 )
@@ -28,18 +29,18 @@ type commonPageCursor struct {
 // samebook.common_pages_min_series series, in digest order, each with one
 // book page that shows it.
 func (s *Server) listCommonPages(c echo.Context) error {
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
 	var after []byte
 	if cur := c.QueryParam("cursor"); cur != "" {
 		var pc commonPageCursor
-		if decodeCursor(cur, &pc) != nil {
-			return invalidCursor()
+		if httpx.DecodeCursor(cur, &pc) != nil {
+			return httpx.InvalidCursor()
 		}
 		if after, err = hex.DecodeString(pc.Digest); err != nil || len(after) != 32 {
-			return invalidCursor()
+			return httpx.InvalidCursor()
 		}
 	}
 	ctx := c.Request().Context()
@@ -51,7 +52,7 @@ func (s *Server) listCommonPages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(pages, limit, commonPageView, func(p duplicates.CommonPage) string {
+	return c.JSON(http.StatusOK, httpx.MakePage(pages, limit, commonPageView, func(p duplicates.CommonPage) string {
 		return EncodeCursor(commonPageCursor{Digest: hex.EncodeToString(p.Digest)})
 	}))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -54,10 +55,10 @@ func (c coverSigner) check(fileID int64, version, exp, sig string) error {
 	e, err := strconv.ParseInt(exp, 10, 64)
 	got, derr := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || derr != nil || !hmac.Equal(got, c.mac(fileID, version, e)) {
-		return apiErr(protocol.CodeBadSignature, "the cover URL's signature does not match")
+		return httpx.Err(protocol.CodeBadSignature, "the cover URL's signature does not match")
 	}
 	if c.now().Unix() >= e {
-		return apiErr(protocol.CodeURLExpired, "the cover URL expired; fetch the file again for a fresh one")
+		return httpx.Err(protocol.CodeURLExpired, "the cover URL expired; fetch the file again for a fresh one")
 	}
 	return nil
 }
@@ -72,7 +73,7 @@ func (s *Server) readerOrSignature(next echo.HandlerFunc) echo.HandlerFunc {
 		if sig == "" {
 			return withToken(c)
 		}
-		id, err := pathID(c, "id")
+		id, err := httpx.PathID(c, "id")
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
@@ -26,7 +27,7 @@ const minDownloadRate = 64 << 10 // bytes per second
 // its real media type. A folder book is no one file: not_downloadable. A
 // multi-volume RAR book is several: it downloads as one cbz (downloadSet).
 func (s *Server) downloadFile(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -36,7 +37,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 		return err
 	}
 	if model.Deref(f.Format) == string(protocol.FormatFolder) || strings.HasSuffix(f.RelativePath, "/") {
-		return apiErr(protocol.CodeNotDownloadable, "file %d is a folder book; download its pages", id)
+		return httpx.Err(protocol.CodeNotDownloadable, "file %d is a folder book; download its pages", id)
 	}
 	src, err := s.th.CoverSource(ctx, id)
 	if err != nil {
@@ -60,7 +61,7 @@ func (s *Server) downloadFile(c echo.Context) error {
 	defer file.Close()
 	st, err := file.Stat()
 	if err != nil || !st.Mode().IsRegular() {
-		return apiErr(protocol.CodeNotDownloadable, "file %d is not a regular file", id)
+		return httpx.Err(protocol.CodeNotDownloadable, "file %d is not a regular file", id)
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, downloadType(protocol.FileFormat(model.Deref(f.Format)), file, loc.Path))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
@@ -15,15 +16,15 @@ import (
 // listDuplicateGroups pages duplicate groups in protocol §6.2 order; the
 // cursor is base64url JSON of the last group's four ordering fields.
 func (s *Server) listDuplicateGroups(c echo.Context) error {
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
 	var after *model.GroupAnchor
 	if cur := c.QueryParam("cursor"); cur != "" {
-		dc, err := decodeGroupCursor(cur)
+		dc, err := httpx.DecodeGroupCursor(cur)
 		if err != nil {
-			return invalidCursor()
+			return httpx.InvalidCursor()
 		}
 		after = &dc
 	}
@@ -43,7 +44,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 		status = &st
 	}
 	return c.JSON(http.StatusOK, groupPage{
-		page: makePage(groups, limit, duplicateGroupView,
+		Page: httpx.MakePage(groups, limit, duplicateGroupView,
 			func(g duplicates.DuplicateGroup) string { return EncodeCursor(g.Anchor()) }),
 		Status: status,
 	})
@@ -51,7 +52,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 
 // groupPage is a page of groups with how far the search for them is.
 type groupPage struct {
-	page[duplicateGroupJSON]
+	httpx.Page[duplicateGroupJSON]
 	Status *hashStatusView `json:"status"` // first page only
 }
 
@@ -89,9 +90,9 @@ func (s *Server) hashStatus(ctx context.Context) (hashStatusView, error) {
 func (s *Server) listDuplicateFiles(c echo.Context) error {
 	key, err := protocol.ParseGroupKey(c.Param("key"))
 	if err != nil {
-		return apiErr(protocol.CodeInvalidGroupKey, "%v", err).with("parameter", "group_key")
+		return httpx.Err(protocol.CodeInvalidGroupKey, "%v", err).With("parameter", "group_key")
 	}
-	limit, after, err := idPage(c)
+	limit, after, err := httpx.IDPage(c)
 	if err != nil {
 		return err
 	}
@@ -99,6 +100,6 @@ func (s *Server) listDuplicateFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, files, limit, duplicateFileView,
+	return httpx.IDPageJSON(c, files, limit, duplicateFileView,
 		func(f duplicates.DuplicateFile) int64 { return f.ID })
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
@@ -25,32 +26,32 @@ func fileID(f model.File) int64 { return f.ID }
 // listFiles pages files in natural path order (?sort=path, the default:
 // library by library, "Batman 2" before "Batman 10") or by id (?sort=id).
 func (s *Server) listFiles(c echo.Context) error {
-	byID, after, err := naturalOrder(c, "path")
+	byID, after, err := httpx.NaturalOrder(c, "path")
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
 	var f catalog.FileFilter
-	if f.LibraryID, err = queryID(c, "library_id"); err != nil {
+	if f.LibraryID, err = httpx.QueryID(c, "library_id"); err != nil {
 		return err
 	}
-	if f.SeriesID, err = queryID(c, "series_id"); err != nil {
+	if f.SeriesID, err = httpx.QueryID(c, "series_id"); err != nil {
 		return err
 	}
-	if f.Missing, err = queryBool(c, "missing"); err != nil {
+	if f.Missing, err = httpx.QueryBool(c, "missing"); err != nil {
 		return err
 	}
-	if f.Format, err = queryEnum(c, "format", protocol.ParseFileFormat); err != nil {
+	if f.Format, err = httpx.QueryEnum(c, "format", protocol.ParseFileFormat); err != nil {
 		return err
 	}
 	if f.Roles, err = roleFilter(c); err != nil {
 		return err
 	}
 	if byID {
-		_, lastID, err := idPage(c)
+		_, lastID, err := httpx.IDPage(c)
 		if err != nil {
 			return err
 		}
@@ -58,13 +59,13 @@ func (s *Server) listFiles(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return idPageJSON(c, files, limit, s.fileView, fileID)
+		return httpx.IDPageJSON(c, files, limit, s.fileView, fileID)
 	}
 	files, err := s.cat.ListFilesInOrder(c.Request().Context(), f, after, limit+1)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(files, limit, s.fileView, func(r model.File) string {
+	return c.JSON(http.StatusOK, httpx.MakePage(files, limit, s.fileView, func(r model.File) string {
 		return EncodeCursor(model.SortAnchor{Scope: r.LibraryID, Key: r.PathKey, ID: r.ID})
 	}))
 }
@@ -81,12 +82,12 @@ func roleFilter(c echo.Context) ([]protocol.FileRole, error) {
 	case string(protocol.RolePage), string(protocol.RoleSidecar):
 		return []protocol.FileRole{protocol.FileRole(v)}, nil
 	default:
-		return nil, apiErr(protocol.CodeInvalidParameter, "role must be book, page, sidecar or all, not %q", v).with("parameter", "role")
+		return nil, httpx.Err(protocol.CodeInvalidParameter, "role must be book, page, sidecar or all, not %q", v).With("parameter", "role")
 	}
 }
 
 func (s *Server) getFile(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func (s *Server) getFile(c echo.Context) error {
 // cached forever (the URL changes when the cover does); otherwise clients
 // must revalidate.
 func (s *Server) getCover(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func (s *Server) getCover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	notReady := apiErr(protocol.CodeCoverNotReady, "file %d has no cover yet", id)
+	notReady := httpx.Err(protocol.CodeCoverNotReady, "file %d has no cover yet", id)
 	if s.cfg.StateDir == "" {
 		return notReady
 	}
@@ -191,11 +192,11 @@ func coverType(f protocol.ImageFormat) string {
 // ready: 202 with the new row, 200 with the pending/running row that
 // already exists.
 func (s *Server) regenerateCover(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
-	if err := emptyBody(c); err != nil {
+	if err := httpx.EmptyBody(c); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -212,7 +213,7 @@ func (s *Server) regenerateCover(c echo.Context) error {
 // admitted renders the outcome of a thumbnail admission.
 func (s *Server) admitted(c echo.Context, t model.Thumbnail, created bool, err error) error {
 	if errors.Is(err, store.ErrQueueFull) {
-		return apiErr(protocol.CodeThumbnailQueueFull,
+		return httpx.Err(protocol.CodeThumbnailQueueFull,
 			"the thumbnail queue is full (thumbnail.queue.capacity); retry later")
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/queue"
@@ -30,33 +31,33 @@ type queuedJSON struct {
 // queued (the job, or the queue entry).
 func (s *Server) createJob(c echo.Context) error {
 	var b createJobBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.Kind == nil {
-		return fieldf("kind", "required: scan or hash")
+		return httpx.Fieldf("kind", "required: scan or hash")
 	}
 	kind, err := protocol.ParseJobKind(*b.Kind)
 	if err != nil || (kind != protocol.JobKindScan && kind != protocol.JobKindHash) {
-		return fieldf("kind", "want scan or hash, got %q", *b.Kind)
+		return httpx.Fieldf("kind", "want scan or hash, got %q", *b.Kind)
 	}
 	req := queue.JobRequest{Kind: kind, Priority: protocol.PriorityHigh, Reason: "api"}
 	if b.Priority != nil {
 		if req.Priority, err = protocol.ParsePriority(*b.Priority); err != nil {
-			return fieldf("priority", "want high or normal, got %q", *b.Priority)
+			return httpx.Fieldf("priority", "want high or normal, got %q", *b.Priority)
 		}
 	}
 	if b.LibraryID != nil {
 		if *b.LibraryID <= 0 {
-			return fieldf("library_id", "want a positive integer")
+			return httpx.Fieldf("library_id", "want a positive integer")
 		}
 		req.LibraryID = new(int64(*b.LibraryID))
 	} else if kind == protocol.JobKindScan {
-		return fieldf("library_id", "required for a scan")
+		return httpx.Fieldf("library_id", "required for a scan")
 	}
 	if b.Paths != nil {
 		if kind != protocol.JobKindScan {
-			return fieldf("paths", "only a scan names folders")
+			return httpx.Fieldf("paths", "only a scan names folders")
 		}
 		if req.Paths, err = s.scanFolders(c.Request().Context(), *b.LibraryID, b.Paths); err != nil {
 			return err
@@ -64,7 +65,7 @@ func (s *Server) createJob(c echo.Context) error {
 	}
 	out, err := s.q.RequestJob(c.Request().Context(), req)
 	if errors.Is(err, store.ErrNotFound) && b.LibraryID != nil {
-		return apiErr(protocol.CodeLibraryNotFound, "library %d not found", *b.LibraryID).with("field", "library_id")
+		return httpx.Err(protocol.CodeLibraryNotFound, "library %d not found", *b.LibraryID).With("field", "library_id")
 	}
 	if err != nil {
 		return err
@@ -84,25 +85,25 @@ func (s *Server) createJob(c echo.Context) error {
 }
 
 func (s *Server) listJobs(c echo.Context) error {
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
 	var f queue.JobFilter
-	if f.Kind, err = queryEnum(c, "kind", protocol.ParseJobKind); err != nil {
+	if f.Kind, err = httpx.QueryEnum(c, "kind", protocol.ParseJobKind); err != nil {
 		return err
 	}
-	if f.Status, err = queryEnum(c, "status", protocol.ParseJobStatus); err != nil {
+	if f.Status, err = httpx.QueryEnum(c, "status", protocol.ParseJobStatus); err != nil {
 		return err
 	}
-	if f.LibraryID, err = queryID(c, "library_id"); err != nil {
+	if f.LibraryID, err = httpx.QueryID(c, "library_id"); err != nil {
 		return err
 	}
 	var after *model.JobAnchor
 	if cur := c.QueryParam("cursor"); cur != "" {
-		jc, err := decodeJobCursor(cur)
+		jc, err := httpx.DecodeJobCursor(cur)
 		if err != nil {
-			return invalidCursor()
+			return httpx.InvalidCursor()
 		}
 		after = &jc
 	}
@@ -110,21 +111,21 @@ func (s *Server) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(jobs, limit, jobView, func(j model.Job) string {
+	return c.JSON(http.StatusOK, httpx.MakePage(jobs, limit, jobView, func(j model.Job) string {
 		return EncodeCursor(model.JobAnchor{CreatedAt: j.CreatedAt.String(), ID: j.ID})
 	}))
 }
 
 func (s *Server) getJob(c echo.Context) error {
-	return getByID(c, s.q.GetJob, jobView)
+	return httpx.GetByID(c, s.q.GetJob, jobView)
 }
 
 func (s *Server) cancelJob(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
-	if err := emptyBody(c); err != nil {
+	if err := httpx.EmptyBody(c); err != nil {
 		return err
 	}
 	j, err := s.q.CancelJob(c.Request().Context(), id)
@@ -144,11 +145,11 @@ func (s *Server) listQueue(c echo.Context) error {
 	for i, e := range q {
 		items = append(items, queueView(e, i+1))
 	}
-	return c.JSON(http.StatusOK, page[queueEntryJSON]{Items: items})
+	return c.JSON(http.StatusOK, httpx.Page[queueEntryJSON]{Items: items})
 }
 
 func (s *Server) getQueueEntry(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func (s *Server) getQueueEntry(c echo.Context) error {
 }
 
 func (s *Server) deleteQueueEntry(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -27,21 +28,21 @@ type checkpointBody struct {
 // than wal.checkpoint.min_interval_seconds ago (unless force).
 func (s *Server) createCheckpoint(c echo.Context) error {
 	var b checkpointBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	mode := protocol.CheckpointPassive
 	if b.Mode != nil {
 		m, err := protocol.ParseCheckpointMode(*b.Mode)
 		if err != nil {
-			return fieldf("mode", "want passive, restart or truncate, got %q", *b.Mode)
+			return httpx.Fieldf("mode", "want passive, restart or truncate, got %q", *b.Mode)
 		}
 		mode = m
 	}
 	reason := "api"
 	if b.Reason != nil {
 		if len(*b.Reason) > 500 || strings.ContainsRune(*b.Reason, 0) {
-			return fieldf("reason", "want at most 500 characters")
+			return httpx.Fieldf("reason", "want at most 500 characters")
 		}
 		reason = *b.Reason
 	}
@@ -53,7 +54,7 @@ func (s *Server) createCheckpoint(c echo.Context) error {
 	minInterval := time.Duration(vals.Int(settings.WALCheckpointMinIntervalSec)) * time.Second
 	w, created, err := s.st.EnqueueCheckpoint(ctx, mode, reason, b.Force != nil && *b.Force, minInterval)
 	if errors.Is(err, store.ErrQueueFull) {
-		return apiErr(protocol.CodeCheckpointTooSoon,
+		return httpx.Err(protocol.CodeCheckpointTooSoon,
 			"a checkpoint was requested less than %s ago; retry later or set force", minInterval)
 	}
 	if err != nil {
@@ -68,7 +69,7 @@ func (s *Server) createCheckpoint(c echo.Context) error {
 func (s *Server) latestCheckpoint(c echo.Context) error {
 	w, err := s.st.LatestCheckpoint(c.Request().Context())
 	if errors.Is(err, store.ErrNotFound) {
-		return apiErr(protocol.CodeCheckpointNotFound, "no checkpoint was ever requested")
+		return httpx.Err(protocol.CodeCheckpointNotFound, "no checkpoint was ever requested")
 	}
 	if err != nil {
 		return err
@@ -78,7 +79,7 @@ func (s *Server) latestCheckpoint(c echo.Context) error {
 
 // listCheckpoints pages checkpoint rows newest first (id keyset).
 func (s *Server) listCheckpoints(c echo.Context) error {
-	limit, before, err := idPage(c)
+	limit, before, err := httpx.IDPage(c)
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func (s *Server) listCheckpoints(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, rows, limit, checkpointView, func(w model.WALJob) int64 { return w.ID })
+	return httpx.IDPageJSON(c, rows, limit, checkpointView, func(w model.WALJob) int64 { return w.ID })
 }
 
 type cleanupBody struct {
@@ -99,20 +100,20 @@ type cleanupBody struct {
 // instead of a duplicate.
 func (s *Server) createCleanup(c echo.Context) error {
 	var b cleanupBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.GroupKey == nil {
-		return fieldf("group_key", "required: library:<id>, file:<id> or shards:<n>")
+		return httpx.Fieldf("group_key", "required: library:<id>, file:<id> or shards:<n>")
 	}
 	if _, err := thumbnails.ParseCleanupKey(*b.GroupKey); err != nil {
-		return apiErr(protocol.CodeInvalidGroupKey, "%v", err).with("field", "group_key")
+		return httpx.Err(protocol.CodeInvalidGroupKey, "%v", err).With("field", "group_key")
 	}
 	at := s.st.Now()
 	if b.ExecuteAfter != nil {
 		t, err := time.Parse(time.RFC3339Nano, *b.ExecuteAfter)
 		if err != nil {
-			return fieldf("execute_after", "want an RFC 3339 timestamp")
+			return httpx.Fieldf("execute_after", "want an RFC 3339 timestamp")
 		}
 		at = t
 	}
@@ -124,7 +125,7 @@ func (s *Server) createCleanup(c echo.Context) error {
 }
 
 func (s *Server) recoverStale(c echo.Context) error {
-	if err := emptyBody(c); err != nil {
+	if err := httpx.EmptyBody(c); err != nil {
 		return err
 	}
 	n, err := s.ls.RecoverStale(c.Request().Context())
@@ -149,5 +150,5 @@ func (s *Server) listWorkers(c echo.Context) error {
 		items = append(items, workerJSON{WorkerID: w.WorkerID, Host: w.Host, PID: w.PID, Version: w.Version,
 			Live: live, StartedAt: w.StartedAt, LastSeenAt: w.LastSeenAt, StoppedAt: w.StoppedAt.Ptr()})
 	}
-	return c.JSON(http.StatusOK, page[workerJSON]{Items: items})
+	return c.JSON(http.StatusOK, httpx.Page[workerJSON]{Items: items})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
@@ -28,7 +29,7 @@ func (s *Server) meRoutes(g *echo.Group) {
 func meUser(c echo.Context) (int64, error) {
 	r := readerOf(c)
 	if r.UserID == 0 {
-		return 0, apiErr(protocol.CodeUserRequired, "the admin token has no reading progress; sign in as a user")
+		return 0, httpx.Err(protocol.CodeUserRequired, "the admin token has no reading progress; sign in as a user")
 	}
 	return r.UserID, nil
 }
@@ -65,7 +66,7 @@ func (s *Server) getProgress(c echo.Context) error {
 	if _, err := meUser(c); err != nil {
 		return err
 	}
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func (s *Server) putProgress(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func (s *Server) putProgress(c echo.Context) error {
 		Page      *json.Number `json:"page"`
 		Completed *bool        `json:"completed"`
 	}
-	if err := decodeJSON(c, &body); err != nil {
+	if err := httpx.DecodeJSON(c, &body); err != nil {
 		return err
 	}
 	b, err := s.mustSeeFile(c, id)
@@ -111,14 +112,14 @@ func (s *Server) putProgress(c echo.Context) error {
 
 func progressPage(n *json.Number, total *int64) (int64, error) {
 	if n == nil {
-		return 0, fieldf("page", "required")
+		return 0, httpx.Fieldf("page", "required")
 	}
 	page, err := strconv.ParseInt(n.String(), 10, 64)
 	if err != nil || page < 1 {
-		return 0, fieldf("page", "must be a positive integer")
+		return 0, httpx.Fieldf("page", "must be a positive integer")
 	}
 	if total != nil && page > model.Deref(total) {
-		return 0, fieldf("page", "the book has %d pages", model.Deref(total))
+		return 0, httpx.Fieldf("page", "the book has %d pages", model.Deref(total))
 	}
 	return page, nil
 }
@@ -128,7 +129,7 @@ func (s *Server) deleteProgress(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ type bookList func(r reading.Reader, offset, limit int) ([]model.Book, error)
 
 // listBooks serves a reader list as {items: [...]} (up to ?limit=).
 func listBooks(c echo.Context, list bookList) error {
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
@@ -194,7 +195,7 @@ func (s *Server) listOnDeck(c echo.Context) error {
 }
 
 func (s *Server) getNextUnread(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/opds"
 	"github.com/bindery-nas/bindery/internal/store/reading"
@@ -70,7 +71,7 @@ func opdsPageParam(c echo.Context) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > opdsMaxPage {
-		return 0, apiErr(protocol.CodeInvalidParameter, "page must be an integer from 1 to %d", opdsMaxPage).with("parameter", "page")
+		return 0, httpx.Err(protocol.CodeInvalidParameter, "page must be an integer from 1 to %d", opdsMaxPage).With("parameter", "page")
 	}
 	return n, nil
 }
@@ -170,7 +171,7 @@ func (s *Server) seriesFeed(c echo.Context, self, title string, series seriesLis
 }
 
 func (s *Server) opdsLibrary(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ func (s *Server) bookFeed(c echo.Context, self, title string, list func(offset, 
 }
 
 func (s *Server) opdsSeries(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -313,13 +314,13 @@ func (s *Server) bookEntry(b model.Book) opds.Entry {
 // opdsPage serves PSE's {pageNumber} (0-based) as the page route's page
 // n+1, through the router, so the page route's own checks all apply.
 func (s *Server) opdsPage(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
 	n, err := strconv.Atoi(c.Param("n"))
 	if err != nil || n < 0 || n > 1<<20 {
-		return apiErr(protocol.CodeInvalidParameter, "n must be a page number from 0").with("parameter", "n")
+		return httpx.Err(protocol.CodeInvalidParameter, "n must be a page number from 0").With("parameter", "n")
 	}
 	if _, err := s.mustSeeFile(c, id); err != nil {
 		return err

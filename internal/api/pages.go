@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/archive"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/reader"
@@ -99,7 +100,7 @@ func (s *Server) getPage(c echo.Context) error {
 	}
 	defer s.books.Release(b)
 	if n > b.Count() {
-		return apiErr(protocol.CodePageNotFound, "file %d has %d pages, not %d", b.FileID, b.Count(), n).with("count", b.Count())
+		return httpx.Err(protocol.CodePageNotFound, "file %d has %d pages, not %d", b.FileID, b.Count(), n).With("count", b.Count())
 	}
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "private, no-cache")
@@ -159,7 +160,7 @@ func (s *Server) openBook(c echo.Context) (*reader.Book, settings.Values, error)
 
 // locateBook looks up the file of :id and finds it on disk, unopened.
 func (s *Server) locateBook(c echo.Context) (reader.Located, settings.Values, error) {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return reader.Located{}, nil, err
 	}
@@ -169,7 +170,7 @@ func (s *Server) locateBook(c echo.Context) (reader.Located, settings.Values, er
 		return reader.Located{}, nil, err
 	}
 	if !readable(f) {
-		return reader.Located{}, nil, apiErr(protocol.CodeNotABook, "file %d is a %s (%s), not a book with pages", id, f.Role, model.Deref(f.Format))
+		return reader.Located{}, nil, httpx.Err(protocol.CodeNotABook, "file %d is a %s (%s), not a book with pages", id, f.Role, model.Deref(f.Format))
 	}
 	vals, err := settings.Load(ctx, s.st)
 	if err != nil {
@@ -197,7 +198,7 @@ func pageNumber(c echo.Context) (int, error) {
 	v := c.Param("n")
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || strconv.Itoa(n) != v {
-		return 0, apiErr(protocol.CodeInvalidParameter, "n must be a page number from 1").with("parameter", "n")
+		return 0, httpx.Err(protocol.CodeInvalidParameter, "n must be a page number from 1").With("parameter", "n")
 	}
 	return n, nil
 }
@@ -209,7 +210,7 @@ func pageWidth(c echo.Context) (int, error) {
 	}
 	w, err := strconv.Atoi(v)
 	if err != nil || w < 1 || w > maxPageWidth {
-		return 0, apiErr(protocol.CodeInvalidParameter, "width must be an integer from 1 to %d", maxPageWidth).with("parameter", "width")
+		return 0, httpx.Err(protocol.CodeInvalidParameter, "width must be an integer from 1 to %d", maxPageWidth).With("parameter", "width")
 	}
 	return w, nil
 }
@@ -235,17 +236,17 @@ func etagMatches(header, etag string) bool {
 // mediaErr turns what reading a book can fail with into API codes.
 func mediaErr(err error) error {
 	if err == reader.ErrNoPage {
-		return apiErr(protocol.CodePageNotFound, "no such page")
+		return httpx.Err(protocol.CodePageNotFound, "no such page")
 	}
 	code := protocol.CodeOf(err, "")
 	switch code {
 	case protocol.ErrSourceMissing, protocol.ErrLibraryMissing:
-		return apiErr(protocol.CodeMediaMissing, "the file is not in its library: %v", err).with("cause", code)
+		return httpx.Err(protocol.CodeMediaMissing, "the file is not in its library: %v", err).With("cause", code)
 	case protocol.ErrSourceTooLarge:
-		return apiErr(protocol.CodeMediaTooLarge, "%v", err).with("cause", code)
+		return httpx.Err(protocol.CodeMediaTooLarge, "%v", err).With("cause", code)
 	case protocol.ErrArchiveCorrupt, protocol.ErrArchiveEncrypted, protocol.ErrArchiveIncomplete,
 		protocol.ErrUnsupportedCompression, protocol.ErrDecodeError, protocol.ErrNoPages, protocol.ErrPathViolation:
-		return apiErr(protocol.CodeMediaUnreadable, "%v", err).with("cause", code)
+		return httpx.Err(protocol.CodeMediaUnreadable, "%v", err).With("cause", code)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -70,9 +71,9 @@ var dummyHash = hashPassword("bindery-no-such-user")
 func validPassword(p *string) error {
 	switch {
 	case p == nil:
-		return fieldf("password", "required")
+		return httpx.Fieldf("password", "required")
 	case len(*p) < passwordMin || len(*p) > passwordMax:
-		return fieldf("password", "must be %d to %d bytes", passwordMin, passwordMax)
+		return httpx.Fieldf("password", "must be %d to %d bytes", passwordMin, passwordMax)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
@@ -40,7 +41,7 @@ type planBody struct {
 // createPlan makes a dry-run plan: nothing on disk is touched.
 func (s *Server) createPlan(c echo.Context) error {
 	var b planBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	sel, pol, action, err := b.parse()
@@ -82,15 +83,15 @@ func (b planBody) parse() (duplicates.PlanSelection, dedup.Policy, protocol.Dele
 	sel.Kind = kind
 	switch {
 	case b.All == (len(b.GroupKeys) > 0):
-		return sel, pol, "", fieldf("group_keys", "want a list of group keys, or all: true")
+		return sel, pol, "", httpx.Fieldf("group_keys", "want a list of group keys, or all: true")
 	case len(b.GroupKeys) > duplicates.MaxPlanGroups:
-		return sel, pol, "", apiErr(protocol.CodePlanTooLarge, "more than %d group keys", duplicates.MaxPlanGroups)
+		return sel, pol, "", httpx.Err(protocol.CodePlanTooLarge, "more than %d group keys", duplicates.MaxPlanGroups)
 	case !b.All && (b.LibraryID != 0 || b.MinSizeBytes != 0):
-		return sel, pol, "", fieldf("library_id", "library_id and min_size_bytes filter all: true")
+		return sel, pol, "", httpx.Fieldf("library_id", "library_id and min_size_bytes filter all: true")
 	case b.LibraryID < 0 || b.MinSizeBytes < 0:
-		return sel, pol, "", fieldf("min_size_bytes", "want a non-negative number")
+		return sel, pol, "", httpx.Fieldf("min_size_bytes", "want a non-negative number")
 	case kind == protocol.PlanSamePages && b.MinSizeBytes != 0:
-		return sel, pol, "", fieldf("min_size_bytes", "min_size_bytes filters byte groups only")
+		return sel, pol, "", httpx.Fieldf("min_size_bytes", "min_size_bytes filters byte groups only")
 	}
 	seen := map[string]bool{}
 	for _, k := range b.GroupKeys {
@@ -118,7 +119,7 @@ func (b planBody) parse() (duplicates.PlanSelection, dedup.Policy, protocol.Dele
 	action := protocol.ActionTrash
 	if b.Action != "" {
 		if action, err = protocol.ParseDeleteAction(b.Action); err != nil || (action != protocol.ActionTrash && action != protocol.ActionUnlink) {
-			return sel, pol, "", fieldf("action", "want trash or unlink")
+			return sel, pol, "", httpx.Fieldf("action", "want trash or unlink")
 		}
 	}
 	return sel, pol, action, nil
@@ -134,10 +135,10 @@ func (b planBody) kind() (protocol.PlanKind, error) {
 	case string(protocol.PlanSamePages):
 		return protocol.PlanSamePages, nil
 	case string(duplicates.KindContains), string(duplicates.KindSamePagesByIndex):
-		return "", apiErr(protocol.CodeGroupReportOnly, "%s groups are a report only: a plan resolves same_pages groups "+
+		return "", httpx.Err(protocol.CodeGroupReportOnly, "%s groups are a report only: a plan resolves same_pages groups "+
 			"(equal ordered page digests) and byte-identical groups; move or remove such a book yourself", b.Kind)
 	}
-	return "", fieldf("kind", "want bytes or same_pages")
+	return "", httpx.Fieldf("kind", "want bytes or same_pages")
 }
 
 // checkGroupKey checks a group key of a kind's form: algorithm:hex for
@@ -150,7 +151,7 @@ func checkGroupKey(kind protocol.PlanKind, k string) error {
 		_, err = protocol.ParseGroupKey(k)
 	}
 	if err != nil {
-		return apiErr(protocol.CodeInvalidGroupKey, "%v", err)
+		return httpx.Err(protocol.CodeInvalidGroupKey, "%v", err)
 	}
 	return nil
 }
@@ -168,11 +169,11 @@ func preferFormats(in []string) ([]string, error) {
 		if !ok {
 			var err error
 			if format, err = protocol.ParseFileFormat(f); err != nil {
-				return nil, fieldf("prefer_formats", "%q is not a format: want %v, or cbz, cb7, cbr", f, protocol.FileFormats)
+				return nil, httpx.Fieldf("prefer_formats", "%q is not a format: want %v, or cbz, cb7, cbr", f, protocol.FileFormats)
 			}
 		}
 		if slices.Contains(out, string(format)) {
-			return nil, fieldf("prefer_formats", "%q is listed twice", format)
+			return nil, httpx.Fieldf("prefer_formats", "%q is listed twice", format)
 		}
 		out = append(out, string(format))
 	}
@@ -182,26 +183,26 @@ func preferFormats(in []string) ([]string, error) {
 func (b planBody) policy(kind protocol.PlanKind) (dedup.Policy, error) {
 	name, err := protocol.ParseKeepPolicy(b.Policy)
 	if err != nil {
-		return dedup.Policy{}, fieldf("policy", "want one of %v", protocol.KeepPolicies)
+		return dedup.Policy{}, httpx.Fieldf("policy", "want one of %v", protocol.KeepPolicies)
 	}
 	pol := dedup.Policy{Name: name, LibraryID: b.PreferLibraryID, PathPrefix: b.PreferPathPrefix, Keep: b.Keep, Remove: b.Remove}
 	switch {
 	case name == protocol.KeepPreferLibrary && b.PreferLibraryID <= 0:
-		return pol, fieldf("prefer_library_id", "prefer_library needs a library id")
+		return pol, httpx.Fieldf("prefer_library_id", "prefer_library needs a library id")
 	case name != protocol.KeepPreferLibrary && b.PreferLibraryID != 0:
-		return pol, fieldf("prefer_library_id", "only with policy prefer_library")
+		return pol, httpx.Fieldf("prefer_library_id", "only with policy prefer_library")
 	case name == protocol.KeepPreferPathPrefix && !cleanPrefix(b.PreferPathPrefix):
-		return pol, fieldf("prefer_path_prefix", "want a folder relative to its library, without .. or a leading /")
+		return pol, httpx.Fieldf("prefer_path_prefix", "want a folder relative to its library, without .. or a leading /")
 	case name != protocol.KeepPreferPathPrefix && b.PreferPathPrefix != "":
-		return pol, fieldf("prefer_path_prefix", "only with policy prefer_path_prefix")
+		return pol, httpx.Fieldf("prefer_path_prefix", "only with policy prefer_path_prefix")
 	case name == protocol.KeepExplicit && len(b.Keep) == 0:
-		return pol, fieldf("keep", "explicit needs a keeper for each group")
+		return pol, httpx.Fieldf("keep", "explicit needs a keeper for each group")
 	case name != protocol.KeepExplicit && (len(b.Keep) > 0 || len(b.Remove) > 0):
-		return pol, fieldf("keep", "keep and remove are only for policy explicit")
+		return pol, httpx.Fieldf("keep", "keep and remove are only for policy explicit")
 	case name == protocol.KeepPreferFormat && len(b.PreferFormats) == 0:
-		return pol, fieldf("prefer_formats", "prefer_format needs an order of formats, e.g. [\"cbz\", \"cb7\", \"cbr\"]")
+		return pol, httpx.Fieldf("prefer_formats", "prefer_format needs an order of formats, e.g. [\"cbz\", \"cb7\", \"cbr\"]")
 	case name != protocol.KeepPreferFormat && len(b.PreferFormats) > 0:
-		return pol, fieldf("prefer_formats", "only with policy prefer_format")
+		return pol, httpx.Fieldf("prefer_formats", "only with policy prefer_format")
 	}
 	keys := slices.AppendSeq(slices.Collect(maps.Keys(b.Keep)), maps.Keys(b.Remove))
 	for _, k := range keys {
@@ -223,7 +224,7 @@ func cleanPrefix(p string) bool {
 }
 
 func (s *Server) listPlans(c echo.Context) error {
-	limit, after, err := idPage(c)
+	limit, after, err := httpx.IDPage(c)
 	if err != nil {
 		return err
 	}
@@ -231,11 +232,11 @@ func (s *Server) listPlans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, plans, limit, planSummary, func(p model.Plan) int64 { return p.ID })
+	return httpx.IDPageJSON(c, plans, limit, planSummary, func(p model.Plan) int64 { return p.ID })
 }
 
 func (s *Server) getPlan(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -249,11 +250,11 @@ func (s *Server) getPlan(c echo.Context) error {
 // executePlan authorizes the plan's delete job: 202 with the new job, or
 // 200 with the job an earlier execute created.
 func (s *Server) executePlan(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
-	if err := emptyBody(c); err != nil {
+	if err := httpx.EmptyBody(c); err != nil {
 		return err
 	}
 	job, created, err := s.dp.AuthorizePlan(c.Request().Context(), id)
@@ -295,23 +296,23 @@ type restoreBody struct {
 
 // restoreTrash authorizes a job that moves back what a delete job trashed.
 func (s *Server) restoreTrash(c echo.Context) error {
-	id, err := pathID(c, "job_id")
+	id, err := httpx.PathID(c, "job_id")
 	if err != nil {
 		return err
 	}
-	body, err := readBody(c)
+	body, err := httpx.ReadBody(c)
 	if err != nil {
 		return err
 	}
 	var b restoreBody
 	if len(strings.TrimSpace(string(body))) > 0 {
-		if err := decodeBody(body, &b); err != nil {
+		if err := httpx.DecodeBody(body, &b); err != nil {
 			return err
 		}
 	}
 	for _, f := range b.FileIDs {
 		if f <= 0 {
-			return fieldf("file_ids", "want file ids")
+			return httpx.Fieldf("file_ids", "want file ids")
 		}
 	}
 	job, err := s.dp.CreateRestore(c.Request().Context(), id, b.FileIDs)

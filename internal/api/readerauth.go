@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/reading"
@@ -53,7 +54,7 @@ func (s *Server) readerAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			if errors.Is(err, errUnauthorized) {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, basicRealm)
-				return apiErr(protocol.CodeUnauthorized, "missing or wrong credentials")
+				return httpx.Err(protocol.CodeUnauthorized, "missing or wrong credentials")
 			}
 			return err
 		}
@@ -220,7 +221,7 @@ func (l *failLimiter) check(c echo.Context, name, addr string) error {
 	}
 	wait := int(l.start.Add(failWindow).Sub(l.now()).Seconds()) + 1
 	c.Response().Header().Set("Retry-After", strconv.Itoa(wait))
-	return apiErr(protocol.CodeTooManyAttempts, "too many failed logins; retry in %d seconds", wait)
+	return httpx.Err(protocol.CodeTooManyAttempts, "too many failed logins; retry in %d seconds", wait)
 }
 
 // mustSeeFile is nil when the caller may see file id, and file_not_found
@@ -244,7 +245,7 @@ func (s *Server) mustSeeLibrary(c echo.Context, id int64) (model.Library, error)
 // page and download routes behind it).
 func (s *Server) readerFile(next echo.HandlerFunc) echo.HandlerFunc {
 	return s.readerAuth(func(c echo.Context) error {
-		id, err := pathID(c, "id")
+		id, err := httpx.PathID(c, "id")
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
 )
@@ -36,7 +37,7 @@ type sameBookCursor struct {
 // other containers, in (kind, key) order; the cursor is the last group's
 // kind and key.
 func (s *Server) listSameBooks(c echo.Context) error {
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
@@ -56,22 +57,22 @@ func (s *Server) listSameBooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(groups, limit, sameBookGroupView, func(g duplicates.SameBookGroup) string {
+	return c.JSON(http.StatusOK, httpx.MakePage(groups, limit, sameBookGroupView, func(g duplicates.SameBookGroup) string {
 		return EncodeCursor(sameBookCursor{Kind: g.Kind, Key: hex.EncodeToString(g.Key)})
 	}))
 }
 
 func decodeSameBookCursor(cur string) (duplicates.SameBookAfter, error) {
 	var sc sameBookCursor
-	if decodeCursor(cur, &sc) != nil {
-		return duplicates.SameBookAfter{}, invalidCursor()
+	if httpx.DecodeCursor(cur, &sc) != nil {
+		return duplicates.SameBookAfter{}, httpx.InvalidCursor()
 	}
 	if sc.Kind == "" {
 		sc.Kind = duplicates.KindSamePagesByIndex
 	}
 	key, err := hex.DecodeString(sc.Key)
 	if err != nil || len(key) != 32 || !sc.Kind.Valid() {
-		return duplicates.SameBookAfter{}, invalidCursor()
+		return duplicates.SameBookAfter{}, httpx.InvalidCursor()
 	}
 	return duplicates.SameBookAfter{Kind: sc.Kind, Key: key}, nil
 }

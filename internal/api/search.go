@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
@@ -31,10 +32,10 @@ func (s *Server) search(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, makePage(rows, limit, func(h reading.SearchHit) bookView { return viewBook(h.Book) },
+		return c.JSON(http.StatusOK, httpx.MakePage(rows, limit, func(h reading.SearchHit) bookView { return viewBook(h.Book) },
 			func(h reading.SearchHit) string { return EncodeCursor(h.Anchor()) }))
 	case "series":
-		limit, after, err := idPage(c)
+		limit, after, err := httpx.IDPage(c)
 		if err != nil {
 			return err
 		}
@@ -42,9 +43,9 @@ func (s *Server) search(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return idPageJSON(c, rows, limit, seriesView, func(s model.Series) int64 { return s.ID })
+		return httpx.IDPageJSON(c, rows, limit, seriesView, func(s model.Series) int64 { return s.ID })
 	}
-	return apiErr(protocol.CodeInvalidParameter, "kind must be books or series").with("parameter", "kind")
+	return httpx.Err(protocol.CodeInvalidParameter, "kind must be books or series").With("parameter", "kind")
 }
 
 // searchQuery parses ?q= into the words the indexes are asked for; every
@@ -52,11 +53,11 @@ func (s *Server) search(c echo.Context) error {
 func searchQuery(c echo.Context) (reading.SearchQuery, error) {
 	params := c.QueryParams()
 	if len(params["q"]) > 1 {
-		return reading.SearchQuery{}, apiErr(protocol.CodeInvalidQuery, "q is given more than once").with("parameter", "q")
+		return reading.SearchQuery{}, httpx.Err(protocol.CodeInvalidQuery, "q is given more than once").With("parameter", "q")
 	}
 	q, err := reading.ParseSearch(params.Get("q"))
 	if err != nil {
-		return reading.SearchQuery{}, apiErr(protocol.CodeInvalidQuery, "%s", err.Error()).with("parameter", "q")
+		return reading.SearchQuery{}, httpx.Err(protocol.CodeInvalidQuery, "%s", err.Error()).With("parameter", "q")
 	}
 	return q, nil
 }
@@ -65,7 +66,7 @@ func searchQuery(c echo.Context) (reading.SearchQuery, error) {
 // absent). A cursor of the id order books were listed in before ranking is
 // refused with its own message: it cannot say where to resume.
 func searchPage(c echo.Context) (int, *model.SearchAnchor, error) {
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -73,13 +74,13 @@ func searchPage(c echo.Context) (int, *model.SearchAnchor, error) {
 	if cur == "" {
 		return limit, nil, nil
 	}
-	a, err := decodeSearchCursor(cur)
+	a, err := httpx.DecodeSearchCursor(cur)
 	if err == nil {
 		return limit, &a, nil
 	}
-	if _, idErr := decodeIDCursor(cur); idErr == nil {
-		return 0, nil, apiErr(protocol.CodeInvalidCursor, "cursor is from the id order of an older search; books are ranked now, so start again without it").
-			with("parameter", "cursor")
+	if _, idErr := httpx.DecodeIDCursor(cur); idErr == nil {
+		return 0, nil, httpx.Err(protocol.CodeInvalidCursor, "cursor is from the id order of an older search; books are ranked now, so start again without it").
+			With("parameter", "cursor")
 	}
-	return 0, nil, invalidCursor()
+	return 0, nil, httpx.InvalidCursor()
 }

@@ -1,6 +1,6 @@
 // Package api is controld's admin HTTP API (echo): JSON under /api/v1,
 // bearer-token auth on every /api/v1 route, errors mapped to statuses in one
-// place (errors.go), keyset lists with opaque cursors, Server-Sent Events
+// place (internal/httpx), keyset lists with opaque cursors, Server-Sent Events
 // fed from the database, and the public /healthz, /readyz and /metrics.
 //
 // Strategy: handlers only parse and validate input, call one store method
@@ -11,6 +11,7 @@ package api
 
 import (
 	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/events"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/reader"
@@ -36,10 +38,18 @@ import (
 )
 
 // Base is the path prefix of every authenticated route.
-const Base = "/api/v1"
+const Base = httpx.Base
 
 // MaxBodyBytes caps every request body (1 MiB); larger bodies get 413.
-const MaxBodyBytes = 1 << 20
+const MaxBodyBytes = httpx.MaxBodyBytes
+
+// EncodeCursor renders any anchor as an opaque cursor (base64url JSON).
+func EncodeCursor(anchor any) string { return httpx.EncodeCursor(anchor) }
+
+// EncodeIDCursor is the cursor of id-ordered lists (protocol §6.3).
+func EncodeIDCursor(id int64) string { return httpx.EncodeIDCursor(id) }
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
@@ -178,9 +188,9 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 func (s *Server) router() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = s.handleError
-	e.Pre(rejectDotSegments)
-	e.Use(s.m.middleware, s.recoverPanics, limitBody)
+	e.HTTPErrorHandler = httpx.HandleError(s.log)
+	e.Pre(httpx.RejectDotSegments)
+	e.Use(s.m.middleware, httpx.RecoverPanics, httpx.LimitBody)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

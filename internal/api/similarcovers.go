@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
 )
@@ -36,15 +37,15 @@ type coverPairCursor struct {
 // group already ties, closest first; the cursor is the last pair's
 // (distance, first id, second id). A report: never a delete plan's input.
 func (s *Server) listSimilarCovers(c echo.Context) error {
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
 	var after duplicates.CoverPairAfter
 	if cur := c.QueryParam("cursor"); cur != "" {
 		var pc coverPairCursor
-		if decodeCursor(cur, &pc) != nil || pc.A < 1 || pc.B <= pc.A || pc.Distance < 0 || pc.Distance > 64 {
-			return invalidCursor()
+		if httpx.DecodeCursor(cur, &pc) != nil || pc.A < 1 || pc.B <= pc.A || pc.Distance < 0 || pc.Distance > 64 {
+			return httpx.InvalidCursor()
 		}
 		after = duplicates.CoverPairAfter{Distance: pc.Distance, A: pc.A, B: pc.B}
 	}
@@ -58,7 +59,7 @@ func (s *Server) listSimilarCovers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(pairs, limit, s.similarCoversView, func(p duplicates.SimilarCoverPair) string {
+	return c.JSON(http.StatusOK, httpx.MakePage(pairs, limit, s.similarCoversView, func(p duplicates.SimilarCoverPair) string {
 		return EncodeCursor(coverPairCursor{Distance: p.Distance, A: p.A.ID, B: p.B.ID})
 	}))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
@@ -54,23 +55,23 @@ type userBody struct {
 // (HTTP Basic splits the name from the password at the first one).
 func validUserName(n *string) error {
 	if n == nil {
-		return fieldf("name", "required")
+		return httpx.Fieldf("name", "required")
 	}
 	v := *n
 	if v != strings.TrimSpace(v) || v == "" || utf8.RuneCountInString(v) > 64 || strings.ContainsAny(v, ":") ||
 		strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return fieldf("name", "must be 1 to 64 characters without a colon, control characters or surrounding spaces")
+		return httpx.Fieldf("name", "must be 1 to 64 characters without a colon, control characters or surrounding spaces")
 	}
 	return nil
 }
 
 func (s *Server) createUser(c echo.Context) error {
 	var b userBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.Disabled != nil {
-		return fieldf("disabled", "set it with PATCH")
+		return httpx.Fieldf("disabled", "set it with PATCH")
 	}
 	if err := errors.Join(validUserName(b.Name), validPassword(b.Password)); err != nil {
 		return firstAPIError(err)
@@ -94,7 +95,7 @@ func (s *Server) createUser(c echo.Context) error {
 }
 
 func (s *Server) listUsers(c echo.Context) error {
-	limit, after, err := idPage(c)
+	limit, after, err := httpx.IDPage(c)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func (s *Server) listUsers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, users, limit, viewUser, func(u model.User) int64 { return u.ID })
+	return httpx.IDPageJSON(c, users, limit, viewUser, func(u model.User) int64 { return u.ID })
 }
 
 func (s *Server) userWithGrant(c echo.Context, u model.User) error {
@@ -115,7 +116,7 @@ func (s *Server) userWithGrant(c echo.Context, u model.User) error {
 }
 
 func (s *Server) getUser(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -128,12 +129,12 @@ func (s *Server) getUser(c echo.Context) error {
 
 // patchUser renames, resets the password of, or disables a user.
 func (s *Server) patchUser(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
 	var b userBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	var p reading.UserPatch
@@ -151,7 +152,7 @@ func (s *Server) patchUser(c echo.Context) error {
 		p.PasswordHash = &h
 	}
 	if b.LibraryIDs != nil {
-		return fieldf("library_ids", "set them with PUT /users/{id}/libraries")
+		return httpx.Fieldf("library_ids", "set them with PUT /users/{id}/libraries")
 	}
 	p.Disabled = b.Disabled
 	u, err := s.rd.UpdateUser(c.Request().Context(), id, p)
@@ -162,7 +163,7 @@ func (s *Server) patchUser(c echo.Context) error {
 }
 
 func (s *Server) deleteUser(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -174,18 +175,18 @@ func (s *Server) deleteUser(c echo.Context) error {
 
 // putUserLibraries replaces the libraries a user may see.
 func (s *Server) putUserLibraries(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
 	var b struct {
 		LibraryIDs *[]int64 `json:"library_ids"`
 	}
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.LibraryIDs == nil {
-		return fieldf("library_ids", "required")
+		return httpx.Fieldf("library_ids", "required")
 	}
 	ctx := c.Request().Context()
 	if err := s.rd.SetUserLibraries(ctx, id, *b.LibraryIDs); err != nil {
@@ -215,18 +216,18 @@ const apiKeyPrefix = "bnd_"
 
 // createAPIKey makes a key and shows it once; only its SHA-256 is kept.
 func (s *Server) createAPIKey(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
 	var b struct {
 		Name *string `json:"name"`
 	}
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.Name == nil || strings.TrimSpace(*b.Name) == "" || utf8.RuneCountInString(*b.Name) > 100 {
-		return fieldf("name", "must be 1 to 100 characters")
+		return httpx.Fieldf("name", "must be 1 to 100 characters")
 	}
 	raw := make([]byte, 32)
 	rand.Read(raw)
@@ -242,7 +243,7 @@ func (s *Server) createAPIKey(c echo.Context) error {
 }
 
 func (s *Server) listAPIKeys(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -262,11 +263,11 @@ func (s *Server) listAPIKeys(c echo.Context) error {
 }
 
 func (s *Server) deleteAPIKey(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
-	keyID, err := pathID(c, "key_id")
+	keyID, err := httpx.PathID(c, "key_id")
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package api
+package httpx
 
 import (
 	"bytes"
@@ -29,8 +29,8 @@ func EncodeCursor(anchor any) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodeCursor parses a base64url JSON cursor strictly into dst.
-func decodeCursor(s string, dst any) error {
+// DecodeCursor parses a base64url JSON cursor strictly into dst.
+func DecodeCursor(s string, dst any) error {
 	if s == "" || len(s) > maxCursorLen {
 		return errInvalidCursor
 	}
@@ -46,10 +46,10 @@ func decodeCursor(s string, dst any) error {
 	return nil
 }
 
-// decodeJobCursor validates the anchor's fields as well as its encoding.
-func decodeJobCursor(s string) (model.JobAnchor, error) {
+// DecodeJobCursor validates the anchor's fields as well as its encoding.
+func DecodeJobCursor(s string) (model.JobAnchor, error) {
 	var c model.JobAnchor
-	if err := decodeCursor(s, &c); err != nil {
+	if err := DecodeCursor(s, &c); err != nil {
 		return c, err
 	}
 	if c.ID <= 0 {
@@ -63,10 +63,10 @@ func decodeJobCursor(s string) (model.JobAnchor, error) {
 	return c, nil
 }
 
-// decodeGroupCursor parses a duplicate groups cursor.
-func decodeGroupCursor(s string) (model.GroupAnchor, error) {
+// DecodeGroupCursor parses a duplicate groups cursor.
+func DecodeGroupCursor(s string) (model.GroupAnchor, error) {
 	var c model.GroupAnchor
-	if err := decodeCursor(s, &c); err != nil {
+	if err := DecodeCursor(s, &c); err != nil {
 		return c, err
 	}
 	if c.FileCount < 2 || c.TotalSizeBytes < 0 {
@@ -78,10 +78,10 @@ func decodeGroupCursor(s string) (model.GroupAnchor, error) {
 	return c, nil
 }
 
-// decodeSortCursor parses a natural-order cursor.
-func decodeSortCursor(s string) (model.SortAnchor, error) {
+// DecodeSortCursor parses a natural-order cursor.
+func DecodeSortCursor(s string) (model.SortAnchor, error) {
 	var c model.SortAnchor
-	if err := decodeCursor(s, &c); err != nil {
+	if err := DecodeCursor(s, &c); err != nil {
 		return c, err
 	}
 	if c.ID <= 0 {
@@ -90,10 +90,10 @@ func decodeSortCursor(s string) (model.SortAnchor, error) {
 	return c, nil
 }
 
-// decodeSearchCursor parses a ranked book search cursor: rank 0 or 1, id > 0.
-func decodeSearchCursor(s string) (model.SearchAnchor, error) {
+// DecodeSearchCursor parses a ranked book search cursor: rank 0 or 1, id > 0.
+func DecodeSearchCursor(s string) (model.SearchAnchor, error) {
 	var c model.SearchAnchor
-	if err := decodeCursor(s, &c); err != nil {
+	if err := DecodeCursor(s, &c); err != nil {
 		return c, err
 	}
 	if c.ID <= 0 || (c.Rank != 0 && c.Rank != 1) {
@@ -108,8 +108,8 @@ func EncodeIDCursor(id int64) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(id, 10)))
 }
 
-// decodeIDCursor parses an id cursor.
-func decodeIDCursor(s string) (int64, error) {
+// DecodeIDCursor parses an id cursor.
+func DecodeIDCursor(s string) (int64, error) {
 	if s == "" || len(s) > 32 {
 		return 0, errInvalidCursor
 	}

@@ -1,4 +1,4 @@
-package api
+package httpx
 
 import (
 	"encoding/base64"
@@ -39,7 +39,7 @@ func FuzzDecodeJobCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		var c model.JobAnchor
 		var err error
-		testutil.Timed(t, "decodeJobCursor", func() { c, err = decodeJobCursor(s) })
+		testutil.Timed(t, "decodeJobCursor", func() { c, err = DecodeJobCursor(s) })
 		if err != nil {
 			if !errors.Is(err, errInvalidCursor) {
 				t.Fatalf("error %v is not errInvalidCursor", err)
@@ -56,7 +56,7 @@ func FuzzDecodeJobCursor(f *testing.F) {
 		if len(s) > maxCursorLen {
 			t.Fatalf("accepted a %d-byte cursor", len(s))
 		}
-		again, err := decodeJobCursor(EncodeCursor(c))
+		again, err := DecodeJobCursor(EncodeCursor(c))
 		if err != nil || again != c {
 			t.Fatalf("round trip of %+v: %+v, %v", c, again, err)
 		}
@@ -81,7 +81,7 @@ func FuzzDecodeDuplicateGroupCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		var c model.GroupAnchor
 		var err error
-		testutil.Timed(t, "decodeGroupCursor", func() { c, err = decodeGroupCursor(s) })
+		testutil.Timed(t, "decodeGroupCursor", func() { c, err = DecodeGroupCursor(s) })
 		if err != nil {
 			if !errors.Is(err, errInvalidCursor) {
 				t.Fatalf("error %v is not errInvalidCursor", err)
@@ -97,7 +97,7 @@ func FuzzDecodeDuplicateGroupCursor(f *testing.F) {
 		if raw, err := hex.DecodeString(c.ContentHashHex); err != nil || len(raw) != 32 || strings.ToLower(c.ContentHashHex) != c.ContentHashHex {
 			t.Fatalf("accepted hash %q", c.ContentHashHex)
 		}
-		again, err := decodeGroupCursor(EncodeCursor(c))
+		again, err := DecodeGroupCursor(EncodeCursor(c))
 		if err != nil || again != c {
 			t.Fatalf("round trip of %+v: %+v, %v", c, again, err)
 		}
@@ -112,7 +112,7 @@ func FuzzDecodeIDCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		var id int64
 		var err error
-		testutil.Timed(t, "decodeIDCursor", func() { id, err = decodeIDCursor(s) })
+		testutil.Timed(t, "decodeIDCursor", func() { id, err = DecodeIDCursor(s) })
 		if err != nil {
 			if !errors.Is(err, errInvalidCursor) {
 				t.Fatalf("error %v is not errInvalidCursor", err)
@@ -122,7 +122,7 @@ func FuzzDecodeIDCursor(f *testing.F) {
 		if id <= 0 {
 			t.Fatalf("accepted id %d from %q", id, s)
 		}
-		if back, err := decodeIDCursor(EncodeIDCursor(id)); err != nil || back != id {
+		if back, err := DecodeIDCursor(EncodeIDCursor(id)); err != nil || back != id {
 			t.Fatalf("round trip of %d: %d, %v", id, back, err)
 		}
 	})

@@ -1,8 +1,9 @@
-package api
+package httpx
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -23,21 +24,19 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// apiErr is the error of code, with the status the table gives it.
-func apiErr(code, format string, args ...any) *Error {
+// Err is the error of code, with the status the table gives it.
+func Err(code, format string, args ...any) *Error {
 	status, _ := statusOf(code)
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-func (e *Error) with(k string, v any) *Error {
+func (e *Error) With(k string, v any) *Error {
 	if e.Details == nil {
 		e.Details = map[string]any{}
 	}
 	e.Details[k] = v
 	return e
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 type errorBody struct {
 	Error errorJSON `json:"error"`
@@ -67,12 +66,12 @@ func toAPIError(err error) (*Error, bool) {
 		// the table alone gives its status.
 		return storeErr(err, pe.Code, pe.Message), true
 	case errors.As(err, &mb):
-		return apiErr(protocol.CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes), true
+		return Err(protocol.CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes), true
 	case errors.As(err, &se):
 		if errors.Is(se, settings.ErrUnknown) {
-			return apiErr(protocol.CodeUnknownSetting, "unknown setting %q", se.Key).with("key", se.Key), true
+			return Err(protocol.CodeUnknownSetting, "unknown setting %q", se.Key).With("key", se.Key), true
 		}
-		return apiErr(protocol.CodeInvalidSettingValue, "%s", se.Error()).with("key", se.Key), true
+		return Err(protocol.CodeInvalidSettingValue, "%s", se.Error()).With("key", se.Key), true
 	case errors.Is(err, store.ErrNotFound):
 		return storeErr(err, protocol.CodeNotFound, "not found"), true
 	case errors.Is(err, store.ErrConflict):
@@ -80,11 +79,11 @@ func toAPIError(err error) (*Error, bool) {
 	case errors.Is(err, store.ErrQueueFull):
 		return storeErr(err, protocol.CodeQueueFull, "queue is full"), true
 	case errors.Is(err, store.ErrInvalidRequest):
-		return apiErr(protocol.CodeInvalidField, "%s", err.Error()), true
+		return Err(protocol.CodeInvalidField, "%s", err.Error()), true
 	case errors.As(err, &he):
 		return fromEcho(he), true
 	}
-	return apiErr(protocol.CodeInternal, "internal error"), false
+	return Err(protocol.CodeInternal, "internal error"), false
 }
 
 // storeErr is an application error of the store: its own code and
@@ -92,7 +91,7 @@ func toAPIError(err error) (*Error, bool) {
 // internals), else the sentinel's. A code the table does not know keeps
 // the sentinel's status.
 func storeErr(err error, sentinel, fallback string) *Error {
-	e := apiErr(sentinel, "%s", fallback)
+	e := Err(sentinel, "%s", fallback)
 	var pe *protocol.Error
 	if !errors.As(err, &pe) {
 		return e
@@ -109,31 +108,35 @@ func storeErr(err error, sentinel, fallback string) *Error {
 func fromEcho(he *echo.HTTPError) *Error {
 	switch he.Code {
 	case http.StatusNotFound:
-		return apiErr(protocol.CodeNotFound, "no such route")
+		return Err(protocol.CodeNotFound, "no such route")
 	case http.StatusMethodNotAllowed:
-		return apiErr(protocol.CodeMethodNotAllowed, "method not allowed on this route")
+		return Err(protocol.CodeMethodNotAllowed, "method not allowed on this route")
 	case http.StatusRequestEntityTooLarge:
-		return apiErr(protocol.CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
+		return Err(protocol.CodeBodyTooLarge, "request body is larger than %d bytes", MaxBodyBytes)
 	case http.StatusUnauthorized:
-		return apiErr(protocol.CodeUnauthorized, "missing or wrong bearer token")
+		return Err(protocol.CodeUnauthorized, "missing or wrong bearer token")
 	case http.StatusUnsupportedMediaType:
-		return apiErr(protocol.CodeUnsupportedMediaType, "want application/json")
+		return Err(protocol.CodeUnsupportedMediaType, "want application/json")
 	}
 	if he.Code >= 400 && he.Code < 500 {
-		return apiErr(protocol.CodeBadRequest, "%s", http.StatusText(he.Code))
+		return Err(protocol.CodeBadRequest, "%s", http.StatusText(he.Code))
 	}
-	return apiErr(protocol.CodeInternal, "internal error")
+	return Err(protocol.CodeInternal, "internal error")
 }
 
-// handleError is echo's error handler: it renders every error through
-// toAPIError and logs the ones that were not expected.
-func (s *Server) handleError(err error, c echo.Context) {
+// HandleError is echo's error handler: it renders every error through
+// toAPIError and logs to log the ones that were not expected.
+func HandleError(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) { handleError(log, err, c) }
+}
+
+func handleError(log *slog.Logger, err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
 	ae, known := toAPIError(err)
 	if !known || ae.Status >= 500 {
-		s.log.Error("api request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+		log.Error("api request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 	}
 	if ae.Status == http.StatusUnauthorized {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="bindery"`)
@@ -150,8 +153,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	_ = c.JSON(ae.Status, body)
 }
 
-// recoverPanics turns a handler panic into a logged 500.
-func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+// RecoverPanics turns a handler panic into a logged 500.
+func RecoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
 			if r := recover(); r != nil {

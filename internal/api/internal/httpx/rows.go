@@ -1,4 +1,4 @@
-package api
+package httpx
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 // "a page of rows keyed by id", and differ only in the store call and the
 // view.
 
-// getByID serves the row whose id is the path's :id through view; the
+// GetByID serves the row whose id is the path's :id through view; the
 // store's ErrNotFound becomes the row's 404.
-func getByID[R, T any](c echo.Context, get func(context.Context, int64) (R, error), view func(R) T) error {
-	id, err := pathID(c, "id")
+func GetByID[R, T any](c echo.Context, get func(context.Context, int64) (R, error), view func(R) T) error {
+	id, err := PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -25,25 +25,25 @@ func getByID[R, T any](c echo.Context, get func(context.Context, int64) (R, erro
 	return c.JSON(http.StatusOK, view(r))
 }
 
-// idPageJSON renders rows fetched with limit+1 as a page whose cursor is
+// IDPageJSON renders rows fetched with limit+1 as a page whose cursor is
 // the id of its last row.
-func idPageJSON[R, T any](c echo.Context, rows []R, limit int, view func(R) T, id func(R) int64) error {
-	return c.JSON(http.StatusOK, makePage(rows, limit, view, func(r R) string {
+func IDPageJSON[R, T any](c echo.Context, rows []R, limit int, view func(R) T, id func(R) int64) error {
+	return c.JSON(http.StatusOK, MakePage(rows, limit, view, func(r R) string {
 		return EncodeIDCursor(id(r))
 	}))
 }
 
-// listUnder serves a page of the rows under the parent named by the path's
+// ListUnder serves a page of the rows under the parent named by the path's
 // :id (a scan's errors, a series' files): the parent is looked up first so
 // that an unknown parent is its 404 and not an empty page.
-func listUnder[P, R, T any](c echo.Context, parent func(context.Context, int64) (P, error),
+func ListUnder[P, R, T any](c echo.Context, parent func(context.Context, int64) (P, error),
 	list func(ctx context.Context, parentID, afterID int64, limit int) ([]R, error),
 	view func(R) T, id func(R) int64) error {
-	pid, err := pathID(c, "id")
+	pid, err := PathID(c, "id")
 	if err != nil {
 		return err
 	}
-	limit, after, err := idPage(c)
+	limit, after, err := IDPage(c)
 	if err != nil {
 		return err
 	}
@@ -55,18 +55,18 @@ func listUnder[P, R, T any](c echo.Context, parent func(context.Context, int64) 
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, rows, limit, view, id)
+	return IDPageJSON(c, rows, limit, view, id)
 }
 
-// listByLibrary serves a page of rows keyed by id, of the library named by
+// ListByLibrary serves a page of rows keyed by id, of the library named by
 // ?library_id= or of all libraries without it.
-func listByLibrary[R, T any](c echo.Context, list func(ctx context.Context, libraryID *int64, cursorID int64, limit int) ([]R, error),
+func ListByLibrary[R, T any](c echo.Context, list func(ctx context.Context, libraryID *int64, cursorID int64, limit int) ([]R, error),
 	view func(R) T, id func(R) int64) error {
-	limit, cursor, err := idPage(c)
+	limit, cursor, err := IDPage(c)
 	if err != nil {
 		return err
 	}
-	lib, err := queryID(c, "library_id")
+	lib, err := QueryID(c, "library_id")
 	if err != nil {
 		return err
 	}
@@ -74,5 +74,5 @@ func listByLibrary[R, T any](c echo.Context, list func(ctx context.Context, libr
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, rows, limit, view, id)
+	return IDPageJSON(c, rows, limit, view, id)
 }
