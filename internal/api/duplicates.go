@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
@@ -44,7 +45,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 		status = &st
 	}
 	return c.JSON(http.StatusOK, groupPage{
-		Page: httpx.MakePage(groups, limit, duplicateGroupView,
+		Page: httpx.MakePage(groups, limit, views.DuplicateGroup,
 			func(g duplicates.DuplicateGroup) string { return EncodeCursor(g.Anchor()) }),
 		Status: status,
 	})
@@ -52,7 +53,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 
 // groupPage is a page of groups with how far the search for them is.
 type groupPage struct {
-	httpx.Page[duplicateGroupJSON]
+	httpx.Page[views.DuplicateGroupJSON]
 	Status *hashStatusView `json:"status"` // first page only
 }
 
@@ -100,6 +101,6 @@ func (s *Server) listDuplicateFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return httpx.IDPageJSON(c, files, limit, duplicateFileView,
+	return httpx.IDPageJSON(c, files, limit, views.DuplicateFile,
 		func(f duplicates.DuplicateFile) int64 { return f.ID })
 }

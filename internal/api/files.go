@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/settings"
@@ -22,6 +23,9 @@ import (
 )
 
 func fileID(f model.File) int64 { return f.ID }
+
+// fileView is a file's row as the admin API shows it, its cover URL signed.
+func (s *Server) fileView(f model.File) views.FileJSON { return views.File(f, s.signer.url) }
 
 // listFiles pages files in natural path order (?sort=path, the default:
 // library by library, "Batman 2" before "Batman 10") or by id (?sort=id).
@@ -102,13 +106,13 @@ func (s *Server) getFile(c echo.Context) error {
 	}
 	v := s.fileView(f)
 	if m != nil {
-		v.Metadata = metadataView(*m)
+		v.Metadata = views.Metadata(*m)
 	}
 	if model.Deref(f.Format) == string(protocol.FormatVideo) {
 		p, err := s.cat.VideoProbeOf(ctx, id)
 		switch {
 		case err == nil:
-			v.Video = videoView(p)
+			v.Video = views.Video(p)
 		case !errors.Is(err, store.ErrNotFound):
 			return err
 		}
@@ -220,7 +224,7 @@ func (s *Server) admitted(c echo.Context, t model.Thumbnail, created bool, err e
 		return err
 	}
 	if created {
-		return c.JSON(http.StatusAccepted, thumbnailView(t))
+		return c.JSON(http.StatusAccepted, views.Thumbnail(t))
 	}
-	return c.JSON(http.StatusOK, thumbnailView(t))
+	return c.JSON(http.StatusOK, views.Thumbnail(t))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/queue"
@@ -22,7 +23,7 @@ type createJobBody struct {
 }
 
 type queuedJSON struct {
-	Queued queueEntryJSON `json:"queued"`
+	Queued views.QueueEntryJSON `json:"queued"`
 }
 
 // createJob requests a scan or hash job. The store decides in one
@@ -73,13 +74,13 @@ func (s *Server) createJob(c echo.Context) error {
 	s.cfg.Kick()
 	switch {
 	case out.Job != nil && out.Created:
-		return c.JSON(http.StatusCreated, jobView(*out.Job))
+		return c.JSON(http.StatusCreated, views.Job(*out.Job))
 	case out.Job != nil:
-		return c.JSON(http.StatusOK, jobView(*out.Job))
+		return c.JSON(http.StatusOK, views.Job(*out.Job))
 	case out.Queued != nil && out.Created:
-		return c.JSON(http.StatusAccepted, queuedJSON{Queued: queueView(*out.Queued, out.Position)})
+		return c.JSON(http.StatusAccepted, queuedJSON{Queued: views.QueueEntry(*out.Queued, out.Position)})
 	case out.Queued != nil:
-		return c.JSON(http.StatusOK, queuedJSON{Queued: queueView(*out.Queued, out.Position)})
+		return c.JSON(http.StatusOK, queuedJSON{Queued: views.QueueEntry(*out.Queued, out.Position)})
 	}
 	return errorf("request job: empty outcome")
 }
@@ -111,13 +112,13 @@ func (s *Server) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, httpx.MakePage(jobs, limit, jobView, func(j model.Job) string {
+	return c.JSON(http.StatusOK, httpx.MakePage(jobs, limit, views.Job, func(j model.Job) string {
 		return EncodeCursor(model.JobAnchor{CreatedAt: j.CreatedAt.String(), ID: j.ID})
 	}))
 }
 
 func (s *Server) getJob(c echo.Context) error {
-	return httpx.GetByID(c, s.q.GetJob, jobView)
+	return httpx.GetByID(c, s.q.GetJob, views.Job)
 }
 
 func (s *Server) cancelJob(c echo.Context) error {
@@ -133,7 +134,7 @@ func (s *Server) cancelJob(c echo.Context) error {
 		return err
 	}
 	s.cfg.Kick()
-	return c.JSON(http.StatusOK, jobView(j))
+	return c.JSON(http.StatusOK, views.Job(j))
 }
 
 func (s *Server) listQueue(c echo.Context) error {
@@ -141,11 +142,11 @@ func (s *Server) listQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]queueEntryJSON, 0, len(q))
+	items := make([]views.QueueEntryJSON, 0, len(q))
 	for i, e := range q {
-		items = append(items, queueView(e, i+1))
+		items = append(items, views.QueueEntry(e, i+1))
 	}
-	return c.JSON(http.StatusOK, httpx.Page[queueEntryJSON]{Items: items})
+	return c.JSON(http.StatusOK, httpx.Page[views.QueueEntryJSON]{Items: items})
 }
 
 func (s *Server) getQueueEntry(c echo.Context) error {
@@ -157,7 +158,7 @@ func (s *Server) getQueueEntry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, queueView(q, pos))
+	return c.JSON(http.StatusOK, views.QueueEntry(q, pos))
 }
 
 func (s *Server) deleteQueueEntry(c echo.Context) error {

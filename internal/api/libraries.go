@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -111,7 +112,7 @@ func (s *Server) createLibrary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, libraryView(lib))
+	return c.JSON(http.StatusCreated, views.Library(lib))
 }
 
 // firstAPIError unwraps errors.Join to the first *Error.
@@ -176,7 +177,7 @@ func (s *Server) listLibraries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return httpx.IDPageJSON(c, libs, limit, libraryView, func(l model.Library) int64 { return l.ID })
+	return httpx.IDPageJSON(c, libs, limit, views.Library, func(l model.Library) int64 { return l.ID })
 }
 
 func (s *Server) getLibrary(c echo.Context) error {
@@ -193,7 +194,7 @@ func (s *Server) getLibrary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := libraryView(lib)
+	v := views.Library(lib)
 	v.FileCount, v.MissingCount, v.SeriesCount = &st.FileCount, &st.MissingCount, &st.SeriesCount
 	if s.cfg.WatchStatus != nil {
 		if ws, ok := s.cfg.WatchStatus(id); ok {
@@ -206,7 +207,7 @@ func (s *Server) getLibrary(c echo.Context) error {
 			return err
 		}
 		if err == nil {
-			sv := scanView(scan)
+			sv := views.Scan(scan)
 			v.LastScan = &sv
 		}
 	}
@@ -236,7 +237,7 @@ func (s *Server) patchLibrary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, libraryView(lib))
+	return c.JSON(http.StatusOK, views.Library(lib))
 }
 
 func (s *Server) deleteLibrary(c echo.Context) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -61,9 +62,9 @@ func (s *Server) createCheckpoint(c echo.Context) error {
 		return err
 	}
 	if created {
-		return c.JSON(http.StatusAccepted, checkpointView(w))
+		return c.JSON(http.StatusAccepted, views.Checkpoint(w))
 	}
-	return c.JSON(http.StatusOK, checkpointView(w))
+	return c.JSON(http.StatusOK, views.Checkpoint(w))
 }
 
 func (s *Server) latestCheckpoint(c echo.Context) error {
@@ -74,7 +75,7 @@ func (s *Server) latestCheckpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, checkpointView(*w))
+	return c.JSON(http.StatusOK, views.Checkpoint(*w))
 }
 
 // listCheckpoints pages checkpoint rows newest first (id keyset).
@@ -87,7 +88,7 @@ func (s *Server) listCheckpoints(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return httpx.IDPageJSON(c, rows, limit, checkpointView, func(w model.WALJob) int64 { return w.ID })
+	return httpx.IDPageJSON(c, rows, limit, views.Checkpoint, func(w model.WALJob) int64 { return w.ID })
 }
 
 type cleanupBody struct {
@@ -121,7 +122,7 @@ func (s *Server) createCleanup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, cleanupView(job))
+	return c.JSON(http.StatusAccepted, views.Cleanup(job))
 }
 
 func (s *Server) recoverStale(c echo.Context) error {
@@ -132,7 +133,7 @@ func (s *Server) recoverStale(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, recoverView(n))
+	return c.JSON(http.StatusOK, views.Recover(n))
 }
 
 // workerLiveWindow: a worker seen within two lease durations is live.
@@ -144,11 +145,11 @@ func (s *Server) listWorkers(c echo.Context) error {
 		return err
 	}
 	now := s.st.Now()
-	items := make([]workerJSON, 0, len(ws))
+	items := make([]views.WorkerJSON, 0, len(ws))
 	for _, w := range ws {
 		live := !w.StoppedAt.Valid && now.Sub(w.LastSeenAt.Time) <= workerLiveWindow
-		items = append(items, workerJSON{WorkerID: w.WorkerID, Host: w.Host, PID: w.PID, Version: w.Version,
+		items = append(items, views.WorkerJSON{WorkerID: w.WorkerID, Host: w.Host, PID: w.PID, Version: w.Version,
 			Live: live, StartedAt: w.StartedAt, LastSeenAt: w.LastSeenAt, StoppedAt: w.StoppedAt.Ptr()})
 	}
-	return c.JSON(http.StatusOK, httpx.Page[workerJSON]{Items: items})
+	return c.JSON(http.StatusOK, httpx.Page[views.WorkerJSON]{Items: items})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
@@ -50,7 +51,7 @@ func (s *Server) getMe(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		out["user"] = viewUser(u)
+		out["user"] = views.User(u)
 	}
 	return c.JSON(http.StatusOK, out)
 }

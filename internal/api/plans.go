@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
@@ -232,7 +233,7 @@ func (s *Server) listPlans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return httpx.IDPageJSON(c, plans, limit, planSummary, func(p model.Plan) int64 { return p.ID })
+	return httpx.IDPageJSON(c, plans, limit, views.PlanSummary, func(p model.Plan) int64 { return p.ID })
 }
 
 func (s *Server) getPlan(c echo.Context) error {
@@ -262,9 +263,9 @@ func (s *Server) executePlan(c echo.Context) error {
 		return err
 	}
 	if created {
-		return c.JSON(http.StatusAccepted, jobView(job))
+		return c.JSON(http.StatusAccepted, views.Job(job))
 	}
-	return c.JSON(http.StatusOK, jobView(job))
+	return c.JSON(http.StatusOK, views.Job(job))
 }
 
 // planJSON renders a plan with its groups and, once its job ran, what
@@ -285,7 +286,7 @@ func (s *Server) planJSON(c echo.Context, status int, plan model.Plan) error {
 			return err
 		}
 	}
-	return c.JSON(status, planView(plan, files, results, fates))
+	return c.JSON(status, views.Plan(plan, files, results, fates))
 }
 
 // restoreBody is POST /trash/{job_id}/restore: the files to move back, or
@@ -319,5 +320,5 @@ func (s *Server) restoreTrash(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, jobView(job))
+	return c.JSON(http.StatusAccepted, views.Job(job))
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
@@ -43,7 +44,7 @@ func (s *Server) search(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return httpx.IDPageJSON(c, rows, limit, seriesView, func(s model.Series) int64 { return s.ID })
+		return httpx.IDPageJSON(c, rows, limit, views.Series, func(s model.Series) int64 { return s.ID })
 	}
 	return httpx.Err(protocol.CodeInvalidParameter, "kind must be books or series").With("parameter", "kind")
 }

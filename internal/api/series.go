@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/catalog"
@@ -21,7 +22,7 @@ func (s *Server) listSeries(c echo.Context) error {
 		return err
 	}
 	if byID {
-		return httpx.ListByLibrary(c, s.cat.ListSeries, seriesView, func(r model.Series) int64 { return r.ID })
+		return httpx.ListByLibrary(c, s.cat.ListSeries, views.Series, func(r model.Series) int64 { return r.ID })
 	}
 	limit, err := httpx.PageLimit(c)
 	if err != nil {
@@ -35,7 +36,7 @@ func (s *Server) listSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, httpx.MakePage(rows, limit, seriesView, func(r model.Series) string { return httpx.SortCursor(r.SortKey, r.ID) }))
+	return c.JSON(http.StatusOK, httpx.MakePage(rows, limit, views.Series, func(r model.Series) string { return httpx.SortCursor(r.SortKey, r.ID) }))
 }
 
 // getSeries returns a series with its details: ComicInfo fields of its
@@ -56,11 +57,11 @@ func (s *Server) getSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := seriesView(ser)
-	v.Details = &seriesDetailsJSON{Summary: d.Summary, Genres: splitList(d.Genre), Tags: splitList(d.Tags),
-		AgeRating: d.AgeRating, Language: d.LanguageISO, Writers: splitList(d.Writer),
+	v := views.Series(ser)
+	v.Details = &views.SeriesDetailsJSON{Summary: d.Summary, Genres: views.SplitList(d.Genre), Tags: views.SplitList(d.Tags),
+		AgeRating: d.AgeRating, Language: d.LanguageISO, Writers: views.SplitList(d.Writer),
 		Manga: d.Manga, RightToLeft: protocol.Manga(model.Deref(d.Manga)).RightToLeft(), Count: d.SeriesCount,
-		Cover: coverJSON{Status: "none"}, CoverFile: d.CoverFileID}
+		Cover: views.CoverJSON{Status: "none"}, CoverFile: d.CoverFileID}
 	if v.Summary == nil {
 		v.Summary = v.Details.Summary
 	}
@@ -118,13 +119,13 @@ func (s *Server) listSeriesFiles(c echo.Context) error {
 
 // listScans pages scan sessions newest first; the cursor is the last id.
 func (s *Server) listScans(c echo.Context) error {
-	return httpx.ListByLibrary(c, s.cat.ListScans, scanView, func(r model.Scan) int64 { return r.ID })
+	return httpx.ListByLibrary(c, s.cat.ListScans, views.Scan, func(r model.Scan) int64 { return r.ID })
 }
 
 func (s *Server) getScan(c echo.Context) error {
-	return httpx.GetByID(c, s.cat.GetScan, scanView)
+	return httpx.GetByID(c, s.cat.GetScan, views.Scan)
 }
 
 func (s *Server) listScanErrors(c echo.Context) error {
-	return httpx.ListUnder(c, s.cat.GetScan, s.cat.ScanErrors, scanErrorView, func(r model.ScanErrorEntry) int64 { return r.ID })
+	return httpx.ListUnder(c, s.cat.GetScan, s.cat.ScanErrors, views.ScanError, func(r model.ScanErrorEntry) int64 { return r.ID })
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -43,7 +44,7 @@ func (s *Server) createThumbnail(c echo.Context) error {
 }
 
 func (s *Server) getThumbnail(c echo.Context) error {
-	return httpx.GetByID(c, s.th.GetThumbnail, thumbnailView)
+	return httpx.GetByID(c, s.th.GetThumbnail, views.Thumbnail)
 }
 
 func (s *Server) thumbnailMetrics(c echo.Context) error {
@@ -51,5 +52,5 @@ func (s *Server) thumbnailMetrics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, thumbnailMetricsView(m))
+	return c.JSON(http.StatusOK, views.ThumbnailMetrics(m))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
@@ -29,19 +30,6 @@ func (s *Server) userRoutes(g *echo.Group) {
 	g.POST("/users/:id/api-keys", s.createAPIKey)
 	g.GET("/users/:id/api-keys", s.listAPIKeys)
 	g.DELETE("/users/:id/api-keys/:key_id", s.deleteAPIKey)
-}
-
-type userView struct {
-	ID         int64         `json:"id"`
-	Name       string        `json:"name"`
-	Disabled   bool          `json:"disabled"`
-	LibraryIDs []int64       `json:"library_ids,omitempty"`
-	CreatedAt  protocol.Time `json:"created_at"`
-	UpdatedAt  protocol.Time `json:"updated_at"`
-}
-
-func viewUser(u model.User) userView {
-	return userView{ID: u.ID, Name: u.Name, Disabled: u.Disabled, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
 }
 
 type userBody struct {
@@ -81,7 +69,7 @@ func (s *Server) createUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := viewUser(u)
+	v := views.User(u)
 	if b.LibraryIDs != nil {
 		if err := s.rd.SetUserLibraries(ctx, u.ID, *b.LibraryIDs); err != nil {
 			_ = s.rd.DeleteUser(ctx, u.ID)
@@ -103,11 +91,11 @@ func (s *Server) listUsers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return httpx.IDPageJSON(c, users, limit, viewUser, func(u model.User) int64 { return u.ID })
+	return httpx.IDPageJSON(c, users, limit, views.User, func(u model.User) int64 { return u.ID })
 }
 
 func (s *Server) userWithGrant(c echo.Context, u model.User) error {
-	v := viewUser(u)
+	v := views.User(u)
 	var err error
 	if v.LibraryIDs, err = s.rd.UserLibraries(c.Request().Context(), u.ID); err != nil {
 		return err

@@ -1,9 +1,9 @@
-package api
+package views
 
 import "github.com/bindery-nas/bindery/internal/model"
 
-// videoJSON is what ffprobe said of a video file (GET /files/{id}).
-type videoJSON struct {
+// VideoJSON is what ffprobe said of a video file (GET /files/{id}).
+type VideoJSON struct {
 	Container  string  `json:"container"`
 	DurationMS int64   `json:"duration_ms"`
 	Width      *int64  `json:"width"`
@@ -13,7 +13,7 @@ type videoJSON struct {
 	Rotation   int64   `json:"rotation"`
 }
 
-func videoView(p model.VideoProbe) *videoJSON {
-	return &videoJSON{Container: p.Container, DurationMS: p.DurationMS, Width: p.Width, Height: p.Height,
+func Video(p model.VideoProbe) *VideoJSON {
+	return &VideoJSON{Container: p.Container, DurationMS: p.DurationMS, Width: p.Width, Height: p.Height,
 		VideoCodec: p.VideoCodec, AudioCodec: p.AudioCodec, Rotation: p.Rotation}
 }

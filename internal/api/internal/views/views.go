@@ -1,4 +1,9 @@
-package api
+// Package views holds the JSON views of the store's rows that the API's
+// packages render: each a type (FileJSON, SeriesJSON, …) and a function
+// that makes it from the row (File, Series, …). Timestamps are
+// protocol.Time, which goes out as RFC 3339 UTC with milliseconds; NULL
+// columns go out as null. It imports no package of the API.
+package views
 
 import (
 	"encoding/hex"
@@ -11,9 +16,6 @@ import (
 	"github.com/bindery-nas/bindery/internal/watch"
 	"github.com/bindery-nas/bindery/protocol"
 )
-
-// JSON views of the store's rows. Timestamps are protocol.Time, which goes
-// out as RFC 3339 UTC with milliseconds; NULL columns go out as null.
 
 // nsTime renders a file mtime (Unix nanoseconds) in RFC 3339 UTC.
 func nsTime(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
@@ -52,7 +54,7 @@ func runTimesView(created, updated protocol.Time, started, finished *protocol.Ti
 	return runTimesJSON{CreatedAt: created, UpdatedAt: updated, StartedAt: started, FinishedAt: finished}
 }
 
-type libraryJSON struct {
+type LibraryJSON struct {
 	ID                  int64                 `json:"id"`
 	Name                string                `json:"name"`
 	Path                string                `json:"path"`
@@ -66,18 +68,18 @@ type libraryJSON struct {
 	FileCount           *int64                `json:"file_count,omitempty"`
 	MissingCount        *int64                `json:"missing_count,omitempty"`
 	SeriesCount         *int64                `json:"series_count,omitempty"`
-	LastScan            *scanJSON             `json:"last_scan,omitempty"`
+	LastScan            *ScanJSON             `json:"last_scan,omitempty"`
 	Watch               protocol.WatchMode    `json:"watch"`
 	Watcher             *watch.Status         `json:"watcher,omitempty"`
 }
 
-func libraryView(l model.Library) libraryJSON {
-	return libraryJSON{ID: l.ID, Name: l.Name, Path: l.Path, ScanIntervalMinutes: l.ScanIntervalMinutes,
+func Library(l model.Library) LibraryJSON {
+	return LibraryJSON{ID: l.ID, Name: l.Name, Path: l.Path, ScanIntervalMinutes: l.ScanIntervalMinutes,
 		AllowDelete: l.AllowDelete, AllowUnlink: l.AllowUnlink, Media: l.Media, Watch: l.Watch,
 		LastScanRequestedAt: l.LastScanRequestedAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
 }
 
-type jobJSON struct {
+type JobJSON struct {
 	ID             int64              `json:"id"`
 	Kind           protocol.JobKind   `json:"kind"`
 	Status         protocol.JobStatus `json:"status"`
@@ -97,8 +99,8 @@ type jobJSON struct {
 	runTimesJSON
 }
 
-func jobView(j model.Job) jobJSON {
-	return jobJSON{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: j.LibraryID, Priority: j.Priority,
+func Job(j model.Job) JobJSON {
+	return JobJSON{ID: j.ID, Kind: j.Kind, Status: j.Status, LibraryID: j.LibraryID, Priority: j.Priority,
 		Progress: j.Progress, ProcessedItems: j.ProcessedItems, TotalItems: j.TotalItems,
 		leaseJSON: leaseView(j.Lease),
 		Attempt:   j.Attempt, RetryAfter: j.RetryAfter, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage,
@@ -106,7 +108,7 @@ func jobView(j model.Job) jobJSON {
 		runTimesJSON: runTimesView(j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)}
 }
 
-type queueEntryJSON struct {
+type QueueEntryJSON struct {
 	ID        int64             `json:"id"`
 	Kind      protocol.JobKind  `json:"kind"`
 	LibraryID *int64            `json:"library_id"`
@@ -119,25 +121,25 @@ type queueEntryJSON struct {
 	UpdatedAt protocol.Time `json:"updated_at"`
 }
 
-func queueView(q queue.ScanRequest, pos int) queueEntryJSON {
-	return queueEntryJSON{ID: q.ID, Kind: q.Kind, LibraryID: q.LibraryID, Priority: q.Priority, Reason: q.Reason,
+func QueueEntry(q queue.ScanRequest, pos int) QueueEntryJSON {
+	return QueueEntryJSON{ID: q.ID, Kind: q.Kind, LibraryID: q.LibraryID, Priority: q.Priority, Reason: q.Reason,
 		Paths: q.ScanPaths(), Position: pos, CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt}
 }
 
-type coverJSON struct {
+type CoverJSON struct {
 	// Status: none, pending, running, ready or failed (the newest row's).
 	Status string  `json:"status"`
 	URL    *string `json:"url"`
 	// Error says why the newest render failed (status failed).
-	Error *analysisJSON `json:"error,omitempty"`
+	Error *AnalysisJSON `json:"error,omitempty"`
 }
 
-type seriesRefJSON struct {
+type SeriesRefJSON struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
 }
 
-type fileJSON struct {
+type FileJSON struct {
 	ID            int64             `json:"id"`
 	LibraryID     int64             `json:"library_id"`
 	RelativePath  string            `json:"relative_path"`
@@ -148,55 +150,56 @@ type fileJSON struct {
 	Role          protocol.FileRole `json:"role"`
 	Volumes       *int64            `json:"volumes"`
 	TotalPages    *int64            `json:"total_pages"`
-	Series        *seriesRefJSON    `json:"series"`
+	Series        *SeriesRefJSON    `json:"series"`
 	IsMissing     bool              `json:"is_missing"`
 	MissingSince  *protocol.Time    `json:"missing_since"`
 	HashAlgorithm *string           `json:"hash_algorithm"`
 	ContentHash   *string           `json:"content_hash"`
-	AnalysisError *analysisJSON     `json:"analysis_error"`
+	AnalysisError *AnalysisJSON     `json:"analysis_error"`
 	AnalyzedAt    *protocol.Time    `json:"analyzed_at"`
-	Cover         coverJSON         `json:"cover"`
-	Metadata      *metadataJSON     `json:"metadata,omitempty"`
-	Video         *videoJSON        `json:"video,omitempty"`
+	Cover         CoverJSON         `json:"cover"`
+	Metadata      *MetadataJSON     `json:"metadata,omitempty"`
+	Video         *VideoJSON        `json:"video,omitempty"`
 	CreatedAt     protocol.Time     `json:"created_at"`
 	UpdatedAt     protocol.Time     `json:"updated_at"`
 }
 
-type analysisJSON struct {
+type AnalysisJSON struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
-func (s *Server) fileView(f model.File) fileJSON {
-	v := fileJSON{ID: f.ID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes,
+// File is a file's row with its cover, whose URL coverURL signs.
+func File(f model.File, coverURL func(fileID int64, version string) string) FileJSON {
+	v := FileJSON{ID: f.ID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes,
 		Mtime: nsTime(f.MtimeNS), MtimeNS: f.MtimeNS, Format: f.Format, Role: f.Role, Volumes: f.Volumes, TotalPages: f.TotalPages,
 		IsMissing: f.IsMissing, MissingSince: f.MissingSince, HashAlgorithm: f.HashAlgorithm,
 		AnalyzedAt: f.AnalyzedAt, CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
-		Cover: coverJSON{Status: "none"}}
+		Cover: CoverJSON{Status: "none"}}
 	if f.SeriesID != nil {
-		v.Series = &seriesRefJSON{ID: model.Deref(f.SeriesID), Name: model.Deref(f.SeriesName)}
+		v.Series = &SeriesRefJSON{ID: model.Deref(f.SeriesID), Name: model.Deref(f.SeriesName)}
 	}
 	if len(f.ContentHash) > 0 {
 		h := hex.EncodeToString(f.ContentHash)
 		v.ContentHash = &h
 	}
 	if f.AnalysisErrorCode != nil {
-		v.AnalysisError = &analysisJSON{Code: model.Deref(f.AnalysisErrorCode), Message: model.Deref(f.AnalysisErrorMessage)}
+		v.AnalysisError = &AnalysisJSON{Code: model.Deref(f.AnalysisErrorCode), Message: model.Deref(f.AnalysisErrorMessage)}
 	}
 	if f.CoverStatus != nil {
 		v.Cover.Status = model.Deref(f.CoverStatus)
 	}
 	if f.CoverErrorCode != nil {
-		v.Cover.Error = &analysisJSON{Code: model.Deref(f.CoverErrorCode), Message: model.Deref(f.CoverErrorMessage)}
+		v.Cover.Error = &AnalysisJSON{Code: model.Deref(f.CoverErrorCode), Message: model.Deref(f.CoverErrorMessage)}
 	}
 	if ver := f.CoverVersion(); ver != "" {
-		u := s.signer.url(f.ID, ver)
+		u := coverURL(f.ID, ver)
 		v.Cover.URL = &u
 	}
 	return v
 }
 
-type metadataJSON struct {
+type MetadataJSON struct {
 	Source         string  `json:"source"`
 	Series         *string `json:"series"`
 	Number         *string `json:"number"`
@@ -214,14 +217,14 @@ type metadataJSON struct {
 	Summary        *string `json:"summary"`
 	Web            *string `json:"web"`
 	FrontCoverPage *int64  `json:"front_cover_page"`
-	// Manga and RightToLeft as in seriesDetailsJSON, for this book alone.
+	// Manga and RightToLeft as in SeriesDetailsJSON, for this book alone.
 	Manga       *string       `json:"manga"`
 	RightToLeft bool          `json:"right_to_left"`
 	UpdatedAt   protocol.Time `json:"updated_at"`
 }
 
-func metadataView(m model.FileMetadata) *metadataJSON {
-	return &metadataJSON{Source: m.Source, Series: m.Series, Number: m.Number, Volume: m.Volume,
+func Metadata(m model.FileMetadata) *MetadataJSON {
+	return &MetadataJSON{Source: m.Source, Series: m.Series, Number: m.Number, Volume: m.Volume,
 		Title: m.Title, Year: m.Year, Month: m.Month, Publisher: m.Publisher,
 		Genre: m.Genre, Tags: m.Tags, AgeRating: m.AgeRating, LanguageISO: m.LanguageISO,
 		Writer: m.Writer, Penciller: m.Penciller, Summary: m.Summary, Web: m.Web,
@@ -229,7 +232,7 @@ func metadataView(m model.FileMetadata) *metadataJSON {
 		RightToLeft: protocol.Manga(model.Deref(m.Manga)).RightToLeft(), UpdatedAt: m.UpdatedAt}
 }
 
-type seriesJSON struct {
+type SeriesJSON struct {
 	ID        int64         `json:"id"`
 	LibraryID int64         `json:"library_id"`
 	Name      string        `json:"name"`
@@ -240,12 +243,12 @@ type seriesJSON struct {
 	CreatedAt protocol.Time `json:"created_at"`
 	UpdatedAt protocol.Time `json:"updated_at"`
 	// GET /series/{id} only.
-	Details *seriesDetailsJSON `json:"details,omitempty"`
+	Details *SeriesDetailsJSON `json:"details,omitempty"`
 }
 
-// seriesDetailsJSON: each field from the first book in reading order that
+// SeriesDetailsJSON: each field from the first book in reading order that
 // has it; the cover is that of the first book with one.
-type seriesDetailsJSON struct {
+type SeriesDetailsJSON struct {
 	Summary   *string  `json:"summary"`
 	Genres    []string `json:"genres"`
 	Tags      []string `json:"tags"`
@@ -257,12 +260,12 @@ type seriesDetailsJSON struct {
 	Manga       *string   `json:"manga"`
 	RightToLeft bool      `json:"right_to_left"`
 	Count       *int64    `json:"count"`
-	Cover       coverJSON `json:"cover"`
+	Cover       CoverJSON `json:"cover"`
 	CoverFile   *int64    `json:"cover_file_id"`
 }
 
-// splitList splits a ComicInfo list ("Action, Drama") into its items.
-func splitList(s *string) []string {
+// SplitList splits a ComicInfo list ("Action, Drama") into its items.
+func SplitList(s *string) []string {
 	out := []string{}
 	for _, p := range strings.Split(model.Deref(s), ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -272,12 +275,12 @@ func splitList(s *string) []string {
 	return out
 }
 
-func seriesView(s model.Series) seriesJSON {
-	return seriesJSON{ID: s.ID, LibraryID: s.LibraryID, Name: s.Name, Publisher: s.Publisher, Year: s.Year,
+func Series(s model.Series) SeriesJSON {
+	return SeriesJSON{ID: s.ID, LibraryID: s.LibraryID, Name: s.Name, Publisher: s.Publisher, Year: s.Year,
 		Summary: s.Summary, FileCount: s.FileCount, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
-type scanJSON struct {
+type ScanJSON struct {
 	ID           int64                      `json:"id"`
 	JobID        *int64                     `json:"job_id"`
 	LibraryID    int64                      `json:"library_id"`
@@ -289,12 +292,12 @@ type scanJSON struct {
 	FinishedAt   *protocol.Time             `json:"finished_at"`
 }
 
-func scanView(r model.Scan) scanJSON {
-	return scanJSON{ID: r.ID, JobID: r.JobID, LibraryID: r.LibraryID, Status: r.Status, Counts: r.ScanCounts.Map(),
+func Scan(r model.Scan) ScanJSON {
+	return ScanJSON{ID: r.ID, JobID: r.JobID, LibraryID: r.LibraryID, Status: r.Status, Counts: r.ScanCounts.Map(),
 		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
 }
 
-type scanErrorJSON struct {
+type ScanErrorJSON struct {
 	ID           int64         `json:"id"`
 	SessionID    int64         `json:"session_id"`
 	RelativePath string        `json:"relative_path"`
@@ -303,12 +306,12 @@ type scanErrorJSON struct {
 	CreatedAt    protocol.Time `json:"created_at"`
 }
 
-func scanErrorView(e model.ScanErrorEntry) scanErrorJSON {
-	return scanErrorJSON{ID: e.ID, SessionID: e.SessionID, RelativePath: e.RelativePath, ErrorCode: e.ErrorCode,
+func ScanError(e model.ScanErrorEntry) ScanErrorJSON {
+	return ScanErrorJSON{ID: e.ID, SessionID: e.SessionID, RelativePath: e.RelativePath, ErrorCode: e.ErrorCode,
 		Message: e.Message, CreatedAt: e.CreatedAt}
 }
 
-type thumbnailJSON struct {
+type ThumbnailJSON struct {
 	ID        int64                    `json:"id"`
 	FileID    int64                    `json:"file_id"`
 	LibraryID int64                    `json:"library_id"`
@@ -327,15 +330,15 @@ type thumbnailJSON struct {
 	runTimesJSON
 }
 
-func thumbnailView(t model.Thumbnail) thumbnailJSON {
-	return thumbnailJSON{ID: t.ID, FileID: t.FileID, LibraryID: t.LibraryID, GroupKey: t.GroupKey, MediaType: t.MediaType,
+func Thumbnail(t model.Thumbnail) ThumbnailJSON {
+	return ThumbnailJSON{ID: t.ID, FileID: t.FileID, LibraryID: t.LibraryID, GroupKey: t.GroupKey, MediaType: t.MediaType,
 		Format: t.Format, Status: t.Status, Width: t.Width, Height: t.Height, BytesSize: t.BytesSize,
 		leaseJSON: leaseView(t.Lease),
 		ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage, ErrorCount: t.ErrorCount,
 		RetryAfter: t.RetryAfter, runTimesJSON: runTimesView(t.CreatedAt, t.UpdatedAt, t.StartedAt, t.FinishedAt)}
 }
 
-type cleanupJSON struct {
+type CleanupJSON struct {
 	ID           int64                  `json:"id"`
 	GroupKey     string                 `json:"group_key"`
 	Status       protocol.CleanupStatus `json:"status"`
@@ -349,13 +352,13 @@ type cleanupJSON struct {
 	FinishedAt   *protocol.Time         `json:"finished_at"`
 }
 
-func cleanupView(c model.CleanupJob) cleanupJSON {
-	return cleanupJSON{ID: c.ID, GroupKey: c.GroupKey, Status: c.Status, ExecuteAfter: c.ExecuteAfter,
+func Cleanup(c model.CleanupJob) CleanupJSON {
+	return CleanupJSON{ID: c.ID, GroupKey: c.GroupKey, Status: c.Status, ExecuteAfter: c.ExecuteAfter,
 		DeletedFiles: c.DeletedFiles, DeletedRows: c.DeletedRows, ErrorCode: c.ErrorCode,
 		ErrorMessage: c.ErrorMessage, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, FinishedAt: c.FinishedAt}
 }
 
-type checkpointJSON struct {
+type CheckpointJSON struct {
 	ID                  int64                   `json:"id"`
 	Mode                protocol.CheckpointMode `json:"mode"`
 	Reason              string                  `json:"reason"`
@@ -372,15 +375,15 @@ type checkpointJSON struct {
 	runTimesJSON
 }
 
-func checkpointView(w model.WALJob) checkpointJSON {
-	return checkpointJSON{ID: w.ID, Mode: w.RequestedMode, Reason: w.Reason, Status: w.Status,
+func Checkpoint(w model.WALJob) CheckpointJSON {
+	return CheckpointJSON{ID: w.ID, Mode: w.RequestedMode, Reason: w.Reason, Status: w.Status,
 		ExecuteAfter: w.ExecuteAfter, RetryCount: w.RetryCount, RetryAfter: w.RetryAfter,
 		CheckpointBusy: w.CheckpointBusy, CheckpointLogFrames: w.CheckpointLogFrames,
 		CheckpointedFrames: w.CheckpointedFrames, WorkerID: w.WorkerID, ErrorCode: w.ErrorCode,
 		ErrorMessage: w.ErrorMessage, runTimesJSON: runTimesView(w.CreatedAt, w.UpdatedAt, w.StartedAt, w.FinishedAt)}
 }
 
-type workerJSON struct {
+type WorkerJSON struct {
 	WorkerID   string         `json:"worker_id"`
 	Host       string         `json:"host"`
 	PID        int64          `json:"pid"`

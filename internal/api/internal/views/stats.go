@@ -1,4 +1,4 @@
-package api
+package views
 
 import (
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
@@ -11,7 +11,7 @@ import (
 // one for one, so a conversion is the whole view; the JSON names live here,
 // not in the store.
 
-type duplicateGroupJSON struct {
+type DuplicateGroupJSON struct {
 	GroupKey       string `json:"group_key"`
 	HashAlgorithm  string `json:"hash_algorithm"`
 	ContentHashHex string `json:"content_hash"`
@@ -20,9 +20,9 @@ type duplicateGroupJSON struct {
 	WastedBytes    int64  `json:"wasted_bytes"`
 }
 
-func duplicateGroupView(g duplicates.DuplicateGroup) duplicateGroupJSON { return duplicateGroupJSON(g) }
+func DuplicateGroup(g duplicates.DuplicateGroup) DuplicateGroupJSON { return DuplicateGroupJSON(g) }
 
-type duplicateFileJSON struct {
+type DuplicateFileJSON struct {
 	ID           int64             `json:"id"`
 	LibraryID    int64             `json:"library_id"`
 	RelativePath string            `json:"relative_path"`
@@ -31,9 +31,9 @@ type duplicateFileJSON struct {
 	Role         protocol.FileRole `json:"role"`
 }
 
-func duplicateFileView(f duplicates.DuplicateFile) duplicateFileJSON { return duplicateFileJSON(f) }
+func DuplicateFile(f duplicates.DuplicateFile) DuplicateFileJSON { return DuplicateFileJSON(f) }
 
-type recoverJSON struct {
+type RecoverJSON struct {
 	Jobs       int64 `json:"jobs"`
 	Thumbnails int64 `json:"thumbnails"`
 	Cleanup    int64 `json:"cleanup"`
@@ -41,11 +41,11 @@ type recoverJSON struct {
 	Total      int64 `json:"total"`
 }
 
-func recoverView(n leases.RecoverCounts) recoverJSON {
-	return recoverJSON{Jobs: n.Jobs, Thumbnails: n.Thumbnails, Cleanup: n.Cleanup, WAL: n.WAL, Total: n.Total()}
+func Recover(n leases.RecoverCounts) RecoverJSON {
+	return RecoverJSON{Jobs: n.Jobs, Thumbnails: n.Thumbnails, Cleanup: n.Cleanup, WAL: n.WAL, Total: n.Total()}
 }
 
-type thumbnailMetricsJSON struct {
+type ThumbnailMetricsJSON struct {
 	Pending              int64              `json:"pending"`
 	Running              int64              `json:"running"`
 	Ready                int64              `json:"ready"`
@@ -55,24 +55,24 @@ type thumbnailMetricsJSON struct {
 	CleanupRunning       int64              `json:"cleanup_running"`
 	CleanupOverdue       int64              `json:"cleanup_overdue"`
 	MaxCleanupLagSeconds float64            `json:"max_cleanup_lag_seconds"`
-	Crashed              []crashedCoverJSON `json:"crashed"`
+	Crashed              []CrashedCoverJSON `json:"crashed"`
 }
 
-type crashedCoverJSON struct {
+type CrashedCoverJSON struct {
 	ThumbnailID  int64         `json:"thumbnail_id"`
 	FileID       int64         `json:"file_id"`
 	RelativePath string        `json:"relative_path"`
 	FinishedAt   protocol.Time `json:"finished_at"`
 }
 
-func thumbnailMetricsView(m thumbnails.ThumbnailMetrics) thumbnailMetricsJSON {
-	crashed := make([]crashedCoverJSON, 0, len(m.Crashed))
+func ThumbnailMetrics(m thumbnails.ThumbnailMetrics) ThumbnailMetricsJSON {
+	crashed := make([]CrashedCoverJSON, 0, len(m.Crashed))
 	for _, c := range m.Crashed {
-		v := crashedCoverJSON(c)
+		v := CrashedCoverJSON(c)
 		v.FinishedAt = c.FinishedAt
 		crashed = append(crashed, v)
 	}
-	return thumbnailMetricsJSON{Pending: m.Pending, Running: m.Running, Ready: m.Ready, Failed: m.Failed,
+	return ThumbnailMetricsJSON{Pending: m.Pending, Running: m.Running, Ready: m.Ready, Failed: m.Failed,
 		RetryBacklog: m.RetryBacklog, CleanupPending: m.CleanupPending, CleanupRunning: m.CleanupRunning,
 		CleanupOverdue: m.CleanupOverdue, MaxCleanupLagSeconds: m.MaxCleanupLagSeconds, Crashed: crashed}
 }

@@ -1,4 +1,4 @@
-package api
+package views
 
 import (
 	"encoding/hex"
@@ -7,7 +7,7 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-type planSummaryJSON struct {
+type PlanSummaryJSON struct {
 	ID          int64                 `json:"id"`
 	Kind        protocol.PlanKind     `json:"kind"`
 	Policy      protocol.KeepPolicy   `json:"policy"`
@@ -22,22 +22,22 @@ type planSummaryJSON struct {
 	ExecutedAt  *protocol.Time        `json:"executed_at"`
 }
 
-type planJSON struct {
-	planSummaryJSON
-	Groups []planGroupJSON `json:"groups"`
+type PlanJSON struct {
+	PlanSummaryJSON
+	Groups []PlanGroupJSON `json:"groups"`
 	// Trash lists the files a restore or purge plan acts on.
-	Trash []planFileJSON `json:"trash,omitempty"`
+	Trash []PlanFileJSON `json:"trash,omitempty"`
 }
 
-type planGroupJSON struct {
+type PlanGroupJSON struct {
 	GroupKey string         `json:"group_key"`
-	Keep     planFileJSON   `json:"keep"`
-	Remove   []planFileJSON `json:"remove"`
+	Keep     PlanFileJSON   `json:"keep"`
+	Remove   []PlanFileJSON `json:"remove"`
 }
 
-// planFileJSON is one planned file; outcome, message and trash_path are
+// PlanFileJSON is one planned file; outcome, message and trash_path are
 // set once the plan's job has dealt with a copy.
-type planFileJSON struct {
+type PlanFileJSON struct {
 	FileID       int64                   `json:"file_id"`
 	LibraryID    int64                   `json:"library_id"`
 	RelativePath string                  `json:"relative_path"`
@@ -50,26 +50,26 @@ type planFileJSON struct {
 	Later *protocol.DeleteOutcome `json:"later,omitempty"`
 }
 
-func planSummary(p model.Plan) planSummaryJSON {
-	return planSummaryJSON{ID: p.ID, Kind: p.GroupKind, Policy: p.Policy, Action: p.Action, TrashJobID: p.TrashJobID, GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
+func PlanSummary(p model.Plan) PlanSummaryJSON {
+	return PlanSummaryJSON{ID: p.ID, Kind: p.GroupKind, Policy: p.Policy, Action: p.Action, TrashJobID: p.TrashJobID, GroupCount: p.GroupCount, RemoveCount: p.RemoveCount,
 		BytesFreed: p.BytesFreed, JobID: p.JobID, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		ExecutedAt: p.ExecutedAt}
 }
 
-func planView(p model.Plan, files []model.PlanFile, results []model.DeleteResult, fates map[int64]protocol.DeleteOutcome) planJSON {
+func Plan(p model.Plan, files []model.PlanFile, results []model.DeleteResult, fates map[int64]protocol.DeleteOutcome) PlanJSON {
 	byFile := make(map[int64]model.DeleteResult, len(results))
 	for _, r := range results {
 		byFile[r.FileID] = r
 	}
-	v := planJSON{planSummaryJSON: planSummary(p), Groups: []planGroupJSON{}}
+	v := PlanJSON{PlanSummaryJSON: PlanSummary(p), Groups: []PlanGroupJSON{}}
 	for _, f := range files {
-		pf := planFileJSON{FileID: f.FileID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes, MtimeNS: f.MtimeNS}
+		pf := PlanFileJSON{FileID: f.FileID, LibraryID: f.LibraryID, RelativePath: f.RelativePath, SizeBytes: f.SizeBytes, MtimeNS: f.MtimeNS}
 		if f.Decision == protocol.DecisionKeep {
 			key := protocol.GroupKey{Algorithm: f.HashAlgorithm, Hash: f.ContentHash}.String()
 			if f.GroupKey != nil { // a same_pages group: its key as /duplicates/books lists it
 				key = hex.EncodeToString(f.GroupKey)
 			}
-			v.Groups = append(v.Groups, planGroupJSON{GroupKey: key, Keep: pf, Remove: []planFileJSON{}})
+			v.Groups = append(v.Groups, PlanGroupJSON{GroupKey: key, Keep: pf, Remove: []PlanFileJSON{}})
 			continue
 		}
 		if r, ok := byFile[f.FileID]; ok {
