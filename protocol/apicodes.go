@@ -83,7 +83,7 @@ const (
 	CodeMediaUnreadable = "media_unreadable"
 	CodeMediaTooLarge   = "media_too_large"
 
-	// Reader accounts (internal/api/readerauth.go).
+	// Reader accounts (internal/api/readers/auth.go).
 	CodeUserNotFound    = "user_not_found"
 	CodeUserExists      = "user_exists"
 	CodeAPIKeyNotFound  = "api_key_not_found"

@@ -23,9 +23,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/readers"
 	"github.com/bindery-nas/bindery/internal/events"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
-	"github.com/bindery-nas/bindery/internal/reader"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/catalog"
 	"github.com/bindery-nas/bindery/internal/store/duplicates"
@@ -42,6 +42,9 @@ const Base = httpx.Base
 
 // MaxBodyBytes caps every request body (1 MiB); larger bodies get 413.
 const MaxBodyBytes = httpx.MaxBodyBytes
+
+// CoverKeyBytes is the length of the cover URL secret.
+const CoverKeyBytes = readers.CoverKeyBytes
 
 // EncodeCursor renders any anchor as an opaque cursor (base64url JSON).
 func EncodeCursor(anchor any) string { return httpx.EncodeCursor(anchor) }
@@ -107,11 +110,7 @@ type Server struct {
 	realRoots pathsafe.Roots
 	reg       *prometheus.Registry
 	m         *httpMetrics
-	signer    coverSigner
-	books     *reader.Books
-	shrunk    *reader.Shrunk
-	limits    *failLimiter
-	creds     *credCache
+	readers   *readers.Server // the reader routes, covers and cover URLs
 }
 
 // New builds the server and its routes.
@@ -148,17 +147,14 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if len(cfg.CoverKey) == 0 {
-		cfg.CoverKey = make([]byte, CoverKeyBytes)
+		cfg.CoverKey = make([]byte, readers.CoverKeyBytes)
 		rand.Read(cfg.CoverKey)
 	} else if len(cfg.CoverKey) < 16 {
 		return nil, errorf("api: cover key of %d bytes, want at least 16", len(cfg.CoverKey))
 	}
 	s := &Server{cfg: cfg, st: cfg.Store, rd: reading.New(cfg.Store), hs: hashes.New(cfg.Store), dp: duplicates.New(cfg.Store), ls: leases.New(cfg.Store), th: thumbnails.New(cfg.Store), q: queue.New(cfg.Store), cat: catalog.New(cfg.Store), log: cfg.Logger, roots: roots, realRoots: realRoots, reg: cfg.Registry,
-		signer: coverSigner{key: cfg.CoverKey, now: time.Now},
-		books:  reader.NewBooks(realRoots, 0), shrunk: reader.NewShrunk(cfg.StateDir),
-		limits: &failLimiter{now: time.Now, names: map[string]int{}, addrs: map[string]int{}},
-		creds:  &credCache{entries: map[[32]byte]credEntry{}, now: time.Now}}
-	rand.Read(s.creds.secret[:])
+		readers: readers.New(readers.Config{Store: cfg.Store, Token: cfg.Token, Roots: realRoots, StateDir: cfg.StateDir,
+			CoverKey: cfg.CoverKey, Logger: cfg.Logger})}
 	s.m = newHTTPMetrics(cfg.Registry, cfg.Store)
 	s.echo = s.router()
 	return s, nil
@@ -213,12 +209,7 @@ func (s *Server) router() *echo.Echo {
 
 	g.GET("/files", s.listFiles)
 	g.GET("/files/:id", s.getFile)
-	// Outside the group: a signed URL needs no bearer token.
-	e.GET(Base+"/files/:id/cover", s.getCover, s.readerOrSignature)
 	g.POST("/files/:id/cover/regenerate", s.regenerateCover)
-	// Outside the group too: readers may read what their grant shows
-	// (readerFile), the admin token everything.
-	s.pageRoutes(e)
 	g.GET("/series", s.listSeries)
 	g.GET("/series/:id", s.getSeries)
 	g.GET("/series/:id/files", s.listSeriesFiles)
@@ -255,9 +246,9 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/events", s.streamEvents)
 
 	s.userRoutes(g)
-	s.meRoutes(e.Group(Base+"/me", s.readerAuth))
-	e.GET(Base+"/search", s.search, s.readerAuth)
-	s.opdsRoutes(e)
+	// Outside the group: the readers' routes take reader credentials (the
+	// admin token reads everything), a cover's signed URL none.
+	s.readers.Routes(e)
 
 	if s.cfg.UI != nil {
 		ui := echo.WrapHandler(s.cfg.UI)

@@ -68,7 +68,7 @@ func (s *Server) similarCoversView(p duplicates.SimilarCoverPair) similarCoversJ
 	book := func(b duplicates.CoverBook) coverBookJSON {
 		return coverBookJSON{ID: b.ID, LibraryID: b.LibraryID, RelativePath: b.RelativePath, Format: b.Format,
 			SizeBytes: b.SizeBytes, CoverHash: fmt.Sprintf("%016x", uint64(b.CoverHash)),
-			CoverURL: s.signer.url(b.ID, b.CoverVersion())}
+			CoverURL: s.readers.CoverURL(b.ID, b.CoverVersion())}
 	}
 	return similarCoversJSON{Distance: p.Distance, Books: []coverBookJSON{book(p.A), book(p.B)}}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/api/internal/views"
+	"github.com/bindery-nas/bindery/internal/api/readers"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
@@ -61,11 +62,11 @@ func (s *Server) createUser(c echo.Context) error {
 	if b.Disabled != nil {
 		return httpx.Fieldf("disabled", "set it with PATCH")
 	}
-	if err := errors.Join(validUserName(b.Name), validPassword(b.Password)); err != nil {
+	if err := errors.Join(validUserName(b.Name), readers.ValidPassword(b.Password)); err != nil {
 		return firstAPIError(err)
 	}
 	ctx := c.Request().Context()
-	u, err := s.rd.CreateUser(ctx, *b.Name, hashPassword(*b.Password))
+	u, err := s.rd.CreateUser(ctx, *b.Name, readers.HashPassword(*b.Password))
 	if err != nil {
 		return err
 	}
@@ -133,10 +134,10 @@ func (s *Server) patchUser(c echo.Context) error {
 		p.Name = b.Name
 	}
 	if b.Password != nil {
-		if err := validPassword(b.Password); err != nil {
+		if err := readers.ValidPassword(b.Password); err != nil {
 			return err
 		}
-		h := hashPassword(*b.Password)
+		h := readers.HashPassword(*b.Password)
 		p.PasswordHash = &h
 	}
 	if b.LibraryIDs != nil {

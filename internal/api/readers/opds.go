@@ -1,4 +1,4 @@
-package api
+package readers
 
 import (
 	"context"
@@ -291,7 +291,7 @@ func (s *Server) bookEntry(b model.Book) opds.Entry {
 	if isVolumeSet(b.File) {
 		kind = cbzType // a volume set downloads as one cbz
 	}
-	e.Links = append(e.Links, opds.Link{Rel: opds.RelAcquisition, Href: Base + "/files/" + id + "/download",
+	e.Links = append(e.Links, opds.Link{Rel: opds.RelAcquisition, Href: httpx.Base + "/files/" + id + "/download",
 		Type: kind, Title: "Download"})
 	if b.TotalPages != nil && model.Deref(b.TotalPages) > 0 {
 		stream := opds.Link{Rel: opds.RelStream, Type: "image/jpeg", Count: b.TotalPages,
@@ -326,7 +326,7 @@ func (s *Server) opdsPage(c echo.Context) error {
 		return err
 	}
 	req := c.Request().Clone(c.Request().Context())
-	req.URL.Path = Base + "/files/" + strconv.FormatInt(id, 10) + "/pages/" + strconv.Itoa(n+1)
+	req.URL.Path = httpx.Base + "/files/" + strconv.FormatInt(id, 10) + "/pages/" + strconv.Itoa(n+1)
 	req.URL.RawPath = ""
 	q := url.Values{}
 	if w := c.QueryParam("width"); w != "" && w != "{maxWidth}" {

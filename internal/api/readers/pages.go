@@ -1,4 +1,4 @@
-package api
+package readers
 
 import (
 	"bytes"
@@ -26,9 +26,9 @@ const maxPageWidth = 16384
 // They sit behind readerFile: a reader sees the books of its grant, the
 // admin token every book.
 func (s *Server) pageRoutes(e *echo.Echo) {
-	e.GET(Base+"/files/:id/pages", s.listPages, s.readerFile)
-	e.GET(Base+"/files/:id/pages/:n", s.getPage, s.readerFile)
-	e.GET(Base+"/files/:id/download", s.downloadFile, s.readerFile)
+	e.GET(httpx.Base+"/files/:id/pages", s.listPages, s.readerFile)
+	e.GET(httpx.Base+"/files/:id/pages/:n", s.getPage, s.readerFile)
+	e.GET(httpx.Base+"/files/:id/download", s.downloadFile, s.readerFile)
 }
 
 type pageJSON struct {

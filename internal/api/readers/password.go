@@ -1,4 +1,4 @@
-package api
+package readers
 
 import (
 	"crypto/rand"
@@ -28,7 +28,8 @@ const (
 	passwordMax = 256
 )
 
-func hashPassword(password string) string {
+// HashPassword is the PHC string of password under a fresh salt.
+func HashPassword(password string) string {
 	salt := make([]byte, argonSaltLen)
 	rand.Read(salt)
 	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemoryKiB, argonThreads, argonKeyLen)
@@ -66,9 +67,11 @@ func checkPassword(hash, password string) bool {
 
 // dummyHash is checked against when the user does not exist, so that an
 // unknown name costs the same time as a wrong password.
-var dummyHash = hashPassword("bindery-no-such-user")
+var dummyHash = HashPassword("bindery-no-such-user")
 
-func validPassword(p *string) error {
+// ValidPassword refuses a missing password and one of a length outside
+// passwordMin to passwordMax bytes (invalid_field, naming password).
+func ValidPassword(p *string) error {
 	switch {
 	case p == nil:
 		return httpx.Fieldf("password", "required")

@@ -1,4 +1,4 @@
-package api
+package readers
 
 import (
 	"crypto/hmac"
@@ -45,7 +45,7 @@ func (c coverSigner) mac(fileID int64, version string, exp int64) []byte {
 func (c coverSigner) url(fileID int64, version string) string {
 	exp := c.now().Add(coverURLLifetime).Truncate(coverURLDay).Add(coverURLDay).Unix()
 	sig := base64.RawURLEncoding.EncodeToString(c.mac(fileID, version, exp))
-	return Base + "/files/" + strconv.FormatInt(fileID, 10) + "/cover?v=" + version +
+	return httpx.Base + "/files/" + strconv.FormatInt(fileID, 10) + "/cover?v=" + version +
 		"&exp=" + strconv.FormatInt(exp, 10) + "&sig=" + sig
 }
 

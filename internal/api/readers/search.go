@@ -1,4 +1,4 @@
-package api
+package readers
 
 import (
 	"net/http"
@@ -34,7 +34,7 @@ func (s *Server) search(c echo.Context) error {
 			return err
 		}
 		return c.JSON(http.StatusOK, httpx.MakePage(rows, limit, func(h reading.SearchHit) bookView { return viewBook(h.Book) },
-			func(h reading.SearchHit) string { return EncodeCursor(h.Anchor()) }))
+			func(h reading.SearchHit) string { return httpx.EncodeCursor(h.Anchor()) }))
 	case "series":
 		limit, after, err := httpx.IDPage(c)
 		if err != nil {

@@ -1,4 +1,4 @@
-package api
+package readers
 
 import (
 	"crypto/sha256"
