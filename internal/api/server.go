@@ -7,6 +7,16 @@
 // and render its rows; every policy decision that must be atomic (admission,
 // queueing, cancel) lives in the store's single transactions, so two
 // concurrent requests can never both win.
+//
+// Layout: this package holds the server, its router and the admin routes
+// of the library, the jobs, the queue, files, series, scans, thumbnails,
+// maintenance, workers, settings, events and reader accounts. Package
+// readers serves the readers' routes (/me, search, OPDS, pages, downloads
+// and covers) and package duplicates the duplicate reports and delete
+// plans; both mount on this router and import neither this package nor
+// each other. internal/httpx is the HTTP plumbing they share (errors and
+// their codes, binding, cursors) and internal/views the JSON views of the
+// store's rows.
 package api
 
 import (
@@ -22,14 +32,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/bindery-nas/bindery/internal/api/duplicates"
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/api/readers"
 	"github.com/bindery-nas/bindery/internal/events"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/catalog"
-	"github.com/bindery-nas/bindery/internal/store/duplicates"
-	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/reading"
@@ -95,22 +104,21 @@ type Config struct {
 
 // Server is the admin API.
 type Server struct {
-	cfg       Config
-	st        *store.Store
-	rd        *reading.Store    // the reader side: accounts, progress, lists, search
-	hs        *hashes.Store     // the hash job's rows: hash state
-	dp        *duplicates.Store // duplicate reports and delete plans
-	ls        *leases.Leases    // stale-lease recovery, the workers
-	th        *thumbnails.Store // the cover queue
-	q         *queue.Store      // the job queue
-	cat       *catalog.Store    // the library as the admin API lists it
-	echo      *echo.Echo
-	log       *slog.Logger
-	roots     []string // lexical: as configured and as resolved
-	realRoots pathsafe.Roots
-	reg       *prometheus.Registry
-	m         *httpMetrics
-	readers   *readers.Server // the reader routes, covers and cover URLs
+	cfg        Config
+	st         *store.Store
+	rd         *reading.Store    // reader accounts, their grants and API keys
+	ls         *leases.Leases    // stale-lease recovery, the workers
+	th         *thumbnails.Store // the cover queue
+	q          *queue.Store      // the job queue
+	cat        *catalog.Store    // the library as the admin API lists it
+	echo       *echo.Echo
+	log        *slog.Logger
+	roots      []string // lexical: as configured and as resolved
+	realRoots  pathsafe.Roots
+	reg        *prometheus.Registry
+	m          *httpMetrics
+	readers    *readers.Server    // the reader routes, covers and cover URLs
+	duplicates *duplicates.Server // duplicate reports, delete plans, trash restores
 }
 
 // New builds the server and its routes.
@@ -152,9 +160,10 @@ func New(cfg Config) (*Server, error) {
 	} else if len(cfg.CoverKey) < 16 {
 		return nil, errorf("api: cover key of %d bytes, want at least 16", len(cfg.CoverKey))
 	}
-	s := &Server{cfg: cfg, st: cfg.Store, rd: reading.New(cfg.Store), hs: hashes.New(cfg.Store), dp: duplicates.New(cfg.Store), ls: leases.New(cfg.Store), th: thumbnails.New(cfg.Store), q: queue.New(cfg.Store), cat: catalog.New(cfg.Store), log: cfg.Logger, roots: roots, realRoots: realRoots, reg: cfg.Registry,
+	s := &Server{cfg: cfg, st: cfg.Store, rd: reading.New(cfg.Store), ls: leases.New(cfg.Store), th: thumbnails.New(cfg.Store), q: queue.New(cfg.Store), cat: catalog.New(cfg.Store), log: cfg.Logger, roots: roots, realRoots: realRoots, reg: cfg.Registry,
 		readers: readers.New(readers.Config{Store: cfg.Store, Token: cfg.Token, Roots: realRoots, StateDir: cfg.StateDir,
 			CoverKey: cfg.CoverKey, Logger: cfg.Logger})}
+	s.duplicates = duplicates.New(duplicates.Config{Store: cfg.Store, CoverURL: s.readers.CoverURL})
 	s.m = newHTTPMetrics(cfg.Registry, cfg.Store)
 	s.echo = s.router()
 	return s, nil
@@ -217,16 +226,7 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/scans/:id", s.getScan)
 	g.GET("/scans/:id/errors", s.listScanErrors)
 
-	g.GET("/duplicates/groups", s.listDuplicateGroups)
-	g.GET("/duplicates/groups/:key/files", s.listDuplicateFiles)
-	g.GET("/duplicates/books", s.listSameBooks)
-	g.GET("/duplicates/pages", s.listCommonPages)
-	g.GET("/duplicates/covers", s.listSimilarCovers)
-	g.POST("/duplicates/plans", s.createPlan)
-	g.GET("/duplicates/plans", s.listPlans)
-	g.GET("/duplicates/plans/:id", s.getPlan)
-	g.POST("/duplicates/plans/:id/execute", s.executePlan)
-	g.POST("/trash/:job_id/restore", s.restoreTrash)
+	s.duplicates.Routes(g)
 
 	g.POST("/thumbnails", s.createThumbnail)
 	g.GET("/thumbnails/metrics", s.thumbnailMetrics)

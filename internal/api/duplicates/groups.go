@@ -1,4 +1,4 @@
-package api
+package duplicates
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	dupstore "github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -46,7 +46,7 @@ func (s *Server) listDuplicateGroups(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, groupPage{
 		Page: httpx.MakePage(groups, limit, views.DuplicateGroup,
-			func(g duplicates.DuplicateGroup) string { return EncodeCursor(g.Anchor()) }),
+			func(g dupstore.DuplicateGroup) string { return httpx.EncodeCursor(g.Anchor()) }),
 		Status: status,
 	})
 }
@@ -102,5 +102,5 @@ func (s *Server) listDuplicateFiles(c echo.Context) error {
 		return err
 	}
 	return httpx.IDPageJSON(c, files, limit, views.DuplicateFile,
-		func(f duplicates.DuplicateFile) int64 { return f.ID })
+		func(f dupstore.DuplicateFile) int64 { return f.ID })
 }

@@ -1,4 +1,4 @@
-package api
+package duplicates
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/dedup"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	dupstore "github.com/bindery-nas/bindery/internal/store/duplicates"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -54,7 +54,7 @@ func (s *Server) createPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sel.Rules = duplicates.SameBookRules{Contains: int(vals.Int(settings.SameBookContainsPages)),
+	sel.Rules = dupstore.SameBookRules{Contains: int(vals.Int(settings.SameBookContainsPages)),
 		CommonMinSeries: int(vals.Int(settings.SameBookCommonPagesMinSeries))}
 	groups, err := s.dp.PlanGroups(ctx, sel)
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *Server) createPlan(c echo.Context) error {
 		return err
 	}
 	request, _ := json.Marshal(b)
-	plan, err := s.dp.CreatePlan(ctx, duplicates.NewPlan{Policy: pol.Name, Action: action, Kind: sel.Kind, Request: string(request),
+	plan, err := s.dp.CreatePlan(ctx, dupstore.NewPlan{Policy: pol.Name, Action: action, Kind: sel.Kind, Request: string(request),
 		Groups: planned, TTL: time.Duration(vals.Int(settings.DeletePlanTTLHours)) * time.Hour})
 	if err != nil {
 		return err
@@ -74,8 +74,8 @@ func (s *Server) createPlan(c echo.Context) error {
 }
 
 // parse checks the body's bad forms before any row is read.
-func (b planBody) parse() (duplicates.PlanSelection, dedup.Policy, protocol.DeleteAction, error) {
-	var sel duplicates.PlanSelection
+func (b planBody) parse() (dupstore.PlanSelection, dedup.Policy, protocol.DeleteAction, error) {
+	var sel dupstore.PlanSelection
 	var pol dedup.Policy
 	kind, err := b.kind()
 	if err != nil {
@@ -85,8 +85,8 @@ func (b planBody) parse() (duplicates.PlanSelection, dedup.Policy, protocol.Dele
 	switch {
 	case b.All == (len(b.GroupKeys) > 0):
 		return sel, pol, "", httpx.Fieldf("group_keys", "want a list of group keys, or all: true")
-	case len(b.GroupKeys) > duplicates.MaxPlanGroups:
-		return sel, pol, "", httpx.Err(protocol.CodePlanTooLarge, "more than %d group keys", duplicates.MaxPlanGroups)
+	case len(b.GroupKeys) > dupstore.MaxPlanGroups:
+		return sel, pol, "", httpx.Err(protocol.CodePlanTooLarge, "more than %d group keys", dupstore.MaxPlanGroups)
 	case !b.All && (b.LibraryID != 0 || b.MinSizeBytes != 0):
 		return sel, pol, "", httpx.Fieldf("library_id", "library_id and min_size_bytes filter all: true")
 	case b.LibraryID < 0 || b.MinSizeBytes < 0:
@@ -104,7 +104,7 @@ func (b planBody) parse() (duplicates.PlanSelection, dedup.Policy, protocol.Dele
 		}
 		seen[k] = true
 		if kind == protocol.PlanSamePages {
-			key, _ := duplicates.ParseSameKey(k)
+			key, _ := dupstore.ParseSameKey(k)
 			sel.SameKeys = append(sel.SameKeys, key)
 		} else {
 			key, _ := protocol.ParseGroupKey(k)
@@ -135,7 +135,7 @@ func (b planBody) kind() (protocol.PlanKind, error) {
 		return protocol.PlanBytes, nil
 	case string(protocol.PlanSamePages):
 		return protocol.PlanSamePages, nil
-	case string(duplicates.KindContains), string(duplicates.KindSamePagesByIndex):
+	case string(dupstore.KindContains), string(dupstore.KindSamePagesByIndex):
 		return "", httpx.Err(protocol.CodeGroupReportOnly, "%s groups are a report only: a plan resolves same_pages groups "+
 			"(equal ordered page digests) and byte-identical groups; move or remove such a book yourself", b.Kind)
 	}
@@ -147,7 +147,7 @@ func (b planBody) kind() (protocol.PlanKind, error) {
 func checkGroupKey(kind protocol.PlanKind, k string) error {
 	var err error
 	if kind == protocol.PlanSamePages {
-		_, err = duplicates.ParseSameKey(k)
+		_, err = dupstore.ParseSameKey(k)
 	} else {
 		_, err = protocol.ParseGroupKey(k)
 	}

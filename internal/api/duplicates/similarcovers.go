@@ -1,4 +1,4 @@
-package api
+package duplicates
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	dupstore "github.com/bindery-nas/bindery/internal/store/duplicates"
 )
 
 type similarCoversJSON struct {
@@ -41,34 +41,34 @@ func (s *Server) listSimilarCovers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var after duplicates.CoverPairAfter
+	var after dupstore.CoverPairAfter
 	if cur := c.QueryParam("cursor"); cur != "" {
 		var pc coverPairCursor
 		if httpx.DecodeCursor(cur, &pc) != nil || pc.A < 1 || pc.B <= pc.A || pc.Distance < 0 || pc.Distance > 64 {
 			return httpx.InvalidCursor()
 		}
-		after = duplicates.CoverPairAfter{Distance: pc.Distance, A: pc.A, B: pc.B}
+		after = dupstore.CoverPairAfter{Distance: pc.Distance, A: pc.A, B: pc.B}
 	}
 	ctx := c.Request().Context()
 	vals, err := settings.Load(ctx, s.st)
 	if err != nil {
 		return err
 	}
-	pairs, err := s.dp.SimilarCovers(ctx, after, limit+1, int(vals.Int(settings.SameBookCoverDistance)), duplicates.SameBookRules{
+	pairs, err := s.dp.SimilarCovers(ctx, after, limit+1, int(vals.Int(settings.SameBookCoverDistance)), dupstore.SameBookRules{
 		Contains: int(vals.Int(settings.SameBookContainsPages)), CommonMinSeries: int(vals.Int(settings.SameBookCommonPagesMinSeries))})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, httpx.MakePage(pairs, limit, s.similarCoversView, func(p duplicates.SimilarCoverPair) string {
-		return EncodeCursor(coverPairCursor{Distance: p.Distance, A: p.A.ID, B: p.B.ID})
+	return c.JSON(http.StatusOK, httpx.MakePage(pairs, limit, s.similarCoversView, func(p dupstore.SimilarCoverPair) string {
+		return httpx.EncodeCursor(coverPairCursor{Distance: p.Distance, A: p.A.ID, B: p.B.ID})
 	}))
 }
 
-func (s *Server) similarCoversView(p duplicates.SimilarCoverPair) similarCoversJSON {
-	book := func(b duplicates.CoverBook) coverBookJSON {
+func (s *Server) similarCoversView(p dupstore.SimilarCoverPair) similarCoversJSON {
+	book := func(b dupstore.CoverBook) coverBookJSON {
 		return coverBookJSON{ID: b.ID, LibraryID: b.LibraryID, RelativePath: b.RelativePath, Format: b.Format,
 			SizeBytes: b.SizeBytes, CoverHash: fmt.Sprintf("%016x", uint64(b.CoverHash)),
-			CoverURL: s.readers.CoverURL(b.ID, b.CoverVersion())}
+			CoverURL: s.coverURL(b.ID, b.CoverVersion())}
 	}
 	return similarCoversJSON{Distance: p.Distance, Books: []coverBookJSON{book(p.A), book(p.B)}}
 }

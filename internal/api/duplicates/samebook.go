@@ -1,4 +1,4 @@
-package api
+package duplicates
 
 import (
 	"encoding/hex"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	dupstore "github.com/bindery-nas/bindery/internal/store/duplicates"
 )
 
 type sameBookGroupJSON struct {
-	Key   string                   `json:"key"`
-	Kind  duplicates.BookGroupKind `json:"kind"`
-	Books []sameBookJSON           `json:"books"`
+	Key   string                 `json:"key"`
+	Kind  dupstore.BookGroupKind `json:"kind"`
+	Books []sameBookJSON         `json:"books"`
 }
 
 type sameBookJSON struct {
@@ -29,8 +29,8 @@ type sameBookJSON struct {
 }
 
 type sameBookCursor struct {
-	Kind duplicates.BookGroupKind `json:"t,omitempty"` // absent in cursors of before the kinds: same_pages_by_index
-	Key  string                   `json:"k"`
+	Kind dupstore.BookGroupKind `json:"t,omitempty"` // absent in cursors of before the kinds: same_pages_by_index
+	Key  string                 `json:"k"`
 }
 
 // listSameBooks pages the groups of books that hold the same pages in
@@ -41,7 +41,7 @@ func (s *Server) listSameBooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var after duplicates.SameBookAfter
+	var after dupstore.SameBookAfter
 	if cur := c.QueryParam("cursor"); cur != "" {
 		if after, err = decodeSameBookCursor(cur); err != nil {
 			return err
@@ -52,32 +52,32 @@ func (s *Server) listSameBooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	groups, err := s.dp.SameBookGroups(ctx, after, limit+1, duplicates.SameBookRules{
+	groups, err := s.dp.SameBookGroups(ctx, after, limit+1, dupstore.SameBookRules{
 		Contains: int(vals.Int(settings.SameBookContainsPages)), CommonMinSeries: int(vals.Int(settings.SameBookCommonPagesMinSeries))})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, httpx.MakePage(groups, limit, sameBookGroupView, func(g duplicates.SameBookGroup) string {
-		return EncodeCursor(sameBookCursor{Kind: g.Kind, Key: hex.EncodeToString(g.Key)})
+	return c.JSON(http.StatusOK, httpx.MakePage(groups, limit, sameBookGroupView, func(g dupstore.SameBookGroup) string {
+		return httpx.EncodeCursor(sameBookCursor{Kind: g.Kind, Key: hex.EncodeToString(g.Key)})
 	}))
 }
 
-func decodeSameBookCursor(cur string) (duplicates.SameBookAfter, error) {
+func decodeSameBookCursor(cur string) (dupstore.SameBookAfter, error) {
 	var sc sameBookCursor
 	if httpx.DecodeCursor(cur, &sc) != nil {
-		return duplicates.SameBookAfter{}, httpx.InvalidCursor()
+		return dupstore.SameBookAfter{}, httpx.InvalidCursor()
 	}
 	if sc.Kind == "" {
-		sc.Kind = duplicates.KindSamePagesByIndex
+		sc.Kind = dupstore.KindSamePagesByIndex
 	}
 	key, err := hex.DecodeString(sc.Key)
 	if err != nil || len(key) != 32 || !sc.Kind.Valid() {
-		return duplicates.SameBookAfter{}, httpx.InvalidCursor()
+		return dupstore.SameBookAfter{}, httpx.InvalidCursor()
 	}
-	return duplicates.SameBookAfter{Kind: sc.Kind, Key: key}, nil
+	return dupstore.SameBookAfter{Kind: sc.Kind, Key: key}, nil
 }
 
-func sameBookGroupView(g duplicates.SameBookGroup) sameBookGroupJSON {
+func sameBookGroupView(g dupstore.SameBookGroup) sameBookGroupJSON {
 	out := sameBookGroupJSON{Key: hex.EncodeToString(g.Key), Kind: g.Kind, Books: make([]sameBookJSON, 0, len(g.Books))}
 	for _, b := range g.Books {
 		out.Books = append(out.Books, sameBookJSON{ID: b.ID, LibraryID: b.LibraryID, RelativePath: b.RelativePath,

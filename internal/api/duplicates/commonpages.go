@@ -1,4 +1,4 @@
-package api
+package duplicates
 
 import (
 	"encoding/hex"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/settings"
-	"github.com/bindery-nas/bindery/internal/store/duplicates"
+	dupstore "github.com/bindery-nas/bindery/internal/store/duplicates"
 )
 
 type commonPageJSON struct {
@@ -52,13 +52,13 @@ func (s *Server) listCommonPages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, httpx.MakePage(pages, limit, commonPageView, func(p duplicates.CommonPage) string {
-		return EncodeCursor(commonPageCursor{Digest: hex.EncodeToString(p.Digest)})
+	return c.JSON(http.StatusOK, httpx.MakePage(pages, limit, commonPageView, func(p dupstore.CommonPage) string {
+		return httpx.EncodeCursor(commonPageCursor{Digest: hex.EncodeToString(p.Digest)})
 	}))
 }
 
-func commonPageView(p duplicates.CommonPage) commonPageJSON {
+func commonPageView(p dupstore.CommonPage) commonPageJSON {
 	return commonPageJSON{Digest: hex.EncodeToString(p.Digest), Books: p.Books, Series: p.Series,
 		FileID: p.ExampleFileID, Page: p.ExamplePageSeq + 1,
-		ImageURL: fmt.Sprintf("%s/files/%d/pages/%d", Base, p.ExampleFileID, p.ExamplePageSeq+1)}
+		ImageURL: fmt.Sprintf("%s/files/%d/pages/%d", httpx.Base, p.ExampleFileID, p.ExamplePageSeq+1)}
 }
