@@ -108,7 +108,7 @@ fuzz:
 	$(GO) test ./internal/natsort -run '^$$' -fuzz '^FuzzNatsortLess$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/pagesig -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	for t in FuzzDecodeJobCursor FuzzDecodeDuplicateGroupCursor FuzzDecodeIDCursor; do \
-	  $(GO) test ./internal/api -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	  $(GO) test ./internal/api/internal/httpx -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	$(GO) test ./protocol -run '^$$' -fuzz '^FuzzParseGroupKey$$' -fuzztime $(FUZZTIME)
 	for t in FuzzValidate FuzzNormalize; do \
 	  $(GO) test ./internal/settings -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done

@@ -2,10 +2,11 @@ package protocol
 
 // Codes of the admin API's errors (the "code" of an error reply), one home
 // for every package that makes them: the store's refusals, the plan
-// policy's, the handlers' own. internal/api's table of codes gives each its
-// HTTP status and meaning, and docs/openapi.yaml and docs/OPERATIONS.md §9
-// list the same codes (internal/api's TestErrorCodesDocumented). The
-// error_code values written to rows are errors.go's.
+// policy's, the handlers' own. The API's table of codes
+// (internal/api/internal/httpx) gives each its HTTP status and meaning,
+// and docs/openapi.yaml and docs/OPERATIONS.md §9 list the same codes
+// (httpx's TestErrorCodesDocumented). The error_code values written to
+// rows are errors.go's.
 const (
 	// The request.
 	CodeInvalidJSON          = "invalid_json"
@@ -82,7 +83,7 @@ const (
 	CodeMediaUnreadable = "media_unreadable"
 	CodeMediaTooLarge   = "media_too_large"
 
-	// Reader accounts (internal/api/readerauth.go).
+	// Reader accounts (internal/api/readers/auth.go).
 	CodeUserNotFound    = "user_not_found"
 	CodeUserExists      = "user_exists"
 	CodeAPIKeyNotFound  = "api_key_not_found"

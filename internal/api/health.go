@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
@@ -27,7 +28,7 @@ func (s *Server) readyz(c echo.Context) error {
 	defer cancel()
 	if err := s.st.CheckSchema(ctx); err != nil {
 		s.log.Warn("not ready", "err", err)
-		return apiErr(protocol.CodeUnavailable, "database unreachable or schema not current")
+		return httpx.Err(protocol.CodeUnavailable, "database unreachable or schema not current")
 	}
 	v, _ := s.st.SchemaVersion(ctx)
 	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "schema_version": v})

@@ -6,6 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/queue"
@@ -21,7 +23,7 @@ type createJobBody struct {
 }
 
 type queuedJSON struct {
-	Queued queueEntryJSON `json:"queued"`
+	Queued views.QueueEntryJSON `json:"queued"`
 }
 
 // createJob requests a scan or hash job. The store decides in one
@@ -30,33 +32,33 @@ type queuedJSON struct {
 // queued (the job, or the queue entry).
 func (s *Server) createJob(c echo.Context) error {
 	var b createJobBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.Kind == nil {
-		return fieldf("kind", "required: scan or hash")
+		return httpx.Fieldf("kind", "required: scan or hash")
 	}
 	kind, err := protocol.ParseJobKind(*b.Kind)
 	if err != nil || (kind != protocol.JobKindScan && kind != protocol.JobKindHash) {
-		return fieldf("kind", "want scan or hash, got %q", *b.Kind)
+		return httpx.Fieldf("kind", "want scan or hash, got %q", *b.Kind)
 	}
 	req := queue.JobRequest{Kind: kind, Priority: protocol.PriorityHigh, Reason: "api"}
 	if b.Priority != nil {
 		if req.Priority, err = protocol.ParsePriority(*b.Priority); err != nil {
-			return fieldf("priority", "want high or normal, got %q", *b.Priority)
+			return httpx.Fieldf("priority", "want high or normal, got %q", *b.Priority)
 		}
 	}
 	if b.LibraryID != nil {
 		if *b.LibraryID <= 0 {
-			return fieldf("library_id", "want a positive integer")
+			return httpx.Fieldf("library_id", "want a positive integer")
 		}
 		req.LibraryID = new(int64(*b.LibraryID))
 	} else if kind == protocol.JobKindScan {
-		return fieldf("library_id", "required for a scan")
+		return httpx.Fieldf("library_id", "required for a scan")
 	}
 	if b.Paths != nil {
 		if kind != protocol.JobKindScan {
-			return fieldf("paths", "only a scan names folders")
+			return httpx.Fieldf("paths", "only a scan names folders")
 		}
 		if req.Paths, err = s.scanFolders(c.Request().Context(), *b.LibraryID, b.Paths); err != nil {
 			return err
@@ -64,7 +66,7 @@ func (s *Server) createJob(c echo.Context) error {
 	}
 	out, err := s.q.RequestJob(c.Request().Context(), req)
 	if errors.Is(err, store.ErrNotFound) && b.LibraryID != nil {
-		return apiErr(protocol.CodeLibraryNotFound, "library %d not found", *b.LibraryID).with("field", "library_id")
+		return httpx.Err(protocol.CodeLibraryNotFound, "library %d not found", *b.LibraryID).With("field", "library_id")
 	}
 	if err != nil {
 		return err
@@ -72,37 +74,37 @@ func (s *Server) createJob(c echo.Context) error {
 	s.cfg.Kick()
 	switch {
 	case out.Job != nil && out.Created:
-		return c.JSON(http.StatusCreated, jobView(*out.Job))
+		return c.JSON(http.StatusCreated, views.Job(*out.Job))
 	case out.Job != nil:
-		return c.JSON(http.StatusOK, jobView(*out.Job))
+		return c.JSON(http.StatusOK, views.Job(*out.Job))
 	case out.Queued != nil && out.Created:
-		return c.JSON(http.StatusAccepted, queuedJSON{Queued: queueView(*out.Queued, out.Position)})
+		return c.JSON(http.StatusAccepted, queuedJSON{Queued: views.QueueEntry(*out.Queued, out.Position)})
 	case out.Queued != nil:
-		return c.JSON(http.StatusOK, queuedJSON{Queued: queueView(*out.Queued, out.Position)})
+		return c.JSON(http.StatusOK, queuedJSON{Queued: views.QueueEntry(*out.Queued, out.Position)})
 	}
 	return errorf("request job: empty outcome")
 }
 
 func (s *Server) listJobs(c echo.Context) error {
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
 	var f queue.JobFilter
-	if f.Kind, err = queryEnum(c, "kind", protocol.ParseJobKind); err != nil {
+	if f.Kind, err = httpx.QueryEnum(c, "kind", protocol.ParseJobKind); err != nil {
 		return err
 	}
-	if f.Status, err = queryEnum(c, "status", protocol.ParseJobStatus); err != nil {
+	if f.Status, err = httpx.QueryEnum(c, "status", protocol.ParseJobStatus); err != nil {
 		return err
 	}
-	if f.LibraryID, err = queryID(c, "library_id"); err != nil {
+	if f.LibraryID, err = httpx.QueryID(c, "library_id"); err != nil {
 		return err
 	}
 	var after *model.JobAnchor
 	if cur := c.QueryParam("cursor"); cur != "" {
-		jc, err := decodeJobCursor(cur)
+		jc, err := httpx.DecodeJobCursor(cur)
 		if err != nil {
-			return invalidCursor()
+			return httpx.InvalidCursor()
 		}
 		after = &jc
 	}
@@ -110,21 +112,21 @@ func (s *Server) listJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(jobs, limit, jobView, func(j model.Job) string {
+	return c.JSON(http.StatusOK, httpx.MakePage(jobs, limit, views.Job, func(j model.Job) string {
 		return EncodeCursor(model.JobAnchor{CreatedAt: j.CreatedAt.String(), ID: j.ID})
 	}))
 }
 
 func (s *Server) getJob(c echo.Context) error {
-	return getByID(c, s.q.GetJob, jobView)
+	return httpx.GetByID(c, s.q.GetJob, views.Job)
 }
 
 func (s *Server) cancelJob(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
-	if err := emptyBody(c); err != nil {
+	if err := httpx.EmptyBody(c); err != nil {
 		return err
 	}
 	j, err := s.q.CancelJob(c.Request().Context(), id)
@@ -132,7 +134,7 @@ func (s *Server) cancelJob(c echo.Context) error {
 		return err
 	}
 	s.cfg.Kick()
-	return c.JSON(http.StatusOK, jobView(j))
+	return c.JSON(http.StatusOK, views.Job(j))
 }
 
 func (s *Server) listQueue(c echo.Context) error {
@@ -140,15 +142,15 @@ func (s *Server) listQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]queueEntryJSON, 0, len(q))
+	items := make([]views.QueueEntryJSON, 0, len(q))
 	for i, e := range q {
-		items = append(items, queueView(e, i+1))
+		items = append(items, views.QueueEntry(e, i+1))
 	}
-	return c.JSON(http.StatusOK, page[queueEntryJSON]{Items: items})
+	return c.JSON(http.StatusOK, httpx.Page[views.QueueEntryJSON]{Items: items})
 }
 
 func (s *Server) getQueueEntry(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -156,11 +158,11 @@ func (s *Server) getQueueEntry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, queueView(q, pos))
+	return c.JSON(http.StatusOK, views.QueueEntry(q, pos))
 }
 
 func (s *Server) deleteQueueEntry(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/protocol"
@@ -40,14 +42,14 @@ func validName(name *string) error {
 		return nil
 	}
 	if n := len(strings.TrimSpace(*name)); n == 0 || len(*name) > 200 || strings.ContainsRune(*name, 0) {
-		return fieldf("name", "want 1 to 200 characters")
+		return httpx.Fieldf("name", "want 1 to 200 characters")
 	}
 	return nil
 }
 
 func validInterval(v *int64) error {
 	if v != nil && (*v < 0 || *v > maxScanInterval) {
-		return fieldf("scan_interval_minutes", "want 0 (manual only) to %d", maxScanInterval)
+		return httpx.Fieldf("scan_interval_minutes", "want 0 (manual only) to %d", maxScanInterval)
 	}
 	return nil
 }
@@ -59,7 +61,7 @@ func validMedia(v *string) (*protocol.LibraryMedia, error) {
 	}
 	m, err := protocol.ParseLibraryMedia(*v)
 	if err != nil {
-		return nil, fieldf("media", "want one of %v", protocol.LibraryMedias)
+		return nil, httpx.Fieldf("media", "want one of %v", protocol.LibraryMedias)
 	}
 	return &m, nil
 }
@@ -71,21 +73,21 @@ func validWatch(v *string) (*protocol.WatchMode, error) {
 	}
 	m, err := protocol.ParseWatchMode(*v)
 	if err != nil {
-		return nil, fieldf("watch", "want one of %v", protocol.WatchModes)
+		return nil, httpx.Fieldf("watch", "want one of %v", protocol.WatchModes)
 	}
 	return &m, nil
 }
 
 func (s *Server) createLibrary(c echo.Context) error {
 	var b createLibraryBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.Name == nil {
-		return fieldf("name", "required")
+		return httpx.Fieldf("name", "required")
 	}
 	if b.Path == nil {
-		return fieldf("path", "required")
+		return httpx.Fieldf("path", "required")
 	}
 	media, err := validMedia(b.Media)
 	watch, werr := validWatch(b.Watch)
@@ -110,12 +112,12 @@ func (s *Server) createLibrary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, libraryView(lib))
+	return c.JSON(http.StatusCreated, views.Library(lib))
 }
 
 // firstAPIError unwraps errors.Join to the first *Error.
 func firstAPIError(err error) error {
-	var ae *Error
+	var ae *httpx.Error
 	if errors.As(err, &ae) {
 		return ae
 	}
@@ -129,8 +131,8 @@ func firstAPIError(err error) error {
 // every symlink is resolved.
 func (s *Server) libraryPath(p string) (string, error) {
 	outside := func() error {
-		return apiErr(protocol.CodePathOutsideRoot, "path must lie under a library root").
-			with("field", "path").with("library_roots", s.roots)
+		return httpx.Err(protocol.CodePathOutsideRoot, "path must lie under a library root").
+			With("field", "path").With("library_roots", s.roots)
 	}
 	if p == "" || strings.ContainsRune(p, 0) || !filepath.IsAbs(p) {
 		return "", outside()
@@ -148,26 +150,26 @@ func (s *Server) libraryPath(p string) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(clean)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", apiErr(protocol.CodePathNotFound, "path does not exist").with("field", "path")
+		return "", httpx.Err(protocol.CodePathNotFound, "path does not exist").With("field", "path")
 	}
 	if err != nil {
-		return "", apiErr(protocol.CodePathNotFound, "path cannot be resolved").with("field", "path")
+		return "", httpx.Err(protocol.CodePathNotFound, "path cannot be resolved").With("field", "path")
 	}
 	if ok, err := s.realRoots.Contains(real); err != nil || !ok {
 		return "", outside()
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", apiErr(protocol.CodePathNotFound, "path does not exist").with("field", "path")
+		return "", httpx.Err(protocol.CodePathNotFound, "path does not exist").With("field", "path")
 	}
 	if !fi.IsDir() {
-		return "", apiErr(protocol.CodePathNotDirectory, "path is not a directory").with("field", "path")
+		return "", httpx.Err(protocol.CodePathNotDirectory, "path is not a directory").With("field", "path")
 	}
 	return real, nil
 }
 
 func (s *Server) listLibraries(c echo.Context) error {
-	limit, after, err := idPage(c)
+	limit, after, err := httpx.IDPage(c)
 	if err != nil {
 		return err
 	}
@@ -175,11 +177,11 @@ func (s *Server) listLibraries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, libs, limit, libraryView, func(l model.Library) int64 { return l.ID })
+	return httpx.IDPageJSON(c, libs, limit, views.Library, func(l model.Library) int64 { return l.ID })
 }
 
 func (s *Server) getLibrary(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -192,7 +194,7 @@ func (s *Server) getLibrary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := libraryView(lib)
+	v := views.Library(lib)
 	v.FileCount, v.MissingCount, v.SeriesCount = &st.FileCount, &st.MissingCount, &st.SeriesCount
 	if s.cfg.WatchStatus != nil {
 		if ws, ok := s.cfg.WatchStatus(id); ok {
@@ -205,7 +207,7 @@ func (s *Server) getLibrary(c echo.Context) error {
 			return err
 		}
 		if err == nil {
-			sv := scanView(scan)
+			sv := views.Scan(scan)
 			v.LastScan = &sv
 		}
 	}
@@ -213,12 +215,12 @@ func (s *Server) getLibrary(c echo.Context) error {
 }
 
 func (s *Server) patchLibrary(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
 	var b patchLibraryBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	media, err := validMedia(b.Media)
@@ -235,11 +237,11 @@ func (s *Server) patchLibrary(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, libraryView(lib))
+	return c.JSON(http.StatusOK, views.Library(lib))
 }
 
 func (s *Server) deleteLibrary(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -27,21 +29,21 @@ type checkpointBody struct {
 // than wal.checkpoint.min_interval_seconds ago (unless force).
 func (s *Server) createCheckpoint(c echo.Context) error {
 	var b checkpointBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	mode := protocol.CheckpointPassive
 	if b.Mode != nil {
 		m, err := protocol.ParseCheckpointMode(*b.Mode)
 		if err != nil {
-			return fieldf("mode", "want passive, restart or truncate, got %q", *b.Mode)
+			return httpx.Fieldf("mode", "want passive, restart or truncate, got %q", *b.Mode)
 		}
 		mode = m
 	}
 	reason := "api"
 	if b.Reason != nil {
 		if len(*b.Reason) > 500 || strings.ContainsRune(*b.Reason, 0) {
-			return fieldf("reason", "want at most 500 characters")
+			return httpx.Fieldf("reason", "want at most 500 characters")
 		}
 		reason = *b.Reason
 	}
@@ -53,32 +55,32 @@ func (s *Server) createCheckpoint(c echo.Context) error {
 	minInterval := time.Duration(vals.Int(settings.WALCheckpointMinIntervalSec)) * time.Second
 	w, created, err := s.st.EnqueueCheckpoint(ctx, mode, reason, b.Force != nil && *b.Force, minInterval)
 	if errors.Is(err, store.ErrQueueFull) {
-		return apiErr(protocol.CodeCheckpointTooSoon,
+		return httpx.Err(protocol.CodeCheckpointTooSoon,
 			"a checkpoint was requested less than %s ago; retry later or set force", minInterval)
 	}
 	if err != nil {
 		return err
 	}
 	if created {
-		return c.JSON(http.StatusAccepted, checkpointView(w))
+		return c.JSON(http.StatusAccepted, views.Checkpoint(w))
 	}
-	return c.JSON(http.StatusOK, checkpointView(w))
+	return c.JSON(http.StatusOK, views.Checkpoint(w))
 }
 
 func (s *Server) latestCheckpoint(c echo.Context) error {
 	w, err := s.st.LatestCheckpoint(c.Request().Context())
 	if errors.Is(err, store.ErrNotFound) {
-		return apiErr(protocol.CodeCheckpointNotFound, "no checkpoint was ever requested")
+		return httpx.Err(protocol.CodeCheckpointNotFound, "no checkpoint was ever requested")
 	}
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, checkpointView(*w))
+	return c.JSON(http.StatusOK, views.Checkpoint(*w))
 }
 
 // listCheckpoints pages checkpoint rows newest first (id keyset).
 func (s *Server) listCheckpoints(c echo.Context) error {
-	limit, before, err := idPage(c)
+	limit, before, err := httpx.IDPage(c)
 	if err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func (s *Server) listCheckpoints(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, rows, limit, checkpointView, func(w model.WALJob) int64 { return w.ID })
+	return httpx.IDPageJSON(c, rows, limit, views.Checkpoint, func(w model.WALJob) int64 { return w.ID })
 }
 
 type cleanupBody struct {
@@ -99,20 +101,20 @@ type cleanupBody struct {
 // instead of a duplicate.
 func (s *Server) createCleanup(c echo.Context) error {
 	var b cleanupBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.GroupKey == nil {
-		return fieldf("group_key", "required: library:<id>, file:<id> or shards:<n>")
+		return httpx.Fieldf("group_key", "required: library:<id>, file:<id> or shards:<n>")
 	}
 	if _, err := thumbnails.ParseCleanupKey(*b.GroupKey); err != nil {
-		return apiErr(protocol.CodeInvalidGroupKey, "%v", err).with("field", "group_key")
+		return httpx.Err(protocol.CodeInvalidGroupKey, "%v", err).With("field", "group_key")
 	}
 	at := s.st.Now()
 	if b.ExecuteAfter != nil {
 		t, err := time.Parse(time.RFC3339Nano, *b.ExecuteAfter)
 		if err != nil {
-			return fieldf("execute_after", "want an RFC 3339 timestamp")
+			return httpx.Fieldf("execute_after", "want an RFC 3339 timestamp")
 		}
 		at = t
 	}
@@ -120,18 +122,18 @@ func (s *Server) createCleanup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, cleanupView(job))
+	return c.JSON(http.StatusAccepted, views.Cleanup(job))
 }
 
 func (s *Server) recoverStale(c echo.Context) error {
-	if err := emptyBody(c); err != nil {
+	if err := httpx.EmptyBody(c); err != nil {
 		return err
 	}
 	n, err := s.ls.RecoverStale(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, recoverView(n))
+	return c.JSON(http.StatusOK, views.Recover(n))
 }
 
 // workerLiveWindow: a worker seen within two lease durations is live.
@@ -143,11 +145,11 @@ func (s *Server) listWorkers(c echo.Context) error {
 		return err
 	}
 	now := s.st.Now()
-	items := make([]workerJSON, 0, len(ws))
+	items := make([]views.WorkerJSON, 0, len(ws))
 	for _, w := range ws {
 		live := !w.StoppedAt.Valid && now.Sub(w.LastSeenAt.Time) <= workerLiveWindow
-		items = append(items, workerJSON{WorkerID: w.WorkerID, Host: w.Host, PID: w.PID, Version: w.Version,
+		items = append(items, views.WorkerJSON{WorkerID: w.WorkerID, Host: w.Host, PID: w.PID, Version: w.Version,
 			Live: live, StartedAt: w.StartedAt, LastSeenAt: w.LastSeenAt, StoppedAt: w.StoppedAt.Ptr()})
 	}
-	return c.JSON(http.StatusOK, page[workerJSON]{Items: items})
+	return c.JSON(http.StatusOK, httpx.Page[views.WorkerJSON]{Items: items})
 }

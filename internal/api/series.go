@@ -6,6 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/layout"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/catalog"
@@ -15,18 +17,18 @@ import (
 // listSeries pages series by name in natural order (?sort=name, the
 // default) or by id (?sort=id).
 func (s *Server) listSeries(c echo.Context) error {
-	byID, after, err := naturalOrder(c, "name")
+	byID, after, err := httpx.NaturalOrder(c, "name")
 	if err != nil {
 		return err
 	}
 	if byID {
-		return listByLibrary(c, s.cat.ListSeries, seriesView, func(r model.Series) int64 { return r.ID })
+		return httpx.ListByLibrary(c, s.cat.ListSeries, views.Series, func(r model.Series) int64 { return r.ID })
 	}
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
-	lib, err := queryID(c, "library_id")
+	lib, err := httpx.QueryID(c, "library_id")
 	if err != nil {
 		return err
 	}
@@ -34,7 +36,7 @@ func (s *Server) listSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(rows, limit, seriesView, func(r model.Series) string { return sortCursor(r.SortKey, r.ID) }))
+	return c.JSON(http.StatusOK, httpx.MakePage(rows, limit, views.Series, func(r model.Series) string { return httpx.SortCursor(r.SortKey, r.ID) }))
 }
 
 // getSeries returns a series with its details: ComicInfo fields of its
@@ -42,7 +44,7 @@ func (s *Server) listSeries(c echo.Context) error {
 // folder.png … in the book's folder or, for a volume folder, the series
 // folder above it), else the cover of its first book that has one.
 func (s *Server) getSeries(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -55,11 +57,11 @@ func (s *Server) getSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := seriesView(ser)
-	v.Details = &seriesDetailsJSON{Summary: d.Summary, Genres: splitList(d.Genre), Tags: splitList(d.Tags),
-		AgeRating: d.AgeRating, Language: d.LanguageISO, Writers: splitList(d.Writer),
+	v := views.Series(ser)
+	v.Details = &views.SeriesDetailsJSON{Summary: d.Summary, Genres: views.SplitList(d.Genre), Tags: views.SplitList(d.Tags),
+		AgeRating: d.AgeRating, Language: d.LanguageISO, Writers: views.SplitList(d.Writer),
 		Manga: d.Manga, RightToLeft: protocol.Manga(model.Deref(d.Manga)).RightToLeft(), Count: d.SeriesCount,
-		Cover: coverJSON{Status: "none"}, CoverFile: d.CoverFileID}
+		Cover: views.CoverJSON{Status: "none"}, CoverFile: d.CoverFileID}
 	if v.Summary == nil {
 		v.Summary = v.Details.Summary
 	}
@@ -87,20 +89,20 @@ func (s *Server) getSeries(c echo.Context) error {
 // (?sort=number, the default: ComicInfo Number, Volume, natural file name)
 // or by id (?sort=id).
 func (s *Server) listSeriesFiles(c echo.Context) error {
-	byID, after, err := naturalOrder(c, "number")
+	byID, after, err := httpx.NaturalOrder(c, "number")
 	if err != nil {
 		return err
 	}
 	if byID {
-		return listUnder(c, s.cat.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]model.File, error) {
+		return httpx.ListUnder(c, s.cat.GetSeries, func(ctx context.Context, id, after int64, limit int) ([]model.File, error) {
 			return s.cat.ListFiles(ctx, catalog.FileFilter{SeriesID: new(int64(id))}, after, limit)
 		}, s.fileView, fileID)
 	}
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(c)
+	limit, err := httpx.PageLimit(c)
 	if err != nil {
 		return err
 	}
@@ -112,18 +114,18 @@ func (s *Server) listSeriesFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, makePage(rows, limit, s.fileView, func(r model.File) string { return sortCursor(r.SortKey, r.ID) }))
+	return c.JSON(http.StatusOK, httpx.MakePage(rows, limit, s.fileView, func(r model.File) string { return httpx.SortCursor(r.SortKey, r.ID) }))
 }
 
 // listScans pages scan sessions newest first; the cursor is the last id.
 func (s *Server) listScans(c echo.Context) error {
-	return listByLibrary(c, s.cat.ListScans, scanView, func(r model.Scan) int64 { return r.ID })
+	return httpx.ListByLibrary(c, s.cat.ListScans, views.Scan, func(r model.Scan) int64 { return r.ID })
 }
 
 func (s *Server) getScan(c echo.Context) error {
-	return getByID(c, s.cat.GetScan, scanView)
+	return httpx.GetByID(c, s.cat.GetScan, views.Scan)
 }
 
 func (s *Server) listScanErrors(c echo.Context) error {
-	return listUnder(c, s.cat.GetScan, s.cat.ScanErrors, scanErrorView, func(r model.ScanErrorEntry) int64 { return r.ID })
+	return httpx.ListUnder(c, s.cat.GetScan, s.cat.ScanErrors, views.ScanError, func(r model.ScanErrorEntry) int64 { return r.ID })
 }

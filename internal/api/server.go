@@ -1,16 +1,27 @@
 // Package api is controld's admin HTTP API (echo): JSON under /api/v1,
 // bearer-token auth on every /api/v1 route, errors mapped to statuses in one
-// place (errors.go), keyset lists with opaque cursors, Server-Sent Events
+// place (internal/httpx), keyset lists with opaque cursors, Server-Sent Events
 // fed from the database, and the public /healthz, /readyz and /metrics.
 //
 // Strategy: handlers only parse and validate input, call one store method
 // and render its rows; every policy decision that must be atomic (admission,
 // queueing, cancel) lives in the store's single transactions, so two
 // concurrent requests can never both win.
+//
+// Layout: this package holds the server, its router and the admin routes
+// of the library, the jobs, the queue, files, series, scans, thumbnails,
+// maintenance, workers, settings, events and reader accounts. Package
+// readers serves the readers' routes (/me, search, OPDS, pages, downloads
+// and covers) and package duplicates the duplicate reports and delete
+// plans; both mount on this router and import neither this package nor
+// each other. internal/httpx is the HTTP plumbing they share (errors and
+// their codes, binding, cursors) and internal/views the JSON views of the
+// store's rows.
 package api
 
 import (
 	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -21,13 +32,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/bindery-nas/bindery/internal/api/duplicates"
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/readers"
 	"github.com/bindery-nas/bindery/internal/events"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
-	"github.com/bindery-nas/bindery/internal/reader"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/catalog"
-	"github.com/bindery-nas/bindery/internal/store/duplicates"
-	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/queue"
 	"github.com/bindery-nas/bindery/internal/store/reading"
@@ -36,10 +47,21 @@ import (
 )
 
 // Base is the path prefix of every authenticated route.
-const Base = "/api/v1"
+const Base = httpx.Base
 
 // MaxBodyBytes caps every request body (1 MiB); larger bodies get 413.
-const MaxBodyBytes = 1 << 20
+const MaxBodyBytes = httpx.MaxBodyBytes
+
+// CoverKeyBytes is the length of the cover URL secret.
+const CoverKeyBytes = readers.CoverKeyBytes
+
+// EncodeCursor renders any anchor as an opaque cursor (base64url JSON).
+func EncodeCursor(anchor any) string { return httpx.EncodeCursor(anchor) }
+
+// EncodeIDCursor is the cursor of id-ordered lists (protocol §6.3).
+func EncodeIDCursor(id int64) string { return httpx.EncodeIDCursor(id) }
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
@@ -82,26 +104,21 @@ type Config struct {
 
 // Server is the admin API.
 type Server struct {
-	cfg       Config
-	st        *store.Store
-	rd        *reading.Store    // the reader side: accounts, progress, lists, search
-	hs        *hashes.Store     // the hash job's rows: hash state
-	dp        *duplicates.Store // duplicate reports and delete plans
-	ls        *leases.Leases    // stale-lease recovery, the workers
-	th        *thumbnails.Store // the cover queue
-	q         *queue.Store      // the job queue
-	cat       *catalog.Store    // the library as the admin API lists it
-	echo      *echo.Echo
-	log       *slog.Logger
-	roots     []string // lexical: as configured and as resolved
-	realRoots pathsafe.Roots
-	reg       *prometheus.Registry
-	m         *httpMetrics
-	signer    coverSigner
-	books     *reader.Books
-	shrunk    *reader.Shrunk
-	limits    *failLimiter
-	creds     *credCache
+	cfg        Config
+	st         *store.Store
+	rd         *reading.Store    // reader accounts, their grants and API keys
+	ls         *leases.Leases    // stale-lease recovery, the workers
+	th         *thumbnails.Store // the cover queue
+	q          *queue.Store      // the job queue
+	cat        *catalog.Store    // the library as the admin API lists it
+	echo       *echo.Echo
+	log        *slog.Logger
+	roots      []string // lexical: as configured and as resolved
+	realRoots  pathsafe.Roots
+	reg        *prometheus.Registry
+	m          *httpMetrics
+	readers    *readers.Server    // the reader routes, covers and cover URLs
+	duplicates *duplicates.Server // duplicate reports, delete plans, trash restores
 }
 
 // New builds the server and its routes.
@@ -138,17 +155,15 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if len(cfg.CoverKey) == 0 {
-		cfg.CoverKey = make([]byte, CoverKeyBytes)
+		cfg.CoverKey = make([]byte, readers.CoverKeyBytes)
 		rand.Read(cfg.CoverKey)
 	} else if len(cfg.CoverKey) < 16 {
 		return nil, errorf("api: cover key of %d bytes, want at least 16", len(cfg.CoverKey))
 	}
-	s := &Server{cfg: cfg, st: cfg.Store, rd: reading.New(cfg.Store), hs: hashes.New(cfg.Store), dp: duplicates.New(cfg.Store), ls: leases.New(cfg.Store), th: thumbnails.New(cfg.Store), q: queue.New(cfg.Store), cat: catalog.New(cfg.Store), log: cfg.Logger, roots: roots, realRoots: realRoots, reg: cfg.Registry,
-		signer: coverSigner{key: cfg.CoverKey, now: time.Now},
-		books:  reader.NewBooks(realRoots, 0), shrunk: reader.NewShrunk(cfg.StateDir),
-		limits: &failLimiter{now: time.Now, names: map[string]int{}, addrs: map[string]int{}},
-		creds:  &credCache{entries: map[[32]byte]credEntry{}, now: time.Now}}
-	rand.Read(s.creds.secret[:])
+	s := &Server{cfg: cfg, st: cfg.Store, rd: reading.New(cfg.Store), ls: leases.New(cfg.Store), th: thumbnails.New(cfg.Store), q: queue.New(cfg.Store), cat: catalog.New(cfg.Store), log: cfg.Logger, roots: roots, realRoots: realRoots, reg: cfg.Registry,
+		readers: readers.New(readers.Config{Store: cfg.Store, Token: cfg.Token, Roots: realRoots, StateDir: cfg.StateDir,
+			CoverKey: cfg.CoverKey, Logger: cfg.Logger})}
+	s.duplicates = duplicates.New(duplicates.Config{Store: cfg.Store, CoverURL: s.readers.CoverURL})
 	s.m = newHTTPMetrics(cfg.Registry, cfg.Store)
 	s.echo = s.router()
 	return s, nil
@@ -178,9 +193,9 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 func (s *Server) router() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = s.handleError
-	e.Pre(rejectDotSegments)
-	e.Use(s.m.middleware, s.recoverPanics, limitBody)
+	e.HTTPErrorHandler = httpx.HandleError(s.log)
+	e.Pre(httpx.RejectDotSegments)
+	e.Use(s.m.middleware, httpx.RecoverPanics, httpx.LimitBody)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -203,12 +218,7 @@ func (s *Server) router() *echo.Echo {
 
 	g.GET("/files", s.listFiles)
 	g.GET("/files/:id", s.getFile)
-	// Outside the group: a signed URL needs no bearer token.
-	e.GET(Base+"/files/:id/cover", s.getCover, s.readerOrSignature)
 	g.POST("/files/:id/cover/regenerate", s.regenerateCover)
-	// Outside the group too: readers may read what their grant shows
-	// (readerFile), the admin token everything.
-	s.pageRoutes(e)
 	g.GET("/series", s.listSeries)
 	g.GET("/series/:id", s.getSeries)
 	g.GET("/series/:id/files", s.listSeriesFiles)
@@ -216,16 +226,7 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/scans/:id", s.getScan)
 	g.GET("/scans/:id/errors", s.listScanErrors)
 
-	g.GET("/duplicates/groups", s.listDuplicateGroups)
-	g.GET("/duplicates/groups/:key/files", s.listDuplicateFiles)
-	g.GET("/duplicates/books", s.listSameBooks)
-	g.GET("/duplicates/pages", s.listCommonPages)
-	g.GET("/duplicates/covers", s.listSimilarCovers)
-	g.POST("/duplicates/plans", s.createPlan)
-	g.GET("/duplicates/plans", s.listPlans)
-	g.GET("/duplicates/plans/:id", s.getPlan)
-	g.POST("/duplicates/plans/:id/execute", s.executePlan)
-	g.POST("/trash/:job_id/restore", s.restoreTrash)
+	s.duplicates.Routes(g)
 
 	g.POST("/thumbnails", s.createThumbnail)
 	g.GET("/thumbnails/metrics", s.thumbnailMetrics)
@@ -245,9 +246,9 @@ func (s *Server) router() *echo.Echo {
 	g.GET("/events", s.streamEvents)
 
 	s.userRoutes(g)
-	s.meRoutes(e.Group(Base+"/me", s.readerAuth))
-	e.GET(Base+"/search", s.search, s.readerAuth)
-	s.opdsRoutes(e)
+	// Outside the group: the readers' routes take reader credentials (the
+	// admin token reads everything), a cover's signed URL none.
+	s.readers.Routes(e)
 
 	if s.cfg.UI != nil {
 		ui := echo.WrapHandler(s.cfg.UI)

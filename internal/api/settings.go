@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -43,14 +44,14 @@ func (s *Server) listSettings(c echo.Context) error {
 	for _, d := range defs {
 		items = append(items, settingView(d, vals))
 	}
-	return c.JSON(http.StatusOK, page[settingJSON]{Items: items})
+	return c.JSON(http.StatusOK, httpx.Page[settingJSON]{Items: items})
 }
 
 func (s *Server) getSetting(c echo.Context) error {
 	key := c.Param("key")
 	d, ok := settings.Lookup(key)
 	if !ok {
-		return apiErr(protocol.CodeSettingNotFound, "unknown setting %q", key).with("key", key)
+		return httpx.Err(protocol.CodeSettingNotFound, "unknown setting %q", key).With("key", key)
 	}
 	vals, err := settings.Load(c.Request().Context(), s.st)
 	if err != nil {
@@ -64,11 +65,11 @@ func (s *Server) getSetting(c echo.Context) error {
 // the key.
 func (s *Server) patchSettings(c echo.Context) error {
 	var raw map[string]json.RawMessage
-	if err := decodeJSON(c, &raw); err != nil {
+	if err := httpx.DecodeJSON(c, &raw); err != nil {
 		return err
 	}
 	if raw == nil {
-		return apiErr(protocol.CodeInvalidJSON, "want a JSON object of settings")
+		return httpx.Err(protocol.CodeInvalidJSON, "want a JSON object of settings")
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -79,11 +80,11 @@ func (s *Server) patchSettings(c echo.Context) error {
 	for _, k := range keys {
 		v := raw[k]
 		if _, ok := settings.Lookup(k); !ok {
-			return apiErr(protocol.CodeUnknownSetting, "unknown setting %q", k).with("key", k)
+			return httpx.Err(protocol.CodeUnknownSetting, "unknown setting %q", k).With("key", k)
 		}
 		text, ok := settingText(v)
 		if !ok {
-			return apiErr(protocol.CodeInvalidSettingValue, "%s: want a number or a string", k).with("key", k)
+			return httpx.Err(protocol.CodeInvalidSettingValue, "%s: want a number or a string", k).With("key", k)
 		}
 		kv[k] = text
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -19,7 +20,7 @@ const sseWriteWindow = 30 * time.Second
 // thumbnail changes, learned from the database.
 func (s *Server) streamEvents(c echo.Context) error {
 	if s.cfg.Events == nil {
-		return apiErr(protocol.CodeUnavailable, "the event feed is not running")
+		return httpx.Err(protocol.CodeUnavailable, "the event feed is not running")
 	}
 	ch, cancel := s.cfg.Events.Subscribe()
 	defer cancel()

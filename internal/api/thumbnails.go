@@ -5,6 +5,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -19,11 +21,11 @@ type createThumbnailBody struct {
 // once pending+running reach thumbnail.queue.capacity.
 func (s *Server) createThumbnail(c echo.Context) error {
 	var b createThumbnailBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.FileID == nil || *b.FileID <= 0 {
-		return fieldf("file_id", "required: a positive integer")
+		return httpx.Fieldf("file_id", "required: a positive integer")
 	}
 	ctx := c.Request().Context()
 	vals, err := settings.Load(ctx, s.st)
@@ -33,7 +35,7 @@ func (s *Server) createThumbnail(c echo.Context) error {
 	format := protocol.ImageFormat(vals.Enum(settings.ScanCoverFormat))
 	if b.Format != nil {
 		if format, err = protocol.ParseImageFormat(*b.Format); err != nil {
-			return fieldf("format", "want webp or jpeg, got %q", *b.Format)
+			return httpx.Fieldf("format", "want webp or jpeg, got %q", *b.Format)
 		}
 	}
 	t, created, err := s.th.AdmitThumbnail(ctx, *b.FileID, format,
@@ -42,7 +44,7 @@ func (s *Server) createThumbnail(c echo.Context) error {
 }
 
 func (s *Server) getThumbnail(c echo.Context) error {
-	return getByID(c, s.th.GetThumbnail, thumbnailView)
+	return httpx.GetByID(c, s.th.GetThumbnail, views.Thumbnail)
 }
 
 func (s *Server) thumbnailMetrics(c echo.Context) error {
@@ -50,5 +52,5 @@ func (s *Server) thumbnailMetrics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, thumbnailMetricsView(m))
+	return c.JSON(http.StatusOK, views.ThumbnailMetrics(m))
 }

@@ -11,6 +11,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/bindery-nas/bindery/internal/api/internal/httpx"
+	"github.com/bindery-nas/bindery/internal/api/internal/views"
+	"github.com/bindery-nas/bindery/internal/api/readers"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store/reading"
 	"github.com/bindery-nas/bindery/protocol"
@@ -30,19 +33,6 @@ func (s *Server) userRoutes(g *echo.Group) {
 	g.DELETE("/users/:id/api-keys/:key_id", s.deleteAPIKey)
 }
 
-type userView struct {
-	ID         int64         `json:"id"`
-	Name       string        `json:"name"`
-	Disabled   bool          `json:"disabled"`
-	LibraryIDs []int64       `json:"library_ids,omitempty"`
-	CreatedAt  protocol.Time `json:"created_at"`
-	UpdatedAt  protocol.Time `json:"updated_at"`
-}
-
-func viewUser(u model.User) userView {
-	return userView{ID: u.ID, Name: u.Name, Disabled: u.Disabled, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
-}
-
 type userBody struct {
 	Name       *string  `json:"name"`
 	Password   *string  `json:"password"`
@@ -54,33 +44,33 @@ type userBody struct {
 // (HTTP Basic splits the name from the password at the first one).
 func validUserName(n *string) error {
 	if n == nil {
-		return fieldf("name", "required")
+		return httpx.Fieldf("name", "required")
 	}
 	v := *n
 	if v != strings.TrimSpace(v) || v == "" || utf8.RuneCountInString(v) > 64 || strings.ContainsAny(v, ":") ||
 		strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return fieldf("name", "must be 1 to 64 characters without a colon, control characters or surrounding spaces")
+		return httpx.Fieldf("name", "must be 1 to 64 characters without a colon, control characters or surrounding spaces")
 	}
 	return nil
 }
 
 func (s *Server) createUser(c echo.Context) error {
 	var b userBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.Disabled != nil {
-		return fieldf("disabled", "set it with PATCH")
+		return httpx.Fieldf("disabled", "set it with PATCH")
 	}
-	if err := errors.Join(validUserName(b.Name), validPassword(b.Password)); err != nil {
+	if err := errors.Join(validUserName(b.Name), readers.ValidPassword(b.Password)); err != nil {
 		return firstAPIError(err)
 	}
 	ctx := c.Request().Context()
-	u, err := s.rd.CreateUser(ctx, *b.Name, hashPassword(*b.Password))
+	u, err := s.rd.CreateUser(ctx, *b.Name, readers.HashPassword(*b.Password))
 	if err != nil {
 		return err
 	}
-	v := viewUser(u)
+	v := views.User(u)
 	if b.LibraryIDs != nil {
 		if err := s.rd.SetUserLibraries(ctx, u.ID, *b.LibraryIDs); err != nil {
 			_ = s.rd.DeleteUser(ctx, u.ID)
@@ -94,7 +84,7 @@ func (s *Server) createUser(c echo.Context) error {
 }
 
 func (s *Server) listUsers(c echo.Context) error {
-	limit, after, err := idPage(c)
+	limit, after, err := httpx.IDPage(c)
 	if err != nil {
 		return err
 	}
@@ -102,11 +92,11 @@ func (s *Server) listUsers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return idPageJSON(c, users, limit, viewUser, func(u model.User) int64 { return u.ID })
+	return httpx.IDPageJSON(c, users, limit, views.User, func(u model.User) int64 { return u.ID })
 }
 
 func (s *Server) userWithGrant(c echo.Context, u model.User) error {
-	v := viewUser(u)
+	v := views.User(u)
 	var err error
 	if v.LibraryIDs, err = s.rd.UserLibraries(c.Request().Context(), u.ID); err != nil {
 		return err
@@ -115,7 +105,7 @@ func (s *Server) userWithGrant(c echo.Context, u model.User) error {
 }
 
 func (s *Server) getUser(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -128,12 +118,12 @@ func (s *Server) getUser(c echo.Context) error {
 
 // patchUser renames, resets the password of, or disables a user.
 func (s *Server) patchUser(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
 	var b userBody
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	var p reading.UserPatch
@@ -144,14 +134,14 @@ func (s *Server) patchUser(c echo.Context) error {
 		p.Name = b.Name
 	}
 	if b.Password != nil {
-		if err := validPassword(b.Password); err != nil {
+		if err := readers.ValidPassword(b.Password); err != nil {
 			return err
 		}
-		h := hashPassword(*b.Password)
+		h := readers.HashPassword(*b.Password)
 		p.PasswordHash = &h
 	}
 	if b.LibraryIDs != nil {
-		return fieldf("library_ids", "set them with PUT /users/{id}/libraries")
+		return httpx.Fieldf("library_ids", "set them with PUT /users/{id}/libraries")
 	}
 	p.Disabled = b.Disabled
 	u, err := s.rd.UpdateUser(c.Request().Context(), id, p)
@@ -162,7 +152,7 @@ func (s *Server) patchUser(c echo.Context) error {
 }
 
 func (s *Server) deleteUser(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -174,18 +164,18 @@ func (s *Server) deleteUser(c echo.Context) error {
 
 // putUserLibraries replaces the libraries a user may see.
 func (s *Server) putUserLibraries(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
 	var b struct {
 		LibraryIDs *[]int64 `json:"library_ids"`
 	}
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.LibraryIDs == nil {
-		return fieldf("library_ids", "required")
+		return httpx.Fieldf("library_ids", "required")
 	}
 	ctx := c.Request().Context()
 	if err := s.rd.SetUserLibraries(ctx, id, *b.LibraryIDs); err != nil {
@@ -215,18 +205,18 @@ const apiKeyPrefix = "bnd_"
 
 // createAPIKey makes a key and shows it once; only its SHA-256 is kept.
 func (s *Server) createAPIKey(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
 	var b struct {
 		Name *string `json:"name"`
 	}
-	if err := decodeJSON(c, &b); err != nil {
+	if err := httpx.DecodeJSON(c, &b); err != nil {
 		return err
 	}
 	if b.Name == nil || strings.TrimSpace(*b.Name) == "" || utf8.RuneCountInString(*b.Name) > 100 {
-		return fieldf("name", "must be 1 to 100 characters")
+		return httpx.Fieldf("name", "must be 1 to 100 characters")
 	}
 	raw := make([]byte, 32)
 	rand.Read(raw)
@@ -242,7 +232,7 @@ func (s *Server) createAPIKey(c echo.Context) error {
 }
 
 func (s *Server) listAPIKeys(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
@@ -262,11 +252,11 @@ func (s *Server) listAPIKeys(c echo.Context) error {
 }
 
 func (s *Server) deleteAPIKey(c echo.Context) error {
-	id, err := pathID(c, "id")
+	id, err := httpx.PathID(c, "id")
 	if err != nil {
 		return err
 	}
-	keyID, err := pathID(c, "key_id")
+	keyID, err := httpx.PathID(c, "key_id")
 	if err != nil {
 		return err
 	}
