@@ -227,7 +227,8 @@ func TestSevenZipEmptyCoderID(t *testing.T) {
 	hdr := data[32+off : 32+off+n]
 	// UnpackInfo, FolderID, the folder count, not external; then per
 	// folder one coder: flag 01, id 00 (Copy) becomes flag 00.
-	i := bytes.Index(hdr, []byte{szUnpackInfo, szFolderID})
+	const unpackInfo, folderID = 0x07, 0x0b // 7-Zip's property ids (7zItem.h)
+	i := bytes.Index(hdr, []byte{unpackInfo, folderID})
 	if i < 0 || hdr[i+2] >= 0x80 || hdr[i+3] != 0 {
 		t.Fatalf("no folders in the header % x", hdr)
 	}

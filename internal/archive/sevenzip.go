@@ -8,6 +8,7 @@ import (
 	"github.com/bodgit/sevenzip"
 
 	"github.com/bindery-nas/bindery/internal/archive/deflate64"
+	"github.com/bindery-nas/bindery/internal/archive/internal/szheader"
 	"github.com/bindery-nas/bindery/internal/archive/liblzma"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -68,8 +69,8 @@ type sevenZipArchive struct {
 // open7z prescans the header (encryption, counts), then lets sevenzip
 // parse the listing. No folder is decoded to list pages.
 func open7z(r io.ReaderAt, size int64) (Archive, error) {
-	scan, err := prescan7z(r, size)
-	if errors.Is(err, errEmpty7z) { // a sound archive of nothing: no_pages
+	scan, err := szheader.Prescan(r, size, MaxEntries)
+	if errors.Is(err, szheader.ErrEmpty) { // a sound archive of nothing: no_pages
 		a := &sevenZipArchive{}
 		a.common = common{format: protocol.FormatSevenZip, read: a.read}
 		return a, nil
@@ -77,8 +78,8 @@ func open7z(r io.ReaderAt, size int64) (Archive, error) {
 	if err != nil {
 		return nil, err
 	}
-	if scan.header != nil {
-		r, size = rewrittenHeader(r, size, scan.header)
+	if scan.Header != nil {
+		r, size = szheader.Rewritten(r, size, scan.Header)
 	}
 	zr, err := sevenzip.NewReader(r, size)
 	if err != nil {
@@ -92,7 +93,7 @@ func open7z(r io.ReaderAt, size int64) (Archive, error) {
 		raw = append(raw, rawEntry{name: f.Name, size: int64(min(f.UncompressedSize, 1<<62)), dir: f.FileInfo().IsDir(), index: i,
 			crc: f.CRC32, hasCRC: f.UncompressedSize == 0 || f.CRC32 != 0})
 	}
-	a := &sevenZipArchive{files: zr.File, unsupported: scan.unsupported}
+	a := &sevenZipArchive{files: zr.File, unsupported: scan.Unsupported}
 	a.common = common{format: protocol.FormatSevenZip, sel: selectEntries(raw), read: a.read}
 	return a, nil
 }

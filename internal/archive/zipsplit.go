@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bindery-nas/bindery/internal/archive/internal/overlay"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -30,6 +31,9 @@ const (
 	// zipMaxParts caps the parts of one split zip: .z01 … .z99 is what
 	// both writers name; more is a hostile end record.
 	zipMaxParts = 100
+	// maxSplitDirectory caps the central directory read whole, as the 7z
+	// reader caps its header (16 MiB).
+	maxSplitDirectory = 16 << 20
 )
 
 var (
@@ -213,7 +217,7 @@ func (s *splitStream) withDirectory(end zipEnd) (io.ReaderAt, int64, error) {
 		return nil, 0, codedf(protocol.ErrArchiveCorrupt, "split zip: zip64 split archives are not read")
 	}
 	start := s.starts[end.dirDisk] + int64(end.dirStart)
-	if start+int64(end.dirSize) > s.size || end.dirSize > szMaxHeader {
+	if start+int64(end.dirSize) > s.size || end.dirSize > maxSplitDirectory {
 		return nil, 0, codedf(protocol.ErrArchiveCorrupt, "split zip: central directory of %d bytes at %d outside the parts", end.dirSize, start)
 	}
 	dir := make([]byte, end.dirSize, int(end.dirSize)+zipEndLen)
@@ -252,7 +256,7 @@ func (s *splitStream) withDirectory(end zipEnd) (io.ReaderAt, int64, error) {
 	binary.LittleEndian.PutUint32(rec[12:], end.dirSize)
 	binary.LittleEndian.PutUint32(rec[16:], uint32(s.size))
 	tail := append(dir, rec...)
-	return overlay{r: s, size: s.size, tail: tail}, s.size + int64(len(tail)), nil
+	return overlay.ReaderAt{R: s, Size: s.size, Tail: tail}, s.size + int64(len(tail)), nil
 }
 
 // IsSplitZipStart reports whether the file at path starts like the first

@@ -1,4 +1,10 @@
-package archive
+// Package szheader is a small reader of the 7z header, run before
+// bodgit/sevenzip for two things that library does not offer: telling an
+// encrypted archive apart from a corrupt one (it reports a missing
+// password as a decoder error), and refusing headers whose counts would
+// make it allocate without bound. It walks the same structures as 7-Zip's
+// 7zIn.cpp but keeps only coder ids and counts.
+package szheader
 
 import (
 	"bytes"
@@ -10,15 +16,10 @@ import (
 
 	"github.com/ulikunitz/xz/lzma"
 
+	"github.com/bindery-nas/bindery/internal/archive/internal/archerr"
+	"github.com/bindery-nas/bindery/internal/archive/internal/overlay"
 	"github.com/bindery-nas/bindery/protocol"
 )
-
-// A small reader of the 7z header, run before bodgit/sevenzip for two
-// things that library does not offer: telling an encrypted archive apart
-// from a corrupt one (it reports a missing password as a decoder error),
-// and refusing headers whose counts would make it allocate without bound.
-// It walks the same structures as 7-Zip's 7zIn.cpp but keeps only coder
-// ids and counts.
 
 const (
 	szEnd              = 0x00
@@ -110,127 +111,97 @@ func (s *szStreams) encrypted() bool {
 	return false
 }
 
-// errEmpty7z is a valid 7z archive without a header: 7-Zip writes one for
+// ErrEmpty is a valid 7z archive without a header: 7-Zip writes one for
 // an empty folder.
-var errEmpty7z = errors.New("empty 7z archive")
+var ErrEmpty = errors.New("empty 7z archive")
 
-// szScan is what the prescan learned for the decoder.
-type szScan struct {
-	// unsupported names a coder of the entries that no decoder reads
+// Scan is what the prescan learned for the decoder.
+type Scan struct {
+	// Unsupported names a coder of the entries that no decoder reads
 	// ("" when all can).
-	unsupported string
-	// header, when set, is the plain header the decoder must be given
-	// instead of the archive's: the same without its archive properties,
-	// an optional record the decoder does not know (7-Zip skips it).
-	header []byte
+	Unsupported string
+	// Header, when set, is the plain header the decoder must be given
+	// instead of the archive's (Rewritten): the same without its archive
+	// properties, an optional record the decoder does not know (7-Zip
+	// skips it).
+	Header []byte
 }
 
-// prescan7z checks the signature header, the header CRC, encryption of
-// the header or of any folder, and the entry count, or returns
-// errEmpty7z.
-func prescan7z(r io.ReaderAt, size int64) (szScan, error) {
+// Prescan checks the signature header, the header CRC, encryption of
+// the header or of any folder, and that no count of entries or streams
+// passes maxEntries, or returns ErrEmpty.
+func Prescan(r io.ReaderAt, size int64, maxEntries int) (Scan, error) {
 	var sig [szSigHdrSize]byte
 	if _, err := r.ReadAt(sig[:], 0); err != nil {
-		return szScan{}, classify(err, "read 7z signature header")
+		return Scan{}, archerr.Classify(err, "read 7z signature header")
 	}
 	if crc32.ChecksumIEEE(sig[12:32]) != binary.LittleEndian.Uint32(sig[8:12]) {
-		return szScan{}, codedf(protocol.ErrArchiveCorrupt, "7z start header: bad checksum")
+		return Scan{}, archerr.Errorf(protocol.ErrArchiveCorrupt, "7z start header: bad checksum")
 	}
 	off, n := binary.LittleEndian.Uint64(sig[12:20]), binary.LittleEndian.Uint64(sig[20:28])
 	if n == 0 {
-		return szScan{}, errEmpty7z
+		return Scan{}, ErrEmpty
 	}
 	if n > szMaxHeader || off > uint64(size) || szSigHdrSize+off+n > uint64(size) {
-		return szScan{}, codedf(protocol.ErrArchiveCorrupt, "7z header: %d bytes at %d outside a %d-byte file (truncated?)", n, off, size)
+		return Scan{}, archerr.Errorf(protocol.ErrArchiveCorrupt, "7z header: %d bytes at %d outside a %d-byte file (truncated?)", n, off, size)
 	}
 	hdr := make([]byte, n)
 	if _, err := r.ReadAt(hdr, int64(szSigHdrSize+off)); err != nil {
-		return szScan{}, classify(err, "read 7z header")
+		return Scan{}, archerr.Classify(err, "read 7z header")
 	}
 	if crc32.ChecksumIEEE(hdr) != binary.LittleEndian.Uint32(sig[28:32]) {
-		return szScan{}, codedf(protocol.ErrArchiveCorrupt, "7z header: bad checksum")
+		return Scan{}, archerr.Errorf(protocol.ErrArchiveCorrupt, "7z header: bad checksum")
 	}
-	return scanHeader(r, hdr, true)
+	return scanHeader(r, hdr, maxEntries, true)
 }
 
 // scanHeader walks a plain or encoded header; an LZMA-encoded one is
 // decoded (once) and walked in turn.
-func scanHeader(r io.ReaderAt, hdr []byte, mayDecode bool) (szScan, error) {
-	h := &szReader{b: hdr}
+func scanHeader(r io.ReaderAt, hdr []byte, maxEntries int, mayDecode bool) (Scan, error) {
+	h := &szReader{b: hdr, maxEntries: maxEntries}
 	id, err := h.byte()
 	if err != nil {
-		return szScan{}, corrupt7z(err)
+		return Scan{}, corrupt7z(err)
 	}
 	switch {
 	case id == szHeader:
 		if err := h.header(); err != nil {
-			return szScan{}, corrupt7z(err)
+			return Scan{}, corrupt7z(err)
 		}
-		scan := szScan{unsupported: h.unsupported}
+		scan := Scan{Unsupported: h.unsupported}
 		if h.props[1] > 0 {
-			scan.header = append(append([]byte{szHeader}, hdr[1:h.props[0]]...), hdr[h.props[1]:]...)
+			scan.Header = append(append([]byte{szHeader}, hdr[1:h.props[0]]...), hdr[h.props[1]:]...)
 		}
 		return scan, nil
 	case id == szEncodedHeader && mayDecode:
 		var s szStreams
 		if err := h.streams(&s); err != nil {
-			return szScan{}, corrupt7z(err)
+			return Scan{}, corrupt7z(err)
 		}
 		if s.encrypted() {
-			return szScan{}, codedf(protocol.ErrArchiveEncrypted, "7z header is encrypted")
+			return Scan{}, archerr.Errorf(protocol.ErrArchiveEncrypted, "7z header is encrypted")
 		}
 		plain, err := decodeHeader(r, &s)
 		if err != nil {
-			return szScan{}, err
+			return Scan{}, err
 		}
-		return scanHeader(r, plain, false)
+		return scanHeader(r, plain, maxEntries, false)
 	}
-	return szScan{}, corrupt7z(errSzFormat)
+	return Scan{}, corrupt7z(errSzFormat)
 }
 
-// rewrittenHeader presents r with its header replaced by a plain one,
+// Rewritten presents r with its header replaced by a plain one,
 // appended past the end of the archive (so no packed stream is touched),
 // and the start header pointing at it with fresh checksums. It returns
 // the new reader and its size.
-func rewrittenHeader(r io.ReaderAt, size int64, hdr []byte) (io.ReaderAt, int64) {
+func Rewritten(r io.ReaderAt, size int64, hdr []byte) (io.ReaderAt, int64) {
 	var sig [szSigHdrSize]byte
-	_, _ = r.ReadAt(sig[:], 0) // read by prescan7z already
+	_, _ = r.ReadAt(sig[:], 0) // read by Prescan already
 	binary.LittleEndian.PutUint64(sig[12:20], uint64(size-szSigHdrSize))
 	binary.LittleEndian.PutUint64(sig[20:28], uint64(len(hdr)))
 	binary.LittleEndian.PutUint32(sig[28:32], crc32.ChecksumIEEE(hdr))
 	binary.LittleEndian.PutUint32(sig[8:12], crc32.ChecksumIEEE(sig[12:32]))
-	return overlay{r: r, size: size, head: sig[:], tail: hdr}, size + int64(len(hdr))
-}
-
-// overlay reads head over the start of r and tail past its end.
-type overlay struct {
-	r          io.ReaderAt
-	size       int64
-	head, tail []byte
-}
-
-func (o overlay) ReadAt(p []byte, off int64) (int, error) {
-	n := 0
-	for n < len(p) {
-		pos := off + int64(n)
-		var m int
-		var err error
-		switch {
-		case pos < int64(len(o.head)):
-			m = copy(p[n:], o.head[pos:])
-		case pos < o.size:
-			m, err = o.r.ReadAt(p[n:min(len(p), n+int(o.size-pos))], pos)
-		case pos < o.size+int64(len(o.tail)):
-			m = copy(p[n:], o.tail[pos-o.size:])
-		default:
-			return n, io.EOF
-		}
-		n += m
-		if err != nil && !(errors.Is(err, io.EOF) && pos+int64(m) == o.size) {
-			return n, err
-		}
-	}
-	return n, nil
+	return overlay.ReaderAt{R: r, Size: size, Head: sig[:], Tail: hdr}, size + int64(len(hdr))
 }
 
 func corrupt7z(err error) error {
@@ -241,7 +212,7 @@ func corrupt7z(err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
-	return coded(protocol.ErrArchiveCorrupt, err, "read 7z header")
+	return archerr.Wrap(protocol.ErrArchiveCorrupt, err, "read 7z header")
 }
 
 // decodeHeader decodes an encoded header: one folder, one coder, LZMA
@@ -249,11 +220,11 @@ func corrupt7z(err error) error {
 // would decode them itself and could then allocate per an unchecked count.
 func decodeHeader(r io.ReaderAt, s *szStreams) ([]byte, error) {
 	if len(s.folders) != 1 || len(s.packSizes) != 1 || len(s.folders[0].coders) != 1 || len(s.folders[0].unpackSizes) != 1 {
-		return nil, codedf(protocol.ErrArchiveCorrupt, "7z encoded header: unsupported layout")
+		return nil, archerr.Errorf(protocol.ErrArchiveCorrupt, "7z encoded header: unsupported layout")
 	}
 	c, unpacked := s.folders[0].coders[0], s.folders[0].unpackSizes[0]
 	if unpacked > szMaxHeader || s.packSizes[0] > szMaxHeader || s.packPos > 1<<62 {
-		return nil, codedf(protocol.ErrArchiveCorrupt, "7z encoded header of %d bytes is too large", unpacked)
+		return nil, archerr.Errorf(protocol.ErrArchiveCorrupt, "7z encoded header of %d bytes is too large", unpacked)
 	}
 	packed := io.NewSectionReader(r, int64(szSigHdrSize+s.packPos), int64(s.packSizes[0]))
 	dictCap := int(max(unpacked, lzma.MinDictCap))
@@ -272,14 +243,14 @@ func decodeHeader(r io.ReaderAt, s *szStreams) ([]byte, error) {
 	case bytes.Equal(c.id, szCoderLZMA2) && len(c.props) == 1:
 		dec, err = lzma.Reader2Config{DictCap: dictCap}.NewReader2(packed)
 	default:
-		return nil, codedf(protocol.ErrArchiveCorrupt, "7z encoded header: unsupported coder % x", c.id)
+		return nil, archerr.Errorf(protocol.ErrArchiveCorrupt, "7z encoded header: unsupported coder % x", c.id)
 	}
 	if err != nil {
-		return nil, coded(protocol.ErrArchiveCorrupt, err, "decode 7z header")
+		return nil, archerr.Wrap(protocol.ErrArchiveCorrupt, err, "decode 7z header")
 	}
 	var out bytes.Buffer
 	if _, err := io.CopyN(&out, dec, int64(unpacked)); err != nil {
-		return nil, classify(err, "decode 7z header")
+		return nil, archerr.Classify(err, "decode 7z header")
 	}
 	return out.Bytes(), nil
 }

@@ -1,9 +1,10 @@
-package archive
+package szheader
 
 import (
 	"errors"
 	"io"
 
+	"github.com/bindery-nas/bindery/internal/archive/internal/archerr"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -16,6 +17,8 @@ import (
 type szReader struct {
 	b   []byte
 	off int
+	// maxEntries bounds every count of entries or streams.
+	maxEntries int
 	// unsupported names a coder of the entries no decoder reads ("").
 	unsupported string
 	// props is where the archive properties lie in b ([0, 0] when none).
@@ -105,7 +108,7 @@ func (h *szReader) header() error {
 				return err
 			}
 			if s.encrypted() {
-				return codedf(protocol.ErrArchiveEncrypted, "7z entries are encrypted")
+				return archerr.Errorf(protocol.ErrArchiveEncrypted, "7z entries are encrypted")
 			}
 			if h.unsupported == "" {
 				h.unsupported = s.unsupported()
@@ -115,8 +118,8 @@ func (h *szReader) header() error {
 			if err != nil {
 				return err
 			}
-			if n > MaxEntries {
-				return codedf(protocol.ErrArchiveCorrupt, "7z: %d entries exceeds the limit of %d", n, MaxEntries)
+			if n > uint64(h.maxEntries) {
+				return archerr.Errorf(protocol.ErrArchiveCorrupt, "7z: %d entries exceeds the limit of %d", n, h.maxEntries)
 			}
 			return nil // the rest is names and attributes: sevenzip reads them
 		default:
@@ -170,7 +173,7 @@ func (h *szReader) packInfo(s *szStreams) error {
 	if s.packPos, err = h.number(); err != nil {
 		return err
 	}
-	n, err := h.count(MaxEntries)
+	n, err := h.count(h.maxEntries)
 	if err != nil {
 		return err
 	}
@@ -203,7 +206,7 @@ func (h *szReader) unpackInfo(s *szStreams) error {
 	if err := h.expect(szFolderID); err != nil {
 		return err
 	}
-	n, err := h.count(MaxEntries)
+	n, err := h.count(h.maxEntries)
 	if err != nil {
 		return err
 	}
@@ -327,7 +330,7 @@ func (h *szReader) subStreams(s *szStreams) error {
 	total := 0
 	if id == szNumUnpackStream {
 		for i := range streams {
-			if streams[i], err = h.count(MaxEntries - total); err != nil {
+			if streams[i], err = h.count(h.maxEntries - total); err != nil {
 				return err
 			}
 			total += streams[i]
