@@ -18,6 +18,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -305,9 +306,7 @@ func benchExecutor(b *testing.B, dir string, files []string, alg protocol.HashAl
 	if err := e.control.PutSettings(ctx, map[string]string{"hash.algorithm": string(alg)}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := storetest.Exec(ctx, e.control, `INSERT INTO libraries (id, name, path, created_at, updated_at) VALUES (1, 'bench', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, dir); err != nil {
-		b.Fatal(err)
-	}
+	testfactory.Library(b, e.control, &testfactory.LibraryOpts{ID: 1, Name: "bench", Path: dir})
 	// One transaction for all rows (BEGIN/COMMIT on the one writer conn).
 	var stmt strings.Builder
 	stmt.WriteString("BEGIN;")

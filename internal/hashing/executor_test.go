@@ -21,6 +21,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 	"github.com/bindery-nas/bindery/internal/store/leases"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -56,10 +57,7 @@ func setup(t *testing.T) *env {
 	if err := os.Mkdir(e.lib, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := storetest.Exec(e.ctx, e.control, `INSERT INTO libraries (id, name, path, created_at, updated_at)
-		VALUES (1, 'comics', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib); err != nil {
-		t.Fatal(err)
-	}
+	testfactory.Library(t, e.control, &testfactory.LibraryOpts{ID: 1, Name: "comics", Path: e.lib})
 	e.exec = New(e.worker, Config{LibraryRoots: pathsafe.Roots{e.root}, BatchSize: 4, RetryBase: time.Minute})
 	e.job = claimHashJob(t, e.control, e.worker)
 	return e

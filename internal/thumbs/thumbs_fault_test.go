@@ -19,6 +19,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/testutil"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -211,9 +212,7 @@ func TestFaultStateDiskFullWithDatabase(t *testing.T) {
 	must(t, store.Migrate(context.Background(), e.db))
 	e.ctrl = storetest.MustOpen(t, e.db, store.RoleControl, nil)
 	e.work = storetest.MustOpen(t, e.db, store.RoleWorker, nil)
-	res, err := storetest.Exec(context.Background(), e.ctrl, `INSERT INTO libraries (name, path, created_at, updated_at) VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`, e.lib)
-	must(t, err)
-	e.libID, _ = res.LastInsertId()
+	e.libID = testfactory.Library(t, e.ctrl, &testfactory.LibraryOpts{Name: "lib", Path: e.lib})
 	e.r = NewRenderer(e.work, Config{StateDir: e.state, LibraryRoots: pathsafe.Roots{base}})
 	file := e.put(t, "Full/book.cbz", coverBook(t))
 	row := e.admit(t, file, protocol.ImageWebP)

@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -42,11 +43,7 @@ func setup(t *testing.T) *env {
 		}
 	}
 	e.ctrl, e.work, _ = storetest.MustOpenDB(t)
-	e.libID, err = storetest.InsertID(context.Background(), e.ctrl, `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('lib', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, e.lib)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.libID = testfactory.Library(t, e.ctrl, &testfactory.LibraryOpts{Name: "lib", Path: e.lib})
 	e.r = NewRenderer(e.work, Config{StateDir: e.state, LibraryRoots: pathsafe.Roots{base}})
 	return e
 }

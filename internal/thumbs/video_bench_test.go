@@ -16,6 +16,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
 	"github.com/bindery-nas/bindery/internal/store/storetest"
+	"github.com/bindery-nas/bindery/internal/store/testfactory"
 	"github.com/bindery-nas/bindery/internal/store/thumbnails"
 	"github.com/bindery-nas/bindery/internal/video"
 	"github.com/bindery-nas/bindery/protocol"
@@ -142,11 +143,7 @@ func newVideoLane(tb testing.TB, lib string, paths []string, durationMS int64) *
 	tb.Helper()
 	ctx := context.Background()
 	ctrl, work, _ := storetest.MustOpenDB(tb)
-	libID, err := storetest.InsertID(ctx, ctrl, `INSERT INTO libraries (name, path, created_at, updated_at)
-		VALUES ('videos', ?, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000') RETURNING id`, lib)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	libID := testfactory.Library(tb, ctrl, &testfactory.LibraryOpts{Name: "videos", Path: lib})
 	l := &videoLane{r: NewRenderer(work, Config{StateDir: tb.TempDir(), LibraryRoots: pathsafe.Roots{lib}})}
 	for _, p := range paths {
 		st, err := os.Stat(p)
