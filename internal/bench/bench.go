@@ -4,115 +4,85 @@
 // measures the tools users compare against in the same run, and reports
 // one table of ratios (absolute seconds move with the machine's load,
 // ratios much less).
+//
+// Its packages, by concern (issue 36): internal/benchx is the plumbing
+// (Config, Runner, Row and Report, go test -bench runs and parsing,
+// formatting); micro holds the workloads that run the packages' own
+// Benchmark functions, daemons those that run controld and workerd as
+// processes. Both import only benchx; this package lists the workloads
+// in the table's order and runs them.
 package bench
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"regexp"
-	"time"
 
-	"github.com/bindery-nas/bindery/internal/testutil"
+	"github.com/bindery-nas/bindery/internal/bench/daemons"
+	"github.com/bindery-nas/bindery/internal/bench/internal/benchx"
+	"github.com/bindery-nas/bindery/internal/bench/micro"
 )
 
-// Scale picks the data-set sizes.
-type Scale string
+// The driver's types, kept under their old names for cmd/benchd.
+type (
+	// Scale picks the data-set sizes.
+	Scale = benchx.Scale
+	// Config is one driver run.
+	Config = benchx.Config
+	// Status is a row's verdict.
+	Status = benchx.Status
+	// Row is one line of the report.
+	Row = benchx.Row
+	// Report is the outcome of a run.
+	Report = benchx.Report
+	// Machine is what the figures were measured on.
+	Machine = benchx.Machine
+)
 
 const (
-	// ScaleSmall is the smoke set: every workload at reduced sizes, a few
-	// minutes in all.
-	ScaleSmall Scale = "small"
-	// ScaleFull is the issue's set: 100k-file trees, 2 GiB files, 1M-row DB.
-	ScaleFull Scale = "full"
+	ScaleSmall = benchx.ScaleSmall
+	ScaleFull  = benchx.ScaleFull
+
+	Pass   = benchx.Pass
+	Fail   = benchx.Fail
+	Info   = benchx.Info
+	NotRun = benchx.NotRun
+	Error  = benchx.Error
 )
 
 // ParseScale accepts "small" and "full".
-func ParseScale(s string) (Scale, error) {
-	switch Scale(s) {
-	case ScaleSmall, ScaleFull:
-		return Scale(s), nil
+func ParseScale(s string) (Scale, error) { return benchx.ParseScale(s) }
+
+// workloads is the issue's table, in order. Names are what -only matches.
+func workloads() []benchx.Workload {
+	return []benchx.Workload{
+		{Name: "rescan", Run: micro.RescanRows},
+		{Name: "first-scan", Run: micro.FirstScanRows},
+		{Name: "hash-large", Run: micro.HashLargeRows},
+		{Name: "hash-small", Run: micro.HashSmallRows},
+		{Name: "duplicates", Run: micro.DupRows},
+		{Name: "visible", Run: daemons.VisibleRows},
+		{Name: "covers", Run: micro.CoverRows},
+		{Name: "video-covers", Run: micro.VideoCoverRows},
+		{Name: "claim", Run: micro.ClaimRows},
+		{Name: "claim-postgres", Run: micro.PostgresClaimRows},
+		{Name: "rescan-postgres", Run: micro.RescanPostgresRows},
+		{Name: "api", Run: daemons.APIRows},
+		{Name: "api-postgres", Run: daemons.APIPostgresRows},
+		{Name: "duplicates-store", Run: micro.DuplicateStoreRows},
+		{Name: "wal", Run: micro.WALRows},
+		{Name: "resolve", Run: micro.ResolveRows},
+		{Name: "first-run", Run: daemons.FirstRunRows},
+		{Name: "samebook", Run: micro.SameBookRows},
+		{Name: "scale", Run: daemons.ScaleRows},
 	}
-	return "", fmt.Errorf("bench scale %q: want small or full", s)
 }
 
-// Config is one driver run.
-type Config struct {
-	// Scale picks the sizes; default ScaleSmall.
-	Scale Scale
-	// Root is the module root (holds go.mod); default: found from the
-	// working directory.
-	Root string
-	// DataDir is where the run's own folder (generated data sets,
-	// binaries) is made; default os.TempDir(). That folder is removed at the
-	// end unless Keep; DataDir itself is never removed.
-	DataDir string
-	// Keep leaves the run's folder in place (default false).
-	Keep bool
-	// Cache, when set, is the TMPDIR of the benchmarks instead of a folder
-	// inside DataDir: the corpora they cache there (cover JPEGs, hash
-	// files) survive the run, for quicker repeated runs. Default "".
-	Cache string
-	// Only runs the workloads whose name matches (default all).
-	Only *regexp.Regexp
-	// OneSize runs each workload at the first size of its scale only:
-	// make test's smoke, which asks whether every workload runs, not how
-	// its cost grows.
-	OneSize bool
-	// Log receives progress lines; default io.Discard.
-	Log io.Writer
-}
-
-// Status is a row's verdict.
-type Status string
-
-const (
-	Pass   Status = "pass"
-	Fail   Status = "FAIL"
-	Info   Status = "info"    // no target: the figure is reported
-	NotRun Status = "not run" // the benchmark has not landed, or skipped (a tool is missing)
-	Error  Status = "error"   // the benchmark failed to build or run: a bug
-)
-
-// Row is one line of the report.
-type Row struct {
-	Workload string
-	Size     string
-	Bindery  string
-	Baseline string
-	Ratio    string
-	Target   string
-	Status   Status
-	// Note says why a row did not run, or how a figure was taken.
-	Note string
-}
-
-// Report is the outcome of a run.
-type Report struct {
-	Scale    Scale
-	Started  time.Time
-	Elapsed  time.Duration
-	Machine  Machine
-	Rows     []Row
-	Commands []string
-}
-
-// workload is one line group of the issue's table.
-type workload struct {
-	name string
-	run  func(ctx context.Context, r *runner) []Row
-}
-
-// runner is what workloads share during a run.
-type runner struct {
-	cfg  Config
-	bins *binaries
-	tmp  string // TMPDIR given to benchmarks
-	data string
-	logf func(format string, args ...any)
+// WorkloadNames are the workloads' names, in order (what -only matches).
+func WorkloadNames() []string {
+	var out []string
+	for _, w := range workloads() {
+		out = append(out, w.Name)
+	}
+	return out
 }
 
 // Run runs every workload of cfg.Scale and returns the report. A
@@ -120,91 +90,8 @@ type runner struct {
 // missing) yields "not run" rows, never an error: the error is kept for
 // what stops the whole run (no module root, no temp space).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if cfg.Scale == "" {
-		cfg.Scale = ScaleSmall
-	}
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
-	if cfg.Root == "" {
-		root, err := testutil.ModuleRoot()
-		if err != nil {
-			return nil, err
-		}
-		cfg.Root = root
-	}
-	if cfg.DataDir != "" {
-		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-			return nil, fmt.Errorf("bench: data dir: %w", err)
-		}
-	}
-	data, err := os.MkdirTemp(cfg.DataDir, "bindery-bench-")
-	if err != nil {
-		return nil, fmt.Errorf("bench: data dir: %w", err)
-	}
-	if cfg.Keep {
-		fmt.Fprintf(cfg.Log, "bench: keeping %s\n", data)
-	} else {
-		defer os.RemoveAll(data)
-	}
-	r := &runner{cfg: cfg, data: data, tmp: filepath.Join(data, "tmp")}
-	if cfg.Cache != "" {
-		r.tmp = cfg.Cache
-	}
-	r.logf = func(format string, args ...any) {
-		fmt.Fprintf(cfg.Log, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-	}
-	r.bins = &binaries{root: cfg.Root, dir: filepath.Join(data, "bin"),
-		built: map[string]string{}, failed: map[string]error{}, log: r.logf}
-	for _, d := range []string{r.tmp, r.bins.dir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-	}
-	rep := &Report{Scale: cfg.Scale, Started: time.Now(), Machine: ReadMachine(ctx)}
-	for _, w := range workloads() {
-		if cfg.Only != nil && !cfg.Only.MatchString(w.name) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		start := time.Now()
-		rep.Rows = append(rep.Rows, w.run(ctx, r)...)
-		r.logf("%s done in %s", w.name, time.Since(start).Round(100*time.Millisecond))
-	}
-	rep.Elapsed = time.Since(rep.Started)
-	rep.Machine.LoadEnd = loadAvg()
-	rep.Commands = reproduce(cfg.Scale)
-	return rep, nil
+	return benchx.Run(ctx, cfg, workloads())
 }
 
-// small picks the figure of the current scale.
-func (r *runner) small() bool { return r.cfg.Scale == ScaleSmall }
-
-// goBench runs g and reports the error as the row note when it fails.
-func (r *runner) goBench(ctx context.Context, g GoBench) (*Outcome, error) {
-	g.Env = append([]string{"BENCH_SCALE=" + string(r.cfg.Scale)}, g.Env...)
-	return r.bins.run(ctx, g, r.tmp)
-}
-
-// errMissing marks a result absent from a run that otherwise worked.
-var errMissing = errors.New("not in the output")
-
-// notRun is a row without a figure: NotRun when err is errMissing (the
-// benchmark has not landed or skipped), Error otherwise.
-func notRun(workload, size, target string, err error) Row {
-	st := Error
-	if errors.Is(err, errMissing) {
-		st = NotRun
-	}
-	return Row{Workload: workload, Size: size, Target: target, Status: st, Note: err.Error()}
-}
-
-func reproduce(s Scale) []string {
-	return []string{
-		"make bench         # go run ./cmd/benchd -scale full -write docs/PERFORMANCE.md   (up to 30 minutes)",
-		"make bench-smoke   # go run ./cmd/benchd -scale small -one-size   (a few minutes, no timing assertion)",
-		fmt.Sprintf("go run ./cmd/benchd -scale %s -only '^hash'   # one workload group; -keep/-cache to keep data", s),
-	}
-}
+// ReadMachine reads /proc and the tools' versions; missing pieces stay "".
+func ReadMachine(ctx context.Context) Machine { return benchx.ReadMachine(ctx) }

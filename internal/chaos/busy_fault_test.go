@@ -13,6 +13,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 	"github.com/bindery-nas/bindery/internal/fixtures"
 )
 
@@ -100,7 +101,7 @@ func TestBusyStorm(t *testing.T) {
 	}
 	t.Logf("write lock held externally for %v", time.Since(start).Round(time.Millisecond))
 
-	ro, err := openRO(c.db)
+	ro, err := checks.OpenRO(c.db)
 	if err != nil {
 		t.Fatal(err)
 	}

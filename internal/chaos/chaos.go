@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 	"github.com/bindery-nas/bindery/internal/fixtures"
 )
 
@@ -117,7 +118,7 @@ func (c Config) withDefaults() Config {
 		c.DeleteKills = 3
 	}
 	if c.Videos == 0 {
-		c.Videos = defaultVideos
+		c.Videos = checks.DefaultVideos
 	}
 	if c.VideoKills <= 0 {
 		c.VideoKills = 2
@@ -153,7 +154,7 @@ type Report struct {
 	DeleteKills, DeleteZombies   int
 	UserWrites                   int // files a user changed while the delete job ran
 	CleanDuration, ChaosDuration time.Duration
-	Checks                       []check
+	Checks                       []checks.Check
 }
 
 // OK reports whether every invariant held.
@@ -201,7 +202,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := h.prepare(ctx); err != nil {
 		return r, err
 	}
-	before, err := checksums(h.lib)
+	before, err := checks.Checksums(h.lib)
 	if err != nil {
 		return r, err
 	}
@@ -233,13 +234,13 @@ type harness struct {
 	c    *cluster
 	ro   *sql.DB
 	op   *sql.DB
-	smp  *sampler
+	smp  *checks.Sampler
 	lid  int64
 
 	zombieState *zombieState
-	videos      []videoFile // the library's videos and what they must give
-	videoKilled []string    // workers SIGKILLed while running ffmpeg/ffprobe
-	orphans     []string    // ffmpeg/ffprobe processes that outlived their workerd
+	videos      []checks.VideoFile // the library's videos and what they must give
+	videoKilled []string           // workers SIGKILLed while running ffmpeg/ffprobe
+	orphans     []string           // ffmpeg/ffprobe processes that outlived their workerd
 }
 
 func (h *harness) logf(format string, args ...any) {
@@ -267,18 +268,18 @@ func (h *harness) prepare(ctx context.Context) error {
 		return fmt.Errorf("generate library: %w", err)
 	}
 	var err error
-	if h.r.Repacks, err = writeRepacks(h.lib, h.cfg.Repacks); err != nil {
+	if h.r.Repacks, err = checks.WriteRepacks(h.lib, h.cfg.Repacks); err != nil {
 		return fmt.Errorf("write repacks: %w", err)
 	}
 	h.logf("generated %d files (%d broken, %d repacks) in %v", h.cfg.Files, h.cfg.Broken, h.r.Repacks, time.Since(start).Round(time.Millisecond))
 	start = time.Now()
-	vids, err := writeVideos(h.lib, filepath.Join(h.cfg.Dir, "video-sources"), h.cfg.Videos, int(h.cfg.Seed%1000))
+	vids, err := checks.WriteVideos(h.lib, filepath.Join(h.cfg.Dir, "video-sources"), h.cfg.Videos, int(h.cfg.Seed%1000))
 	if err != nil {
 		return fmt.Errorf("generate videos: %w", err)
 	}
 	h.videos, h.r.Videos = vids, len(vids)
 	h.logf("generated %d videos in %v", len(vids), time.Since(start).Round(time.Millisecond))
-	return copyTree(h.lib, filepath.Join(h.cfg.Dir, "clean-libraries", "comics"))
+	return checks.CopyTree(h.lib, filepath.Join(h.cfg.Dir, "clean-libraries", "comics"))
 }
 
 // placeDatabase puts the run's cluster on the database Config.Database
@@ -307,45 +308,45 @@ var chaosSettings = map[string]any{"jobs.max_attempts": 100, "io.hash_rate_limit
 // cleanRun indexes the copy with one controld and one workerd and nothing
 // going wrong; its file rows, covers and duplicate groups are the
 // reference.
-func (h *harness) cleanRun(ctx context.Context) (runState, error) {
+func (h *harness) cleanRun(ctx context.Context) (checks.RunState, error) {
 	start := time.Now()
 	root := filepath.Join(h.cfg.Dir, "clean-libraries")
 	c, err := newCluster("clean", filepath.Join(h.cfg.Dir, "clean"), h.bin, root, h.cfg.Lease)
 	if err != nil {
-		return runState{}, err
+		return checks.RunState{}, err
 	}
 	defer c.killAll()
 	if err := h.placeDatabase(ctx, c); err != nil {
-		return runState{}, err
+		return checks.RunState{}, err
 	}
 	if err := c.startControl(ctx); err != nil {
-		return runState{}, err
+		return checks.RunState{}, err
 	}
 	if _, err := c.startWorker("w"); err != nil {
-		return runState{}, err
+		return checks.RunState{}, err
 	}
 	lid, err := c.setup(ctx, filepath.Join(root, "comics"), runSettings)
 	if err != nil {
-		return runState{}, err
+		return checks.RunState{}, err
 	}
 	if err := c.requestScan(ctx, lid); err != nil {
-		return runState{}, err
+		return checks.RunState{}, err
 	}
-	ro, err := openRO(c.db)
+	ro, err := checks.OpenRO(c.db)
 	if err != nil {
-		return runState{}, err
+		return checks.RunState{}, err
 	}
 	defer ro.Close()
-	if _, err := waitDrained(ctx, ro, 3*time.Second, h.cfg.DrainTimeout, nil); err != nil {
-		return runState{}, fmt.Errorf("%w\n%s", err, c.worker("w").tail(30))
+	if _, err := checks.WaitDrained(ctx, ro, 3*time.Second, h.cfg.DrainTimeout, nil); err != nil {
+		return checks.RunState{}, fmt.Errorf("%w\n%s", err, c.worker("w").tail(30))
 	}
 	if err := c.stopAll(); err != nil {
-		return runState{}, err
+		return checks.RunState{}, err
 	}
 	h.checkOrphans(c, 2*time.Second)
-	state, err := readState(ctx, ro)
+	state, err := checks.ReadState(ctx, ro)
 	h.r.CleanDuration = time.Since(start)
-	h.logf("clean run: %d file rows in %v", len(state.files), h.r.CleanDuration.Round(time.Millisecond))
+	h.logf("clean run: %d file rows in %v", len(state.Files), h.r.CleanDuration.Round(time.Millisecond))
 	return state, err
 }
 
@@ -376,19 +377,19 @@ func (h *harness) chaosRun(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if h.ro, err = openRO(c.db); err != nil {
+	if h.ro, err = checks.OpenRO(c.db); err != nil {
 		return err
 	}
-	if h.op, err = openOperator(c.db); err != nil {
+	if h.op, err = checks.OpenOperator(c.db); err != nil {
 		return err
 	}
 	if h.lid, err = c.setup(ctx, h.lib, chaosSettings); err != nil {
 		return err
 	}
 	sctx, stopSampler := context.WithCancel(ctx)
-	h.smp = newSampler(h.ro)
+	h.smp = checks.NewSampler(h.ro)
 	sampled := make(chan struct{})
-	go func() { defer close(sampled); h.smp.run(sctx, 100*time.Millisecond) }()
+	go func() { defer close(sampled); h.smp.Run(sctx, 100*time.Millisecond) }()
 	defer func() { stopSampler(); <-sampled }()
 	if err := c.requestScan(ctx, h.lid); err != nil {
 		return err
@@ -428,16 +429,16 @@ func (h *harness) finish(ctx context.Context) error {
 		}
 	}
 	tick := func() {
-		n, _ := fastForward(ctx, h.op)
+		n, _ := checks.FastForward(ctx, h.op)
 		h.r.FastForwards += n
 	}
-	if _, err := waitDrained(ctx, h.ro, 3*time.Second, h.cfg.DrainTimeout, tick); err != nil {
+	if _, err := checks.WaitDrained(ctx, h.ro, 3*time.Second, h.cfg.DrainTimeout, tick); err != nil {
 		return fmt.Errorf("%w\n%s", err, c.control().tail(20))
 	}
 	if err := c.control().terminate(30 * time.Second); err != nil {
 		return err
 	}
-	if _, err := waitDrained(ctx, h.ro, time.Second, time.Minute, nil); err != nil {
+	if _, err := checks.WaitDrained(ctx, h.ro, time.Second, time.Minute, nil); err != nil {
 		return err
 	}
 	for _, slot := range []string{"a", "b"} {
@@ -449,38 +450,38 @@ func (h *harness) finish(ctx context.Context) error {
 }
 
 // verify checks the invariants on the stopped system.
-func (h *harness) verify(ctx context.Context, want runState, before map[string]string) error {
+func (h *harness) verify(ctx context.Context, want checks.RunState, before map[string]string) error {
 	r := h.r
-	r.Samples, r.SampleErrors, r.MaxActiveScanHash, r.Recoveries = h.smp.snapshot()
-	r.LeaseExpiredJobs = h.smp.leaseExpiredJobs()
+	r.Samples, r.SampleErrors, r.MaxActiveScanHash, r.Recoveries = h.smp.Snapshot()
+	r.LeaseExpiredJobs = h.smp.LeaseExpiredJobs()
 	if err := h.ro.QueryRowContext(ctx, `SELECT coalesce(sum(attempt - 1), 0),
 		(SELECT count(*) FROM jobs WHERE kind = 'hash' AND result LIKE '%"yielded":1%')
 		FROM jobs WHERE kind IN ('scan','hash')`).Scan(&r.Retries, &r.Yields); err != nil {
 		return err
 	}
 	r.Checks = append(r.Checks,
-		check{Name: "at most one active scan/hash row at every sample", OK: r.MaxActiveScanHash <= 1 && r.Samples > 0,
+		checks.Check{Name: "at most one active scan/hash row at every sample", OK: r.MaxActiveScanHash <= 1 && r.Samples > 0,
 			Detail: fmt.Sprintf("max %d over %d samples", r.MaxActiveScanHash, r.Samples)},
-		checkTerminal(ctx, h.ro), checkIntegrity(ctx, h.c.db), h.checkLastJobs(ctx), checkOwnerRecorded(ctx, h.ro),
-		checkDigests(ctx, h.ro), checkPageDigests(ctx, h.ro))
-	got, err := readState(ctx, h.ro)
+		checks.CheckTerminal(ctx, h.ro), checks.CheckIntegrity(ctx, h.c.db), h.checkLastJobs(ctx), checkOwnerRecorded(ctx, h.ro),
+		checks.CheckDigests(ctx, h.ro), checks.CheckPageDigests(ctx, h.ro))
+	got, err := checks.ReadState(ctx, h.ro)
 	if err != nil {
 		return err
 	}
-	r.Checks = append(r.Checks, compareFiles(got.files, want.files), compareCovers(got.covers, want.covers),
-		compareGroups(got, want), compareSameBooks(got.sameBooks, want.sameBooks, h.r.Repacks), checkVideos(got, h.videos), checkCovers(ctx, h.ro, h.c.state), checkTemps(h.c.state),
+	r.Checks = append(r.Checks, checks.CompareFiles(got.Files, want.Files), checks.CompareCovers(got.Covers, want.Covers),
+		checks.CompareGroups(got, want), checks.CompareSameBooks(got.SameBooks, want.SameBooks, h.r.Repacks), checks.CheckVideos(got, h.videos), checks.CheckCovers(ctx, h.ro, h.c.state), checks.CheckTemps(h.c.state),
 		h.orphanCheck())
-	after, err := checksums(h.lib)
+	after, err := checks.Checksums(h.lib)
 	if err != nil {
 		return err
 	}
-	r.Checks = append(r.Checks, compareChecksums(before, after), h.zombieCheck(ctx))
+	r.Checks = append(r.Checks, checks.CompareChecksums(before, after), h.zombieCheck(ctx))
 	return nil
 }
 
 // checkLastJobs: the last scan and hash of the library completed.
-func (h *harness) checkLastJobs(ctx context.Context) check {
-	c := check{Name: "last scan and hash completed"}
+func (h *harness) checkLastJobs(ctx context.Context) checks.Check {
+	c := checks.Check{Name: "last scan and hash completed"}
 	var scan, hash string
 	err := h.ro.QueryRowContext(ctx, `SELECT
 		(SELECT status FROM jobs WHERE kind = 'scan' ORDER BY id DESC LIMIT 1),
@@ -497,8 +498,8 @@ func (h *harness) checkLastJobs(ctx context.Context) check {
 // checkOwnerRecorded: a finish keeps worker_id and recovery clears it, so
 // a completed job or ready cover without a worker_id would have been
 // finished by someone whose lease had been taken back.
-func checkOwnerRecorded(ctx context.Context, db *sql.DB) check {
-	c := check{Name: "every completed job / ready cover names the worker that finished it"}
+func checkOwnerRecorded(ctx context.Context, db *sql.DB) checks.Check {
+	c := checks.Check{Name: "every completed job / ready cover names the worker that finished it"}
 	var jobs, thumbs int64
 	err := db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM jobs WHERE status = 'completed' AND worker_id IS NULL),

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 	"github.com/bindery-nas/bindery/internal/pgtest"
 	"github.com/bindery-nas/bindery/internal/testutil"
 )
@@ -83,7 +84,7 @@ func setupSkew(t *testing.T) *skewRig {
 	if err := r.c.startControl(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r.db, err = openRO(r.c.db); err != nil {
+	if r.db, err = checks.OpenRO(r.c.db); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.db.Close() })

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 )
 
 // cluster is one Bindery installation: a state folder, a database, one
@@ -149,7 +151,7 @@ func (c *cluster) startWorker(slot string) (*daemon, error) {
 // installed its signal handlers and opened the database, so a fault
 // injected from now on hits a running engine, not a starting process.
 func (c *cluster) waitRegistered(d *daemon) error {
-	ro, err := openRO(c.db)
+	ro, err := checks.OpenRO(c.db)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 	"github.com/bindery-nas/bindery/protocol"
 )
 
@@ -97,7 +98,7 @@ func (h *harness) deletePhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	restored := compareChecksums(user.expected(before), after)
+	restored := checks.CompareChecksums(user.expected(before), after)
 	restored.Name = "restoring the whole trash gives back the library's checksums (sha256 of every file), the user's writes where the user wrote them"
 	h.r.Checks = append(h.r.Checks, restored)
 	return c.stopAll()
@@ -106,8 +107,8 @@ func (h *harness) deletePhase(ctx context.Context) error {
 // secondPlanRefused: while the delete job runs, a plan over the same files
 // with other keepers is refused at execute (files_busy): two plans with
 // swapped keepers never run at once, whichever workerd claims them.
-func (h *harness) secondPlanRefused(ctx context.Context, lid int64) check {
-	c := check{Name: "a second plan over the running plan's files is refused (files_busy)"}
+func (h *harness) secondPlanRefused(ctx context.Context, lid int64) checks.Check {
+	c := checks.Check{Name: "a second plan over the running plan's files is refused (files_busy)"}
 	var plan planReply
 	if err := h.c.api(ctx, "POST", "/duplicates/plans", map[string]any{"all": true, "library_id": lid, "policy": "shortest_path"}, &plan); err != nil {
 		c.Detail = err.Error()
@@ -169,7 +170,7 @@ func (h *harness) zombieDuringDelete(ctx context.Context, jobID int64) error {
 		}
 		h.logf("SIGSTOP %s during the delete job (%d copies left)", w.name, left)
 		for {
-			if n, _ := fastForward(ctx, h.op); n > 0 {
+			if n, _ := checks.FastForward(ctx, h.op); n > 0 {
 				h.r.FastForwards += n
 			}
 			status, now, _, err := h.deleteState(ctx, jobID)
@@ -196,10 +197,10 @@ func (h *harness) zombieDuringDelete(ctx context.Context, jobID int64) error {
 // drain waits for the jobs to settle, pulling retry times forward.
 func (h *harness) drain(ctx context.Context) error {
 	tick := func() {
-		n, _ := fastForward(ctx, h.op)
+		n, _ := checks.FastForward(ctx, h.op)
 		h.r.FastForwards += n
 	}
-	_, err := waitDrained(ctx, h.ro, 2*time.Second, h.cfg.DrainTimeout, tick)
+	_, err := checks.WaitDrained(ctx, h.ro, 2*time.Second, h.cfg.DrainTimeout, tick)
 	return err
 }
 
@@ -212,7 +213,7 @@ func (h *harness) killDuringDelete(ctx context.Context, jobID int64) error {
 		if err != nil {
 			return err
 		}
-		if n, _ := fastForward(ctx, h.op); n > 0 {
+		if n, _ := checks.FastForward(ctx, h.op); n > 0 {
 			h.r.FastForwards += n
 		}
 		switch {
@@ -238,8 +239,8 @@ func (h *harness) killDuringDelete(ctx context.Context, jobID int64) error {
 // checkDeleteJob: the job completed with an outcome for every copy. A copy
 // of a group the user changed may stay (last_copy, changed_since_plan);
 // every other copy is trashed.
-func (h *harness) checkDeleteJob(ctx context.Context, jobID int64, plan planReply, user *userWriter) check {
-	c := check{Name: "the delete job completed, every copy accounted for"}
+func (h *harness) checkDeleteJob(ctx context.Context, jobID int64, plan planReply, user *userWriter) checks.Check {
+	c := checks.Check{Name: "the delete job completed, every copy accounted for"}
 	var status string
 	if err := h.ro.QueryRowContext(ctx, `SELECT status FROM jobs WHERE id = ?`, jobID).Scan(&status); err != nil {
 		c.Detail = err.Error()
@@ -290,8 +291,8 @@ type planReply struct {
 // (its path or the job's trash), every byte as before; a file the user
 // changed holds the user's bytes at its path, and only a planned copy's
 // original bytes may be in the trash.
-func checkPlanned(dir string, jobID int64, plan planReply, before map[string]string, user *userWriter) check {
-	c := check{Name: "every planned file in exactly one place, bytes unchanged; no keeper moved; the user's files where the user wrote them"}
+func checkPlanned(dir string, jobID int64, plan planReply, before map[string]string, user *userWriter) checks.Check {
+	c := checks.Check{Name: "every planned file in exactly one place, bytes unchanged; no keeper moved; the user's files where the user wrote them"}
 	trash := filepath.Join(protocol.TrashDir, strconv.FormatInt(jobID, 10))
 	want := user.expected(before)
 	var bad []string

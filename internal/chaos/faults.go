@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 )
 
 // faults injects the configured kills, the controld kills spread among
@@ -49,7 +51,7 @@ func (h *harness) pause(ctx context.Context) error {
 		return ctx.Err()
 	case <-time.After(d):
 	}
-	n, err := fastForward(ctx, h.op)
+	n, err := checks.FastForward(ctx, h.op)
 	h.r.FastForwards += n
 	return err
 }
@@ -60,8 +62,8 @@ func (h *harness) pause(ctx context.Context) error {
 // to. The final phase switches back, so the end state is comparable with
 // the clean run.
 func (h *harness) keepBusy(ctx context.Context) error {
-	b, err := readBacklog(ctx, h.ro)
-	if err != nil || !b.drained() {
+	b, err := checks.ReadBacklog(ctx, h.ro)
+	if err != nil || !b.Drained() {
 		return err
 	}
 	alg := []string{"sha256", "blake3"}[h.r.Reworks%2]
@@ -154,7 +156,7 @@ func (h *harness) videoKills(ctx context.Context) error {
 		if err != nil || probes+frames+scans == 0 {
 			return err
 		}
-		n, _ := fastForward(ctx, h.op)
+		n, _ := checks.FastForward(ctx, h.op)
 		h.r.FastForwards += n
 		slot, child := h.videoVictim(ctx, 2*time.Second)
 		if slot == "" {
@@ -201,17 +203,17 @@ func (h *harness) killControl(ctx context.Context) error {
 }
 
 // held lists the rows worker id holds right now.
-func (h *harness) held(id string) ([]rowKey, error) {
-	all := map[rowKey]string{}
-	if err := h.smp.running(context.Background(), all); err != nil {
+func (h *harness) held(id string) ([]checks.RowKey, error) {
+	all := map[checks.RowKey]string{}
+	if err := h.smp.Running(context.Background(), all); err != nil {
 		return nil, err
 	}
-	var out []rowKey
+	var out []checks.RowKey
 	for k, w := range all {
 		if w == id {
 			out = append(out, k)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].table+fmt.Sprint(out[i].id) < out[j].table+fmt.Sprint(out[j].id) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Table+fmt.Sprint(out[i].ID) < out[j].Table+fmt.Sprint(out[j].ID) })
 	return out, nil
 }

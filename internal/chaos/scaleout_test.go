@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 	"github.com/bindery-nas/bindery/internal/fixtures"
 	"github.com/bindery-nas/bindery/internal/pgtest"
 	"github.com/bindery-nas/bindery/internal/testutil"
@@ -83,7 +84,7 @@ func setupScaleOut(t *testing.T) *scaleOut {
 			t.Fatal(err)
 		}
 	}
-	if s.db, err = openRO(s.c.db); err != nil {
+	if s.db, err = checks.OpenRO(s.c.db); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.db.Close() })

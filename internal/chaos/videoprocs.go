@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 )
 
 // videoProc is a live ffmpeg or ffprobe process reading a file of this
@@ -163,9 +165,9 @@ func (h *harness) checkOrphans(c *cluster, d time.Duration) {
 
 // orphanCheck: no ffmpeg/ffprobe outlived the workerd that started it,
 // after any SIGKILL or at the end (every daemon stopped).
-func (h *harness) orphanCheck() check {
+func (h *harness) orphanCheck() checks.Check {
 	left := videoProcs(h.cfg.Dir)
-	c := check{Name: "no ffmpeg/ffprobe outlives its workerd", OK: len(h.orphans) == 0 && len(left) == 0}
+	c := checks.Check{Name: "no ffmpeg/ffprobe outlives its workerd", OK: len(h.orphans) == 0 && len(left) == 0}
 	c.Detail = fmt.Sprintf("%d workerd SIGKILLs while an ffmpeg/ffprobe child ran (%s); %d orphans after a SIGKILL; %d left after the stop",
 		h.r.VideoKills, strings.Join(h.videoKilled, ", "), len(h.orphans), len(left))
 	var all []string

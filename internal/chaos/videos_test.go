@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 )
 
 // TestOrphanCheckSeesAnFFmpegWithoutItsWorker: a process named ffmpeg
@@ -55,86 +57,86 @@ func TestOrphanCheckSeesAnFFmpegWithoutItsWorker(t *testing.T) {
 // checks fail on the differences they exist for, and accept a cover the
 // poison-pill rule failed after MaxRecoveries worker deaths.
 func TestVideoChecksCatchDifferences(t *testing.T) {
-	vids := []videoFile{
+	vids := []checks.VideoFile{
 		{Rel: "a.webm", Container: "webm", Picture: true, Cover: "ready"},
 		{Rel: "b.webm", Container: "webm", Picture: true, Cover: "ready", DupOf: "a.webm"},
 		{Rel: "s.mp4", Container: "mp4"},
 		{Rel: "cut.mp4", Error: "video_unreadable"},
 	}
-	want := func() runState {
-		return runState{
-			files: map[string]fileRow{
+	want := func() checks.RunState {
+		return checks.RunState{
+			Files: map[string]checks.FileRow{
 				"a.webm":  {Path: "a.webm", Format: "video", Hash: "blake3:aa", Video: "webm|4000|320|240|vp9||0"},
 				"b.webm":  {Path: "b.webm", Format: "video", Hash: "blake3:aa", Video: "webm|4000|320|240|vp9||0"},
 				"s.mp4":   {Path: "s.mp4", Format: "video", Hash: "blake3:bb", Video: "mp4|4000||||aac|0"},
 				"cut.mp4": {Path: "cut.mp4", Format: "video", Hash: "blake3:cc", Error: "video_unreadable"},
 			},
-			covers: map[string]coverRow{
+			Covers: map[string]checks.CoverRow{
 				"a.webm (webp)": {Path: "a.webm", Format: "webp", MediaType: "video", Status: "ready", Width: 320, Height: 240},
 				"b.webm (webp)": {Path: "b.webm", Format: "webp", MediaType: "video", Status: "ready", Width: 320, Height: 240},
 			},
-			groups:     map[string]string{"a.webm\nb.webm": "2 files, 200 bytes"},
-			groupsSeen: 1,
+			Groups:     map[string]string{"a.webm\nb.webm": "2 files, 200 bytes"},
+			GroupsSeen: 1,
 		}
 	}
 	clean := want()
-	for _, chk := range []check{compareCovers(clean.covers, clean.covers), compareGroups(clean, clean), checkVideos(clean, vids)} {
+	for _, chk := range []checks.Check{checks.CompareCovers(clean.Covers, clean.Covers), checks.CompareGroups(clean, clean), checks.CheckVideos(clean, vids)} {
 		if !chk.OK {
 			t.Fatalf("identical states: %s", chk)
 		}
 	}
 
 	got := want()
-	got.covers["a.webm (webp)"] = coverRow{Path: "a.webm", Format: "webp", MediaType: "video", Status: "failed",
+	got.Covers["a.webm (webp)"] = checks.CoverRow{Path: "a.webm", Format: "webp", MediaType: "video", Status: "failed",
 		Error: "render_crashed", Recovered: 3}
-	if chk := compareCovers(got.covers, clean.covers); !chk.OK {
+	if chk := checks.CompareCovers(got.Covers, clean.Covers); !chk.OK {
 		t.Fatalf("a poisoned cover is not accepted: %s", chk)
 	}
-	if chk := checkVideos(got, vids); !chk.OK {
+	if chk := checks.CheckVideos(got, vids); !chk.OK {
 		t.Fatalf("a poisoned video cover is not accepted: %s", chk)
 	}
-	got.covers["a.webm (webp)"] = coverRow{Path: "a.webm", Format: "webp", MediaType: "video", Status: "failed", Error: "video_unreadable"}
-	if chk := compareCovers(got.covers, clean.covers); chk.OK {
+	got.Covers["a.webm (webp)"] = checks.CoverRow{Path: "a.webm", Format: "webp", MediaType: "video", Status: "failed", Error: "video_unreadable"}
+	if chk := checks.CompareCovers(got.Covers, clean.Covers); chk.OK {
 		t.Fatalf("a cover failed for another reason passed: %s", chk)
 	}
-	if chk := checkVideos(got, vids); chk.OK {
+	if chk := checks.CheckVideos(got, vids); chk.OK {
 		t.Fatalf("a failed video cover passed the video check: %s", chk)
 	}
 
 	got = want()
-	got.covers["s.mp4 (webp)"] = coverRow{Path: "s.mp4", Format: "webp", MediaType: "video", Status: "ready", Width: 1, Height: 1}
-	if chk := compareCovers(got.covers, clean.covers); chk.OK || !strings.Contains(chk.Detail, "extra cover row") {
+	got.Covers["s.mp4 (webp)"] = checks.CoverRow{Path: "s.mp4", Format: "webp", MediaType: "video", Status: "ready", Width: 1, Height: 1}
+	if chk := checks.CompareCovers(got.Covers, clean.Covers); chk.OK || !strings.Contains(chk.Detail, "extra cover row") {
 		t.Fatalf("an extra cover passed: %s", chk)
 	}
-	if chk := checkVideos(got, vids); chk.OK {
+	if chk := checks.CheckVideos(got, vids); chk.OK {
 		t.Fatalf("a cover for an audio-only file passed: %s", chk)
 	}
 
 	got = want()
-	got.groups = map[string]string{"a.webm\nb.webm": "3 files, 300 bytes"}
-	if chk := compareGroups(got, clean); chk.OK {
+	got.Groups = map[string]string{"a.webm\nb.webm": "3 files, 300 bytes"}
+	if chk := checks.CompareGroups(got, clean); chk.OK {
 		t.Fatalf("a summary row counting a third file passed: %s", chk)
 	}
 	got = want()
-	got.groupsSeen = 2
-	if chk := compareGroups(got, clean); chk.OK {
+	got.GroupsSeen = 2
+	if chk := checks.CompareGroups(got, clean); chk.OK {
 		t.Fatalf("a hash group missing from duplicate_groups passed: %s", chk)
 	}
 	got = want()
-	got.groups = map[string]string{}
-	got.groupsSeen = 0
-	if chk := checkVideos(got, vids); chk.OK || !strings.Contains(chk.Detail, "no duplicate group") {
+	got.Groups = map[string]string{}
+	got.GroupsSeen = 0
+	if chk := checks.CheckVideos(got, vids); chk.OK || !strings.Contains(chk.Detail, "no duplicate group") {
 		t.Fatalf("copies outside a group passed: %s", chk)
 	}
 
 	got = want()
-	f := got.files["s.mp4"]
+	f := got.Files["s.mp4"]
 	f.Video = ""
-	got.files["s.mp4"] = f
-	if chk := checkVideos(got, vids); chk.OK {
+	got.Files["s.mp4"] = f
+	if chk := checks.CheckVideos(got, vids); chk.OK {
 		t.Fatalf("a lost probe passed: %s", chk)
 	}
-	if chk := compareFiles(got.files, clean.files); chk.OK {
+	if chk := checks.CompareFiles(got.Files, clean.Files); chk.OK {
 		t.Fatalf("a lost probe equals the clean run: %s", chk)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 	"github.com/bindery-nas/bindery/internal/fixtures"
 )
 
@@ -59,7 +60,7 @@ func TestHashYieldsToScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := openRO(c.db)
+	ro, err := checks.OpenRO(c.db)
 	if err != nil {
 		t.Fatal(err)
 	}

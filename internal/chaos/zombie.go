@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/chaos/internal/checks"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/leases"
@@ -19,7 +20,7 @@ import (
 // zombieState is what the SIGSTOP episode recorded, checked at the end.
 type zombieState struct {
 	id        string
-	rows      []rowKey
+	rows      []checks.RowKey
 	resumedAt string // protocol time of the SIGCONT
 	notOwner  int    // owner-path writes as the zombie refused with ErrNotOwner
 	tried     int
@@ -176,11 +177,11 @@ func (h *harness) ownerWrites(ctx context.Context, z *zombieState) error {
 	tables := map[string]model.LeaseTable{"jobs": model.LeaseJobs, "thumbnails": model.LeaseThumbnails,
 		"cleanup": model.LeaseCleanup, "wal": model.LeaseWAL}
 	for _, k := range z.rows {
-		f, err := newest(tables[k.table], k.id)
+		f, err := newest(tables[k.Table], k.ID)
 		if err != nil {
 			return err
 		}
-		switch k.table {
+		switch k.Table {
 		case "jobs":
 			_, err := ls.HeartbeatJob(ctx, f, h.cfg.Lease, leases.JobProgress{})
 			try(err)
@@ -202,8 +203,8 @@ func (h *harness) ownerWrites(ctx context.Context, z *zombieState) error {
 // zombieCheck: every owner-path write as the zombie was refused, and no
 // row the zombie held ended under its id unless it claimed the row again
 // after it woke up (a claim sets started_at).
-func (h *harness) zombieCheck(ctx context.Context) check {
-	c := check{Name: "zombie worker wrote nothing after its lease was recovered"}
+func (h *harness) zombieCheck(ctx context.Context) checks.Check {
+	c := checks.Check{Name: "zombie worker wrote nothing after its lease was recovered"}
 	z := h.zombieState
 	if z == nil {
 		c.Detail = "no zombie episode ran"
@@ -215,12 +216,12 @@ func (h *harness) zombieCheck(ctx context.Context) check {
 	for _, k := range z.rows {
 		var status, owner, started string
 		startedCol := "coalesce(CAST(started_at AS TEXT),'')"
-		if k.table == "cleanup" {
+		if k.Table == "cleanup" {
 			startedCol = "''" // thumbnail_cleanup_jobs has no started_at
 		}
 		// The table and column come from the fixed values above.
-		err := h.ro.QueryRowContext(ctx, `SELECT status, coalesce(worker_id,''), `+startedCol+` FROM `+tables[k.table]+
-			` WHERE id = ?`, k.id).Scan(&status, &owner, &started)
+		err := h.ro.QueryRowContext(ctx, `SELECT status, coalesce(worker_id,''), `+startedCol+` FROM `+tables[k.Table]+
+			` WHERE id = ?`, k.ID).Scan(&status, &owner, &started)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%v: %v", k, err))
 			continue
@@ -228,11 +229,11 @@ func (h *harness) zombieCheck(ctx context.Context) check {
 		if owner != z.id {
 			continue
 		}
-		if k.table == "cleanup" || started > z.resumedAt {
+		if k.Table == "cleanup" || started > z.resumedAt {
 			reclaimed++ // cleanup rows have no claim time to compare
 			continue
 		}
-		bad = append(bad, fmt.Sprintf("%s %d ended %s under %s, claimed at %s before the SIGCONT at %s", k.table, k.id, status, owner, started, z.resumedAt))
+		bad = append(bad, fmt.Sprintf("%s %d ended %s under %s, claimed at %s before the SIGCONT at %s", k.Table, k.ID, status, owner, started, z.resumedAt))
 	}
 	c.OK = len(bad) == 0 && z.notOwner == z.tried && z.tried > 0 && z.alive
 	c.Detail = fmt.Sprintf("%s held %d rows; %d/%d owner writes as it refused with ErrNotOwner; alive after SIGCONT: %v; %d lease-lost log lines; %d rows legitimately re-claimed later",

@@ -1,4 +1,4 @@
-package bench
+package benchx
 
 import (
 	"bufio"
@@ -76,15 +76,22 @@ func (o *Outcome) SkipReason(part string) string {
 	return ""
 }
 
-// binaries compiles test binaries on demand, once per package.
-type binaries struct {
+// NewBinaries compiles into dir the packages of the module at root, once
+// each; log receives progress lines.
+func NewBinaries(root, dir string, log func(format string, args ...any)) *Binaries {
+	return &Binaries{root: root, dir: dir, built: map[string]string{}, failed: map[string]error{}, log: log}
+}
+
+// Binaries compiles test binaries on demand, once per package, and
+// commands (Build) once per run.
+type Binaries struct {
 	root, dir string
 	built     map[string]string
 	failed    map[string]error
 	log       func(format string, args ...any)
 }
 
-func (bs *binaries) get(ctx context.Context, pkg string) (string, error) {
+func (bs *Binaries) get(ctx context.Context, pkg string) (string, error) {
 	if p, ok := bs.built[pkg]; ok {
 		return p, nil
 	}
@@ -110,9 +117,9 @@ func (bs *binaries) get(ctx context.Context, pkg string) (string, error) {
 	return out, nil
 }
 
-// build compiles a command (go build) once, for workloads that run the
+// Build compiles a command (go build) once, for workloads that run the
 // real daemons as processes.
-func (bs *binaries) build(ctx context.Context, pkg string) (string, error) {
+func (bs *Binaries) Build(ctx context.Context, pkg string) (string, error) {
 	key := "build:" + pkg
 	if p, ok := bs.built[key]; ok {
 		return p, nil
@@ -135,7 +142,7 @@ func (bs *binaries) build(ctx context.Context, pkg string) (string, error) {
 
 // run executes the benchmarks of g in the package's folder, with TMPDIR
 // set to tmp so that generated data sets land in the driver's data dir.
-func (bs *binaries) run(ctx context.Context, g GoBench, tmp string) (*Outcome, error) {
+func (bs *Binaries) run(ctx context.Context, g GoBench, tmp string) (*Outcome, error) {
 	bin, err := bs.get(ctx, g.Pkg)
 	if err != nil {
 		return nil, err
@@ -241,11 +248,11 @@ func failureLine(out string) string {
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		if strings.Contains(t, ".go:") || strings.HasPrefix(t, "panic:") {
-			return trunc(t, 200)
+			return Trunc(t, 200)
 		}
 	}
 	if len(lines) > 0 {
-		return trunc(lines[len(lines)-1], 200)
+		return Trunc(lines[len(lines)-1], 200)
 	}
 	return "no output"
 }
@@ -253,13 +260,13 @@ func failureLine(out string) string {
 func firstLine(out string, err error) string {
 	for _, l := range strings.Split(out, "\n") {
 		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
-			return trunc(t, 200)
+			return Trunc(t, 200)
 		}
 	}
 	return err.Error()
 }
 
-func trunc(s string, n int) string {
+func Trunc(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"
 	}

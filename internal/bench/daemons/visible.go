@@ -1,4 +1,9 @@
-package bench
+// Package daemons holds the bench driver's workloads that run controld
+// and workerd as their own processes on generated libraries: time to
+// visible, the API under open-loop load, the first run a new user meets
+// and how the per-file cost grows with the library. It imports only
+// internal/benchx of the driver.
+package daemons
 
 import (
 	"archive/zip"
@@ -16,42 +21,43 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/bench/internal/benchx"
 	"github.com/bindery-nas/bindery/internal/fixtures"
 )
 
-// visibleRows: both daemons as their own processes on a library of
+// VisibleRows: both daemons as their own processes on a library of
 // comic-sized files whose full hash keeps running (hashing limited to a
 // NAS disk's 200 MB/s, and restarted with the other algorithm whenever it
 // ends); a new cbz is dropped in and a scan requested, and the time until
 // GET /files lists it with a ready cover is taken, ten times. The same is
 // done five times with nothing running, as the baseline.
-func visibleRows(ctx context.Context, r *runner) []Row {
+func VisibleRows(ctx context.Context, r *benchx.Runner) []benchx.Row {
 	const work, target = "time to visible: new cbz, scan requested while a full hash runs", "p95 ≤ 5 s"
-	files := r.pick([]int{8}, []int{40})[0]
+	files := r.Pick([]int{8}, []int{40})[0]
 	size := fmt.Sprintf("%d comic-sized files, hash at 200 MB/s", files)
 	v, err := startVisible(ctx, r, files)
 	if err != nil {
-		return []Row{notRun(work, size, target, err)}
+		return []benchx.Row{benchx.NotRunRow(work, size, target, err)}
 	}
 	defer v.stop()
 	idle, err := v.tries(ctx, 5, false)
 	if err != nil {
-		return []Row{notRun(work, size, target, err)}
+		return []benchx.Row{benchx.NotRunRow(work, size, target, err)}
 	}
 	busy, err := v.tries(ctx, 10, true)
 	if err != nil {
-		return []Row{notRun(work, size, target, err)}
+		return []benchx.Row{benchx.NotRunRow(work, size, target, err)}
 	}
 	p95 := percentile(busy, 0.95)
-	return []Row{{Workload: work, Size: size,
+	return []benchx.Row{{Workload: work, Size: size,
 		Bindery:  fmt.Sprintf("p50 %s, p95 %s, max %s (10 tries)", secsD(percentile(busy, 0.5)), secsD(p95), secsD(slices.Max(busy))),
 		Baseline: fmt.Sprintf("same with nothing running: p50 %s, max %s (5 tries)", secsD(percentile(idle, 0.5)), secsD(slices.Max(idle))),
-		Ratio:    ratio(float64(percentile(busy, 0.5)), float64(percentile(idle, 0.5))) + " idle p50",
-		Target:   target, Status: verdict(p95 <= 5*time.Second),
+		Ratio:    benchx.Ratio(float64(percentile(busy, 0.5)), float64(percentile(idle, 0.5))) + " idle p50",
+		Target:   target, Status: benchx.Verdict(p95 <= 5*time.Second),
 		Note: fmt.Sprintf("%d hash yields", v.yields(ctx))}}
 }
 
-func secsD(d time.Duration) string { return secs(float64(d)) }
+func secsD(d time.Duration) string { return benchx.Secs(float64(d)) }
 
 // percentile is the nearest-rank p-quantile of ds.
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -70,18 +76,18 @@ type visible struct {
 	alg    int
 }
 
-func startVisible(ctx context.Context, r *runner, files int) (*visible, error) {
-	ctlBin, err := r.bins.build(ctx, "./cmd/controld")
+func startVisible(ctx context.Context, r *benchx.Runner, files int) (*visible, error) {
+	ctlBin, err := r.Bins.Build(ctx, "./cmd/controld")
 	if err != nil {
 		return nil, err
 	}
-	wrkBin, err := r.bins.build(ctx, "./cmd/workerd")
+	wrkBin, err := r.Bins.Build(ctx, "./cmd/workerd")
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(r.data, "visible")
+	dir := filepath.Join(r.Data, "visible")
 	v := &visible{lib: filepath.Join(dir, "libraries", "comics")}
-	r.logf("visible: generating %d comic-sized files", files)
+	r.Logf("visible: generating %d comic-sized files", files)
 	if err := comicTree(v.lib, files); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package bench
+package daemons
 
 import (
 	"context"
@@ -15,39 +15,40 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/bindery-nas/bindery/internal/bench/internal/benchx"
 	"github.com/bindery-nas/bindery/internal/fixtures"
 )
 
-// firstRunRows: what a new user feels first. A never-scanned tree of cbz
+// FirstRunRows: what a new user feels first. A never-scanned tree of cbz
 // books (every tenth copied once), its page cache dropped; both daemons
 // start on a fresh database, the library is added and one scan requested,
 // and the time is taken until GET /duplicates/groups lists every group
 // and no job is left. Beside it, `jdupes -r` on the same tree, cold too.
 // The note says where the time went, from the jobs' own times.
-func firstRunRows(ctx context.Context, r *runner) []Row {
+func FirstRunRows(ctx context.Context, r *benchx.Runner) []benchx.Row {
 	const work, target = "first run end to end: scan request on a cold, never-scanned tree → complete duplicate groups", "≤ 1.0× jdupes -r"
-	books := r.pick([]int{300}, []int{5000})[0]
-	size := fmt.Sprintf("%s cbz books + %s copies", count(books), count(books/10))
-	dir := filepath.Join(r.data, "firstrun")
+	books := r.Pick([]int{300}, []int{5000})[0]
+	size := fmt.Sprintf("%s cbz books + %s copies", benchx.Count(books), benchx.Count(books/10))
+	dir := filepath.Join(r.Data, "firstrun")
 	lib := filepath.Join(dir, "libraries", "books")
-	r.logf("first-run: generating %d books", books)
+	r.Logf("first-run: generating %d books", books)
 	want, files, err := firstRunTree(lib, books)
 	if err != nil {
-		return []Row{notRun(work, size, target, err)}
+		return []benchx.Row{benchx.NotRunRow(work, size, target, err)}
 	}
 	ours, phases, err := firstRunBindery(ctx, r, dir, lib, want, files)
 	if err != nil {
-		return []Row{notRun(work, size, target, err)}
+		return []benchx.Row{benchx.NotRunRow(work, size, target, err)}
 	}
 	jd, err := firstRunJdupes(ctx, lib, files)
 	if err != nil {
-		return []Row{notRun(work, size, target, err)}
+		return []benchx.Row{benchx.NotRunRow(work, size, target, err)}
 	}
-	return []Row{{Workload: work, Size: size,
+	return []benchx.Row{{Workload: work, Size: size,
 		Bindery:  fmt.Sprintf("%s to %d groups (both daemons, SQLite)", secsD(ours), want),
 		Baseline: "jdupes -r: " + secsD(jd),
-		Ratio:    ratio(float64(ours), float64(jd)) + " jdupes's time", Target: target,
-		Status: verdict(jd > 0 && ours <= jd), Note: phases}}
+		Ratio:    benchx.Ratio(float64(ours), float64(jd)) + " jdupes's time", Target: target,
+		Status: benchx.Verdict(jd > 0 && ours <= jd), Note: phases}}
 }
 
 // firstRunTree generates books with real pages (fixtures.Library) and a
@@ -133,12 +134,12 @@ func firstRunJdupes(ctx context.Context, lib string, files []string) (time.Durat
 
 // firstRunBindery times the first run through both daemons on a fresh
 // state folder, and describes its phases.
-func firstRunBindery(ctx context.Context, r *runner, dir, lib string, want int, files []string) (time.Duration, string, error) {
-	ctlBin, err := r.bins.build(ctx, "./cmd/controld")
+func firstRunBindery(ctx context.Context, r *benchx.Runner, dir, lib string, want int, files []string) (time.Duration, string, error) {
+	ctlBin, err := r.Bins.Build(ctx, "./cmd/controld")
 	if err != nil {
 		return 0, "", err
 	}
-	wrkBin, err := r.bins.build(ctx, "./cmd/workerd")
+	wrkBin, err := r.Bins.Build(ctx, "./cmd/workerd")
 	if err != nil {
 		return 0, "", err
 	}

@@ -1,4 +1,4 @@
-package bench
+package daemons
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/bench/internal/benchx"
 	"github.com/bindery-nas/bindery/internal/testutil"
 )
 
@@ -25,8 +26,8 @@ func TestAPIWorkload(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	bs := &binaries{root: root, dir: filepath.Join(dir, "bin"), built: map[string]string{}, failed: map[string]error{}, log: t.Logf}
-	bin, err := bs.build(ctx, "./cmd/controld")
+	bs := benchx.NewBinaries(root, filepath.Join(dir, "bin"), t.Logf)
+	bin, err := bs.Build(ctx, "./cmd/controld")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bench
+package daemons
 
 import (
 	"archive/zip"
@@ -13,10 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bindery-nas/bindery/internal/bench/internal/benchx"
 	"github.com/bindery-nas/bindery/internal/fixtures"
 )
 
-// scaleRows: whether the per-file cost stays flat as a library grows
+// ScaleRows: whether the per-file cost stays flat as a library grows
 // (issue 40). Small stored cbz books (one tiny page and a ComicInfo.xml,
 // 100 per folder) go through both daemons on SQLite, covers off (their
 // cost has rows of its own): the first scan, the hash job that follows
@@ -28,24 +29,24 @@ import (
 // visible.start) sets workerd's environment alone. Sizes run in one process tree each, smallest first, so the rate
 // at the largest size is set beside the rate at the smallest of the same
 // run.
-func scaleRows(ctx context.Context, r *runner) []Row {
-	sizes := r.pick([]int{2000, 10_000}, []int{10_000, 1_000_000})
+func ScaleRows(ctx context.Context, r *benchx.Runner) []benchx.Row {
+	sizes := r.Pick([]int{2000, 10_000}, []int{10_000, 1_000_000})
 	if v := os.Getenv("BENCH_SCALE_SIZES"); v != "" { // e.g. 100000,300000: sizes of one's own
 		sizes = nil
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 1 {
-				return []Row{notRun("scale: first scan through both daemons", v, "BENCH_SCALE_SIZES", fmt.Errorf("BENCH_SCALE_SIZES=%q: not a list of sizes", v))}
+				return []benchx.Row{benchx.NotRunRow("scale: first scan through both daemons", v, "BENCH_SCALE_SIZES", fmt.Errorf("BENCH_SCALE_SIZES=%q: not a list of sizes", v))}
 			}
 			sizes = append(sizes, n)
 		}
 	}
-	var rows []Row
+	var rows []benchx.Row
 	var base float64 // first-scan files/s at the smallest size
 	for i, n := range sizes {
 		res, err := scaleRun(ctx, r, n)
 		if err != nil {
-			rows = append(rows, notRun("scale: first scan through both daemons", count(n)+" files", "files/s at 1M ≥ 0.8× files/s at 10k", err))
+			rows = append(rows, benchx.NotRunRow("scale: first scan through both daemons", benchx.Count(n)+" files", "files/s at 1M ≥ 0.8× files/s at 10k", err))
 			continue
 		}
 		if i == 0 {
@@ -72,47 +73,47 @@ type scaleResult struct {
 
 func (s scaleResult) scanRate() float64 { return float64(s.files) / s.scan.Seconds() }
 
-func (s scaleResult) rows(base float64, last bool) []Row {
-	size := count(s.files) + " files"
-	first := Row{Workload: "scale: first scan through both daemons (covers off)", Size: size,
-		Bindery:  fmt.Sprintf("%s (%s files/s; scan jobs: %d)", secsD(s.scan), num(s.scanRate()), s.scanJobs),
-		Baseline: fmt.Sprintf("the smallest size of this run: %s files/s", num(base)),
-		Ratio:    ratio(s.scanRate(), base) + " the smallest size's rate", Target: "files/s at the largest size ≥ 0.8× the smallest's", Status: Info}
+func (s scaleResult) rows(base float64, last bool) []benchx.Row {
+	size := benchx.Count(s.files) + " files"
+	first := benchx.Row{Workload: "scale: first scan through both daemons (covers off)", Size: size,
+		Bindery:  fmt.Sprintf("%s (%s files/s; scan jobs: %d)", secsD(s.scan), benchx.Num(s.scanRate()), s.scanJobs),
+		Baseline: fmt.Sprintf("the smallest size of this run: %s files/s", benchx.Num(base)),
+		Ratio:    benchx.Ratio(s.scanRate(), base) + " the smallest size's rate", Target: "files/s at the largest size ≥ 0.8× the smallest's", Status: benchx.Info}
 	if last {
-		first.Status = verdict(s.scanRate() >= 0.8*base)
+		first.Status = benchx.Verdict(s.scanRate() >= 0.8*base)
 	}
-	rescan := Row{Workload: "scale: rescan of the unchanged tree through both daemons", Size: size,
+	rescan := benchx.Row{Workload: "scale: rescan of the unchanged tree through both daemons", Size: size,
 		Bindery: secsD(s.rescan), Baseline: "find -printf: " + secsD(s.find),
-		Ratio: ratio(float64(s.rescan), float64(s.find)) + " find's time", Target: "≤ 3× find -printf",
-		Status: verdict(s.find > 0 && s.rescan <= 3*s.find)}
-	hash := Row{Workload: "scale: the hash job after the first scan", Size: size,
-		Bindery:  fmt.Sprintf("%s (%s files/s; hash jobs: %d)", secsD(s.hash), num(float64(s.files)/s.hash.Seconds()), s.hashJobs),
-		Baseline: "—", Ratio: "—", Target: "measured", Status: Info}
-	rss := Row{Workload: "scale: peak RSS of both daemons, and the database", Size: size,
+		Ratio: benchx.Ratio(float64(s.rescan), float64(s.find)) + " find's time", Target: "≤ 3× find -printf",
+		Status: benchx.Verdict(s.find > 0 && s.rescan <= 3*s.find)}
+	hash := benchx.Row{Workload: "scale: the hash job after the first scan", Size: size,
+		Bindery:  fmt.Sprintf("%s (%s files/s; hash jobs: %d)", secsD(s.hash), benchx.Num(float64(s.files)/s.hash.Seconds()), s.hashJobs),
+		Baseline: "—", Ratio: "—", Target: "measured", Status: benchx.Info}
+	rss := benchx.Row{Workload: "scale: peak RSS of both daemons, and the database", Size: size,
 		Bindery: fmt.Sprintf("workerd %s MB (%s: scan %s, hash job %s, rescan %s), controld %s MB; database and WAL %s bytes/file",
-			num(s.wrkRSS), map[bool]string{true: "each phase's own peak", false: "peak so far after"}[s.exact],
-			num(s.wrkPhases[0]), num(s.wrkPhases[1]), num(s.wrkPhases[2]), num(s.ctlRSS), num(s.dbMB*1e6/float64(s.files))),
-		Baseline: "—", Ratio: "—", Target: "workerd ≤ 100 MB, flat", Status: Info}
+			benchx.Num(s.wrkRSS), map[bool]string{true: "each phase's own peak", false: "peak so far after"}[s.exact],
+			benchx.Num(s.wrkPhases[0]), benchx.Num(s.wrkPhases[1]), benchx.Num(s.wrkPhases[2]), benchx.Num(s.ctlRSS), benchx.Num(s.dbMB*1e6/float64(s.files))),
+		Baseline: "—", Ratio: "—", Target: "workerd ≤ 100 MB, flat", Status: benchx.Info}
 	if s.files >= 100_000 {
-		rss.Status = verdict(s.wrkRSS <= 100)
+		rss.Status = benchx.Verdict(s.wrkRSS <= 100)
 	}
-	return []Row{first, rescan, hash, rss}
+	return []benchx.Row{first, rescan, hash, rss}
 }
 
 // scaleRun measures one size on a fresh state folder.
-func scaleRun(ctx context.Context, r *runner, n int) (scaleResult, error) {
+func scaleRun(ctx context.Context, r *benchx.Runner, n int) (scaleResult, error) {
 	res := scaleResult{files: n}
-	dir := filepath.Join(r.data, fmt.Sprintf("scale-%d", n))
+	dir := filepath.Join(r.Data, fmt.Sprintf("scale-%d", n))
 	lib := filepath.Join(dir, "libraries", "books")
-	r.logf("scale: generating %d books", n)
+	r.Logf("scale: generating %d books", n)
 	if err := scaleTree(lib, n); err != nil {
 		return res, err
 	}
-	ctlBin, err := r.bins.build(ctx, "./cmd/controld")
+	ctlBin, err := r.Bins.Build(ctx, "./cmd/controld")
 	if err != nil {
 		return res, err
 	}
-	wrkBin, err := r.bins.build(ctx, "./cmd/workerd")
+	wrkBin, err := r.Bins.Build(ctx, "./cmd/workerd")
 	if err != nil {
 		return res, err
 	}
@@ -133,7 +134,7 @@ func scaleRun(ctx context.Context, r *runner, n int) (scaleResult, error) {
 	}
 	peak := peakRSS{pid: v.worker.Process.Pid}
 	startMB := peak.next() // workerd's start, and the reset before the scan
-	r.logf("scale: first scan and hash of %d books", n)
+	r.Logf("scale: first scan and hash of %d books", n)
 	first, err := v.scanUntilIdle(ctx, l.ID, func(kind string) {
 		if kind == "scan" { // the hash job starts a dispatcher tick later
 			res.wrkPhases[0] = peak.next()
@@ -145,7 +146,7 @@ func scaleRun(ctx context.Context, r *runner, n int) (scaleResult, error) {
 	res.wrkPhases[1] = peak.next()
 	res.scan, res.scanJobs = first.ran("scan")
 	res.hash, res.hashJobs = first.ran("hash")
-	r.logf("scale: rescan of %d books", n)
+	r.Logf("scale: rescan of %d books", n)
 	again, err := v.scanUntilIdle(ctx, l.ID, nil, "scan")
 	if err != nil {
 		return res, err
@@ -155,7 +156,7 @@ func scaleRun(ctx context.Context, r *runner, n int) (scaleResult, error) {
 	res.exact = peak.exact
 	res.wrkRSS = max(startMB, res.wrkPhases[0], res.wrkPhases[1], res.wrkPhases[2])
 	res.ctlRSS = vmHWMMB(v.c.cmd.Process.Pid)
-	r.logf("scale: %d books: workerd peak RSS %.1f MB (start %.1f, scan %.1f, hash job %.1f, rescan %.1f; exact per phase: %v)",
+	r.Logf("scale: %d books: workerd peak RSS %.1f MB (start %.1f, scan %.1f, hash job %.1f, rescan %.1f; exact per phase: %v)",
 		n, res.wrkRSS, startMB, res.wrkPhases[0], res.wrkPhases[1], res.wrkPhases[2], res.exact)
 	res.dbMB = fileMB(filepath.Join(dir, "state", "bindery.db")) + fileMB(filepath.Join(dir, "state", "bindery.db-wal"))
 	return res, nil

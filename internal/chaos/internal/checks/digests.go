@@ -1,4 +1,4 @@
-package chaos
+package checks
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// checkDigests: every present file's stored digest is the digest of its
+// CheckDigests: every present file's stored digest is the digest of its
 // bytes on disk now. A zombie's late hash write (a digest of bytes it read
 // before the file was rewritten) would break it even where size and mtime
 // were kept; the lease fence refuses such writes.
-func checkDigests(ctx context.Context, db *sql.DB) check {
-	c := check{Name: "every stored digest is the digest of the file's bytes on disk"}
+func CheckDigests(ctx context.Context, db *sql.DB) Check {
+	c := Check{Name: "every stored digest is the digest of the file's bytes on disk"}
 	rows, err := db.QueryContext(ctx, `SELECT l.path, f.relative_path, f.hash_algorithm, f.content_hash
 		FROM library_files f JOIN libraries l ON l.id = f.library_id
 		WHERE f.is_missing = 0 AND f.content_hash IS NOT NULL ORDER BY f.id`)

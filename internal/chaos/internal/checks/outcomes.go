@@ -1,4 +1,4 @@
-package chaos
+package checks
 
 import (
 	"context"
@@ -11,37 +11,37 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// runState is what a run left in its database that a clean run must match:
+// RunState is what a run left in its database that a clean run must match:
 // the file rows (with their metadata and video probes), the cover outcome
 // of every file and the duplicate groups.
-type runState struct {
-	files  map[string]fileRow
-	covers map[string]coverRow // by path and format
-	groups map[string]string   // member paths, one a line → file count and size in duplicate_groups
+type RunState struct {
+	Files  map[string]FileRow
+	Covers map[string]CoverRow // by path and format
+	Groups map[string]string   // member paths, one a line → file count and size in duplicate_groups
 	// groupsSeen is how many hash groups of two files or more
 	// library_files holds (the summary table must list each).
-	groupsSeen int
-	sameBooks  map[string]bool // books of one ordered page-digest list, one group a line
+	GroupsSeen int
+	SameBooks  map[string]bool // books of one ordered page-digest list, one group a line
 }
 
-func readState(ctx context.Context, db *sql.DB) (runState, error) {
-	var s runState
+func ReadState(ctx context.Context, db *sql.DB) (RunState, error) {
+	var s RunState
 	var err error
-	if s.files, err = readFiles(ctx, db); err != nil {
+	if s.Files, err = readFiles(ctx, db); err != nil {
 		return s, err
 	}
-	if s.covers, err = readCovers(ctx, db); err != nil {
+	if s.Covers, err = readCovers(ctx, db); err != nil {
 		return s, err
 	}
-	if s.sameBooks, err = readSameBooks(ctx, db); err != nil {
+	if s.SameBooks, err = readSameBooks(ctx, db); err != nil {
 		return s, err
 	}
-	s.groups, s.groupsSeen, err = readGroups(ctx, db)
+	s.Groups, s.GroupsSeen, err = readGroups(ctx, db)
 	return s, err
 }
 
-// coverRow is the outcome of a file's newest cover row of one format.
-type coverRow struct {
+// CoverRow is the outcome of a file's newest cover row of one format.
+type CoverRow struct {
 	Path, Format, MediaType, Status, Error string
 	Width, Height                          int64
 	// Recovered is how often a worker died holding the row: bookkeeping
@@ -51,16 +51,16 @@ type coverRow struct {
 
 // poisoned: the row failed because its worker died MaxRecoveries times
 // while rendering it (the poison-pill rule), which SIGKILLs may cause.
-func (c coverRow) poisoned() bool {
+func (c CoverRow) poisoned() bool {
 	return c.Status == string(protocol.ThumbFailed) && c.Error == protocol.ErrRenderCrashed && c.Recovered >= leases.MaxRecoveries
 }
 
 // outcome is what is compared with the clean run.
-func (c coverRow) outcome() string {
+func (c CoverRow) outcome() string {
 	return fmt.Sprintf("%s %s %s %dx%d", c.MediaType, c.Status, c.Error, c.Width, c.Height)
 }
 
-func readCovers(ctx context.Context, db *sql.DB) (map[string]coverRow, error) {
+func readCovers(ctx context.Context, db *sql.DB) (map[string]CoverRow, error) {
 	rows, err := db.QueryContext(ctx, `SELECT f.relative_path, t.format, t.media_type, t.status, coalesce(t.error_code,''),
 		coalesce(t.width,0), coalesce(t.height,0), t.recovered_count
 		FROM thumbnails t JOIN library_files f ON f.id = t.file_id
@@ -69,9 +69,9 @@ func readCovers(ctx context.Context, db *sql.DB) (map[string]coverRow, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]coverRow{}
+	out := map[string]CoverRow{}
 	for rows.Next() {
-		var c coverRow
+		var c CoverRow
 		if err := rows.Scan(&c.Path, &c.Format, &c.MediaType, &c.Status, &c.Error, &c.Width, &c.Height, &c.Recovered); err != nil {
 			return nil, err
 		}
@@ -80,12 +80,12 @@ func readCovers(ctx context.Context, db *sql.DB) (map[string]coverRow, error) {
 	return out, rows.Err()
 }
 
-// compareCovers: every file has the cover outcome it has after a clean
+// CompareCovers: every file has the cover outcome it has after a clean
 // run (media type, status, error code, size). The one accepted difference
 // is a cover whose worker was SIGKILLed MaxRecoveries times while it
 // rendered it: the poison-pill rule fails it with render_crashed.
-func compareCovers(got, want map[string]coverRow) check {
-	c := check{Name: "cover outcomes equal a clean single run"}
+func CompareCovers(got, want map[string]CoverRow) Check {
+	c := Check{Name: "cover outcomes equal a clean single run"}
 	var diffs []string
 	poisoned := 0
 	for k, w := range want {
@@ -160,31 +160,31 @@ func readGroups(ctx context.Context, db *sql.DB) (map[string]string, int, error)
 	return out, seen, err
 }
 
-// compareGroups: the duplicate groups (members, count, size) equal the
+// CompareGroups: the duplicate groups (members, count, size) equal the
 // clean run's, and the summary table lists every hash group of
 // library_files with its true member count.
-func compareGroups(got, want runState) check {
-	c := check{Name: "duplicate groups equal a clean single run"}
+func CompareGroups(got, want RunState) Check {
+	c := Check{Name: "duplicate groups equal a clean single run"}
 	var diffs []string
-	for m, w := range want.groups {
-		if g, ok := got.groups[m]; !ok || g != w {
+	for m, w := range want.Groups {
+		if g, ok := got.Groups[m]; !ok || g != w {
 			diffs = append(diffs, fmt.Sprintf("[%s]: got %q, want %s", members(m), g, w))
 		}
 	}
-	for m, g := range got.groups {
-		if _, ok := want.groups[m]; !ok {
+	for m, g := range got.Groups {
+		if _, ok := want.Groups[m]; !ok {
 			diffs = append(diffs, fmt.Sprintf("extra [%s] %s", members(m), g))
 		}
 		if n := strings.Count(m, "\n") + 1; m == "" || !strings.HasPrefix(g, fmt.Sprintf("%d files", n)) {
 			diffs = append(diffs, fmt.Sprintf("[%s] lists %d paths, summary says %s", members(m), n, g))
 		}
 	}
-	if got.groupsSeen != len(got.groups) {
-		diffs = append(diffs, fmt.Sprintf("library_files has %d hash groups of two or more, duplicate_groups %d", got.groupsSeen, len(got.groups)))
+	if got.GroupsSeen != len(got.Groups) {
+		diffs = append(diffs, fmt.Sprintf("library_files has %d hash groups of two or more, duplicate_groups %d", got.GroupsSeen, len(got.Groups)))
 	}
 	sort.Strings(diffs)
 	c.OK = len(diffs) == 0
-	c.Detail = fmt.Sprintf("%d groups compared (member paths, file count, total size), %d differ", len(want.groups), len(diffs))
+	c.Detail = fmt.Sprintf("%d groups compared (member paths, file count, total size), %d differ", len(want.Groups), len(diffs))
 	if len(diffs) > 0 {
 		c.Detail += ": " + strings.Join(diffs[:min(5, len(diffs))], "; ")
 	}
@@ -193,13 +193,13 @@ func compareGroups(got, want runState) check {
 
 func members(key string) string { return strings.ReplaceAll(key, "\n", ", ") }
 
-// checkVideos: every video of the library was indexed as its kind must
+// CheckVideos: every video of the library was indexed as its kind must
 // be: format video, the analysis error and probe it must have, the cover
 // outcome it must have, exact copies in one duplicate group of their own.
 // The comparison with the clean run says the faults changed nothing; this
 // says that both runs did index the videos.
-func checkVideos(s runState, vids []videoFile) check {
-	c := check{Name: "videos indexed as their kind requires (probe, error, cover, duplicates)"}
+func CheckVideos(s RunState, vids []VideoFile) Check {
+	c := Check{Name: "videos indexed as their kind requires (probe, error, cover, duplicates)"}
 	var bad []string
 	counts := map[string]int{}
 	for _, v := range vids {
@@ -232,8 +232,8 @@ func checkVideos(s runState, vids []videoFile) check {
 	return c
 }
 
-func checkVideo(s runState, v videoFile) error {
-	f, ok := s.files[v.Rel]
+func checkVideo(s RunState, v VideoFile) error {
+	f, ok := s.Files[v.Rel]
 	switch {
 	case !ok:
 		return fmt.Errorf("no file row")
@@ -255,7 +255,7 @@ func checkVideo(s runState, v videoFile) error {
 		return fmt.Errorf("probe %q: rotated %v", f.Video, !v.Rotated)
 	}
 	covers := 0
-	for _, cv := range s.covers {
+	for _, cv := range s.Covers {
 		if cv.Path != v.Rel {
 			continue
 		}
@@ -272,11 +272,11 @@ func checkVideo(s runState, v videoFile) error {
 		return fmt.Errorf("%d cover rows, want a cover: %v", covers, v.Cover != "")
 	}
 	if v.DupOf != "" {
-		if o := s.files[v.DupOf]; f.Hash == ":" || f.Hash != o.Hash {
+		if o := s.Files[v.DupOf]; f.Hash == ":" || f.Hash != o.Hash {
 			return fmt.Errorf("hash %s, its original %s has %s", f.Hash, v.DupOf, o.Hash)
 		}
-		if _, ok := s.groups[v.DupOf+"\n"+v.Rel]; !ok {
-			if _, ok := s.groups[v.Rel+"\n"+v.DupOf]; !ok {
+		if _, ok := s.Groups[v.DupOf+"\n"+v.Rel]; !ok {
+			if _, ok := s.Groups[v.Rel+"\n"+v.DupOf]; !ok {
 				return fmt.Errorf("no duplicate group of exactly it and %s", v.DupOf)
 			}
 		}

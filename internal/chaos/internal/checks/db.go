@@ -1,4 +1,4 @@
-package chaos
+package checks
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/bindery-nas/bindery/protocol"
 )
 
-// openRO opens the database read-only, as any monitoring tool would: the
+// OpenRO opens the database read-only, as any monitoring tool would: the
 // harness never writes through this handle. Either engine: the path may be
 // a postgres:// URL.
-func openRO(path string) (*sql.DB, error) {
+func OpenRO(path string) (*sql.DB, error) {
 	db, err := store.OpenReadOnly(path)
 	if err != nil {
 		return nil, err
@@ -25,10 +25,10 @@ func openRO(path string) (*sql.DB, error) {
 	return db, nil
 }
 
-// openOperator opens a read-write handle for the one write the harness
+// OpenOperator opens a read-write handle for the one write the harness
 // makes as an operator: pulling the retry time of retryable jobs forward
 // (see fastForward).
-func openOperator(path string) (*sql.DB, error) {
+func OpenOperator(path string) (*sql.DB, error) {
 	db, err := store.OpenRaw(path)
 	if err != nil {
 		return nil, err
@@ -37,11 +37,11 @@ func openOperator(path string) (*sql.DB, error) {
 	return db, nil
 }
 
-// fastForward moves retry_after of retryable jobs to now, so that a job
+// FastForward moves retry_after of retryable jobs to now, so that a job
 // killed five times waits seconds instead of attempt⁴ seconds (625 s at
 // the fifth attempt). Everything else about the retry (attempt+1, the
 // single-active slot, max attempts) stays controld's decision.
-func fastForward(ctx context.Context, db *sql.DB) (int64, error) {
+func FastForward(ctx context.Context, db *sql.DB) (int64, error) {
 	now := protocol.FormatTime(time.Now())
 	res, err := db.ExecContext(ctx, `UPDATE jobs SET retry_after = ? WHERE status = 'retryable' AND retry_after > ?`, now, now)
 	if err != nil {
@@ -50,20 +50,20 @@ func fastForward(ctx context.Context, db *sql.DB) (int64, error) {
 	return res.RowsAffected()
 }
 
-// backlog is what is still to do; the system is drained when every count
+// Backlog is what is still to do; the system is drained when every count
 // is zero and the pipeline (scan → hash → covers) has run.
-type backlog struct {
+type Backlog struct {
 	ActiveJobs, Queue, ActiveThumbs, NeedsCover, NeedsWork, ActiveCleanup, ActiveWAL, Unfollowed int64
 	CompletedScans, CompletedHashes                                                              int64
 }
 
-func (b backlog) drained() bool {
+func (b Backlog) Drained() bool {
 	return b.ActiveJobs+b.Queue+b.ActiveThumbs+b.NeedsCover+b.NeedsWork+b.ActiveCleanup+b.ActiveWAL+b.Unfollowed == 0 &&
 		b.CompletedScans > 0 && b.CompletedHashes > 0
 }
 
-func readBacklog(ctx context.Context, db *sql.DB) (backlog, error) {
-	var b backlog
+func ReadBacklog(ctx context.Context, db *sql.DB) (Backlog, error) {
+	var b Backlog
 	err := db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM jobs WHERE status IN ('pending','running','retryable')),
 		(SELECT count(*) FROM scan_requests),
@@ -82,21 +82,21 @@ func readBacklog(ctx context.Context, db *sql.DB) (backlog, error) {
 	return b, err
 }
 
-// waitDrained polls until the backlog is empty on two reads at least
+// WaitDrained polls until the backlog is empty on two reads at least
 // settle apart (controld admits covers and follows scans up on ticks).
-func waitDrained(ctx context.Context, db *sql.DB, settle, timeout time.Duration, tick func()) (backlog, error) {
+func WaitDrained(ctx context.Context, db *sql.DB, settle, timeout time.Duration, tick func()) (Backlog, error) {
 	deadline := time.Now().Add(timeout)
 	var since time.Time
 	for {
 		if tick != nil {
 			tick()
 		}
-		b, err := readBacklog(ctx, db)
+		b, err := ReadBacklog(ctx, db)
 		if err != nil {
 			return b, err
 		}
 		switch {
-		case !b.drained():
+		case !b.Drained():
 			since = time.Time{}
 		case since.IsZero():
 			since = time.Now()
@@ -114,34 +114,34 @@ func waitDrained(ctx context.Context, db *sql.DB, settle, timeout time.Duration,
 	}
 }
 
-// rowKey names one leased row.
-type rowKey struct {
-	table string
-	id    int64
+// RowKey names one leased row.
+type RowKey struct {
+	Table string
+	ID    int64
 }
 
-// sampler reads the database read-only every interval while the chaos
+// Sampler reads the database read-only every interval while the chaos
 // runs: the number of active scan/hash rows (at most one, ever), and the
 // owner of every running row, from which it counts recoveries (a row seen
 // running under one worker, later pending/retryable or running under
 // another).
-type sampler struct {
+type Sampler struct {
 	db *sql.DB
 
 	mu         sync.Mutex
 	samples    int
 	errors     int
 	maxActive  int64
-	owner      map[rowKey]string
+	owner      map[RowKey]string
 	recoveries map[string]int // table → observed hand-overs
 	expired    map[int64]bool // job ids seen with error_code lease_expired
 }
 
-func newSampler(db *sql.DB) *sampler {
-	return &sampler{db: db, owner: map[rowKey]string{}, recoveries: map[string]int{}, expired: map[int64]bool{}}
+func NewSampler(db *sql.DB) *Sampler {
+	return &Sampler{db: db, owner: map[RowKey]string{}, recoveries: map[string]int{}, expired: map[int64]bool{}}
 }
 
-func (s *sampler) run(ctx context.Context, every time.Duration) {
+func (s *Sampler) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -154,13 +154,13 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-func (s *sampler) sample(ctx context.Context) {
+func (s *Sampler) sample(ctx context.Context) {
 	var active int64
-	running := map[rowKey]string{}
+	running := map[RowKey]string{}
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM jobs
 		WHERE status IN ('pending','running') AND kind IN ('scan','hash')`).Scan(&active)
 	if err == nil {
-		err = s.running(ctx, running)
+		err = s.Running(ctx, running)
 	}
 	var expired []int64
 	if err == nil {
@@ -184,7 +184,7 @@ func (s *sampler) sample(ctx context.Context) {
 			// Finished rows leave too; those are not recoveries: a
 			// finish keeps worker_id, which recovered rows lose.
 			if s.recovered(ctx, k, was) {
-				s.recoveries[k.table]++
+				s.recoveries[k.Table]++
 			}
 			delete(s.owner, k)
 		}
@@ -194,7 +194,7 @@ func (s *sampler) sample(ctx context.Context) {
 	}
 }
 
-func (s *sampler) running(ctx context.Context, out map[rowKey]string) error {
+func (s *Sampler) Running(ctx context.Context, out map[RowKey]string) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT 'jobs', id, worker_id FROM jobs WHERE status = 'running'
 		UNION ALL SELECT 'thumbnails', id, worker_id FROM thumbnails WHERE status = 'running'
 		UNION ALL SELECT 'cleanup', id, worker_id FROM thumbnail_cleanup_jobs WHERE status = 'running'
@@ -204,9 +204,9 @@ func (s *sampler) running(ctx context.Context, out map[rowKey]string) error {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var k rowKey
+		var k RowKey
 		var w sql.NullString
-		if err := rows.Scan(&k.table, &k.id, &w); err != nil {
+		if err := rows.Scan(&k.Table, &k.ID, &w); err != nil {
 			return err
 		}
 		out[k] = w.String
@@ -217,19 +217,19 @@ func (s *sampler) running(ctx context.Context, out map[rowKey]string) error {
 // recovered tells whether row k, last seen running under was, has since
 // been taken from was: it is running under someone else, or it is not
 // running and no longer names was.
-func (s *sampler) recovered(ctx context.Context, k rowKey, was string) bool {
+func (s *Sampler) recovered(ctx context.Context, k RowKey, was string) bool {
 	table := map[string]string{"jobs": "jobs", "thumbnails": "thumbnails", "cleanup": "thumbnail_cleanup_jobs",
-		"wal": "wal_maintenance_jobs"}[k.table]
+		"wal": "wal_maintenance_jobs"}[k.Table]
 	var w sql.NullString
 	var status string
 	// table comes from the fixed map above, never from input.
-	if err := s.db.QueryRowContext(ctx, `SELECT status, worker_id FROM `+table+` WHERE id = ?`, k.id).Scan(&status, &w); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT status, worker_id FROM `+table+` WHERE id = ?`, k.ID).Scan(&status, &w); err != nil {
 		return false
 	}
 	return w.String != was
 }
 
-func (s *sampler) leaseExpired(ctx context.Context) ([]int64, error) {
+func (s *Sampler) leaseExpired(ctx context.Context) ([]int64, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM jobs WHERE error_code = 'lease_expired'`)
 	if err != nil {
 		return nil, err
@@ -246,13 +246,13 @@ func (s *sampler) leaseExpired(ctx context.Context) ([]int64, error) {
 	return out, rows.Err()
 }
 
-func (s *sampler) leaseExpiredJobs() int64 {
+func (s *Sampler) LeaseExpiredJobs() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return int64(len(s.expired))
 }
 
-func (s *sampler) snapshot() (samples, errors int, maxActive int64, recoveries map[string]int) {
+func (s *Sampler) Snapshot() (samples, errors int, maxActive int64, recoveries map[string]int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := map[string]int{}

@@ -1,4 +1,11 @@
-package chaos
+// Package checks is what the crash harness (internal/chaos) reads and
+// checks, kept apart from the harness that runs daemons and injects
+// faults: the invariants (Check) a run must keep, the database reads
+// behind them (read-only handles, the backlog, the lease Sampler, a run's
+// RunState against the clean run's), and the library's fixtures whose
+// outcome they check (videos, repacked books). It imports no package of
+// the harness.
+package checks
 
 import (
 	"context"
@@ -18,14 +25,14 @@ import (
 	"github.com/bindery-nas/bindery/internal/store"
 )
 
-// check is one invariant's outcome, printed in the summary.
-type check struct {
+// Check is one invariant's outcome, printed in the summary.
+type Check struct {
 	Name   string
 	OK     bool
 	Detail string
 }
 
-func (c check) String() string {
+func (c Check) String() string {
 	mark := "ok  "
 	if !c.OK {
 		mark = "FAIL"
@@ -33,8 +40,8 @@ func (c check) String() string {
 	return fmt.Sprintf("[%s] %s: %s", mark, c.Name, c.Detail)
 }
 
-// checkTerminal: every job, thumbnail, cleanup and wal row has ended.
-func checkTerminal(ctx context.Context, db *sql.DB) check {
+// CheckTerminal: every job, thumbnail, cleanup and wal row has ended.
+func CheckTerminal(ctx context.Context, db *sql.DB) Check {
 	var jobs, thumbs, cleanup, wal, total int64
 	err := db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM jobs WHERE status NOT IN ('completed','failed','cancelled')),
@@ -44,7 +51,7 @@ func checkTerminal(ctx context.Context, db *sql.DB) check {
 		(SELECT count(*) FROM jobs) + (SELECT count(*) FROM thumbnails)
 			+ (SELECT count(*) FROM thumbnail_cleanup_jobs) + (SELECT count(*) FROM wal_maintenance_jobs)`).
 		Scan(&jobs, &thumbs, &cleanup, &wal, &total)
-	c := check{Name: "every job/thumbnail/cleanup/wal row terminal"}
+	c := Check{Name: "every job/thumbnail/cleanup/wal row terminal"}
 	if err != nil {
 		c.Detail = err.Error()
 		return c
@@ -54,11 +61,11 @@ func checkTerminal(ctx context.Context, db *sql.DB) check {
 	return c
 }
 
-// checkIntegrity asks the engine whether the database is intact
+// CheckIntegrity asks the engine whether the database is intact
 // (store.CheckIntegrity: PRAGMA integrity_check and foreign_key_check on
 // SQLite).
-func checkIntegrity(ctx context.Context, path string) check {
-	c := check{Name: "engine integrity check"}
+func CheckIntegrity(ctx context.Context, path string) Check {
+	c := Check{Name: "engine integrity check"}
 	ok, report, err := store.CheckIntegrity(ctx, path)
 	if err != nil {
 		c.Detail = err.Error()
@@ -68,15 +75,15 @@ func checkIntegrity(ctx context.Context, path string) check {
 	return c
 }
 
-// fileRow is what a file row must be after a scan and a hash, whatever
+// FileRow is what a file row must be after a scan and a hash, whatever
 // happened on the way: compared with a clean run on a copy. Video is the
 // file's video_probes row but its probed_at, "" when it has none.
-type fileRow struct {
+type FileRow struct {
 	Path, Format, Series, Publisher, SeriesRaw, Hash, Error, Meta, Video string
 	Size, MtimeNS, Pages, Missing, NeedsHash, NeedsAnalysis              int64
 }
 
-func readFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
+func readFiles(ctx context.Context, db *sql.DB) (map[string]FileRow, error) {
 	rows, err := db.QueryContext(ctx, `SELECT f.relative_path, f.format, s.name, s.publisher, f.series_name_raw,
 		f.hash_algorithm, f.content_hash, f.analysis_error_code,
 		m.source, m.series, m.number, m.title, m.publisher, m.year,
@@ -88,9 +95,9 @@ func readFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]fileRow{}
+	out := map[string]FileRow{}
 	for rows.Next() {
-		var r fileRow
+		var r FileRow
 		var format, series, publisher, raw, algo, code nullText
 		var hash []byte
 		var meta [6]nullText
@@ -149,9 +156,9 @@ func joinText(cols []nullText) string {
 	return strings.Join(parts, "|")
 }
 
-// compareFiles: the chaos run's rows equal the clean run's, path by path.
-func compareFiles(got, want map[string]fileRow) check {
-	c := check{Name: "file rows equal a clean single run"}
+// CompareFiles: the chaos run's rows equal the clean run's, path by path.
+func CompareFiles(got, want map[string]FileRow) Check {
+	c := Check{Name: "file rows equal a clean single run"}
 	var diffs []string
 	for p, w := range want {
 		g, ok := got[p]
@@ -176,11 +183,11 @@ func compareFiles(got, want map[string]fileRow) check {
 	return c
 }
 
-// checkCovers: every ready cover decodes at the size its row records,
+// CheckCovers: every ready cover decodes at the size its row records,
 // and every other file under covers/ with a final name decodes too (a
 // partial file never takes a cover's name: writes are temp + rename).
-func checkCovers(ctx context.Context, db *sql.DB, state string) check {
-	c := check{Name: "ready covers decode, no partial file at a cover name"}
+func CheckCovers(ctx context.Context, db *sql.DB, state string) Check {
+	c := Check{Name: "ready covers decode, no partial file at a cover name"}
 	rows, err := db.QueryContext(ctx, `SELECT id, output_relpath, coalesce(width,0), coalesce(height,0), coalesce(bytes_size,0)
 		FROM thumbnails WHERE status = 'ready'`)
 	if err != nil {
@@ -225,12 +232,12 @@ func checkCovers(ctx context.Context, db *sql.DB, state string) check {
 	return c
 }
 
-// checkTemps: no temp file of an interrupted write remains under covers/.
-func checkTemps(state string) check {
+// CheckTemps: no temp file of an interrupted write remains under covers/.
+func CheckTemps(state string) Check {
 	temps := coverFiles(state, true)
 	// A render SIGKILLed between create and rename leaves its .tmp; the
 	// recovered row's next render of the same cover removes it.
-	c := check{Name: "no temp file under covers/", OK: len(temps) == 0}
+	c := Check{Name: "no temp file under covers/", OK: len(temps) == 0}
 	c.Detail = fmt.Sprintf("%d temp files", len(temps))
 	if len(temps) > 0 {
 		c.Detail += ": " + strings.Join(temps[:min(5, len(temps))], "; ")
@@ -279,9 +286,9 @@ func decodeCover(path string, w, h, n int64) error {
 	return nil
 }
 
-// checksums maps every path under dir to a digest of its content, mode
+// Checksums maps every path under dir to a digest of its content, mode
 // and mtime, so that any change under the library is seen.
-func checksums(dir string) (map[string]string, error) {
+func Checksums(dir string) (map[string]string, error) {
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -312,8 +319,8 @@ func checksums(dir string) (map[string]string, error) {
 	return out, err
 }
 
-func compareChecksums(before, after map[string]string) check {
-	c := check{Name: "library unchanged (sha256 + mode + mtime of every entry)"}
+func CompareChecksums(before, after map[string]string) Check {
+	c := Check{Name: "library unchanged (sha256 + mode + mtime of every entry)"}
 	var diffs []string
 	for p, s := range before {
 		if after[p] != s {
@@ -333,8 +340,8 @@ func compareChecksums(before, after map[string]string) check {
 	return c
 }
 
-// copyTree copies a library with its mtimes, for the clean run.
-func copyTree(src, dst string) error {
+// CopyTree copies a library with its mtimes, for the clean run.
+func CopyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package chaos
+package checks
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 	"github.com/bindery-nas/bindery/internal/fixtures"
 )
 
-// videoFile is one video of the chaos library and what indexing it must
+// VideoFile is one video of the chaos library and what indexing it must
 // give, whatever happened on the way (checkVideos).
-type videoFile struct {
+type VideoFile struct {
 	Rel string
 	// Container is the probe's container; "" when there must be no probe.
 	Container string
@@ -31,8 +31,8 @@ type videoFile struct {
 	DupOf string
 }
 
-// defaultVideos is the smoke library's video count: the base set below.
-const defaultVideos = 6
+// DefaultVideos is the smoke library's video count: the base set below.
+const DefaultVideos = 6
 
 // videoSource is a generated video the library's files are made from.
 type videoSource struct {
@@ -51,7 +51,7 @@ var (
 	srcBlack   = videoSource{fixtures.VideoBlackStart, "mp4", "mp4", ".mp4"}
 )
 
-// writeVideos adds n videos under lib/Anime (n <= 0: none), generating
+// WriteVideos adds n videos under lib/Anime (n <= 0: none), generating
 // each kind once with ffmpeg into scratch (in parallel) and deriving the
 // rest by copying, cutting or remuxing (a new title tag: new content, same
 // picture). The first six are the base set, one of each outcome: a WebM
@@ -63,12 +63,12 @@ var (
 // of the one before. "Anime" sorts before the comics' folders, so the scan
 // finds and probes the videos first and their covers are among the first
 // queued: the faults' kills can land on ffprobe and ffmpeg runs.
-func writeVideos(lib, scratch string, n, seed int) ([]videoFile, error) {
+func WriteVideos(lib, scratch string, n, seed int) ([]VideoFile, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	srcs := []videoSource{srcMP4, srcWebM, srcAudio}
-	if n > defaultVideos {
+	if n > DefaultVideos {
 		srcs = append(srcs, srcMKV, srcBlack)
 	}
 	paths, err := generateSources(scratch, srcs, seed)
@@ -83,17 +83,17 @@ func writeVideos(lib, scratch string, n, seed int) ([]videoFile, error) {
 		return nil, err
 	}
 	w := &videoWriter{lib: lib, scratch: scratch, n: n, mtime: time.Date(2023, 6, 1, 12, 0, 0, 0, time.UTC)}
-	w.copy("Anime/Trailers/Trailer.webm", webm, videoFile{Container: "webm", Picture: true, Cover: "ready"})
-	w.copy("Anime/Trailers/Trailer (copy).webm", webm, videoFile{Container: "webm", Picture: true, Cover: "ready",
+	w.copy("Anime/Trailers/Trailer.webm", webm, VideoFile{Container: "webm", Picture: true, Cover: "ready"})
+	w.copy("Anime/Trailers/Trailer (copy).webm", webm, VideoFile{Container: "webm", Picture: true, Cover: "ready",
 		DupOf: "Anime/Trailers/Trailer.webm"})
-	w.copy("Anime/Phone/Clip.mov", paths[srcRotated], videoFile{Container: "mp4", Picture: true, Rotated: true, Cover: "ready"})
-	w.copy("Anime/Music/Soundtrack.mp4", paths[srcAudio], videoFile{Container: "mp4"})
-	w.cut("Anime/Broken/Show 02.mp4", mp4, false, videoFile{Error: "video_unreadable"})
-	w.cut("Anime/Broken/Show 03.mp4", mp4, true, videoFile{Container: "mp4", Picture: true, Cover: "video_unreadable"})
-	if n > defaultVideos {
-		w.copy("Anime/Show/Show 01.mp4", mp4, videoFile{Container: "mp4", Picture: true, Cover: "ready"})
-		w.copy("Anime/Show/Show 04.mkv", paths[srcMKV], videoFile{Container: "mkv", Picture: true, Cover: "ready"})
-		w.copy("Anime/Show/Show 05.mp4", paths[srcBlack], videoFile{Container: "mp4", Picture: true, Cover: "ready"})
+	w.copy("Anime/Phone/Clip.mov", paths[srcRotated], VideoFile{Container: "mp4", Picture: true, Rotated: true, Cover: "ready"})
+	w.copy("Anime/Music/Soundtrack.mp4", paths[srcAudio], VideoFile{Container: "mp4"})
+	w.cut("Anime/Broken/Show 02.mp4", mp4, false, VideoFile{Error: "video_unreadable"})
+	w.cut("Anime/Broken/Show 03.mp4", mp4, true, VideoFile{Container: "mp4", Picture: true, Cover: "video_unreadable"})
+	if n > DefaultVideos {
+		w.copy("Anime/Show/Show 01.mp4", mp4, VideoFile{Container: "mp4", Picture: true, Cover: "ready"})
+		w.copy("Anime/Show/Show 04.mkv", paths[srcMKV], VideoFile{Container: "mkv", Picture: true, Cover: "ready"})
+		w.copy("Anime/Show/Show 05.mp4", paths[srcBlack], VideoFile{Container: "mp4", Picture: true, Cover: "ready"})
 	}
 	playable := []videoSource{srcMP4, srcWebM, srcMKV, srcBlack, srcRotated}
 	for i, k := 1, 0; len(w.out) < n && w.err == nil; i++ {
@@ -101,13 +101,13 @@ func writeVideos(lib, scratch string, n, seed int) ([]videoFile, error) {
 		prev := w.out[len(w.out)-1]
 		if i%5 == 0 {
 			w.copy(rel+filepath.Ext(prev.Rel), filepath.Join(lib, filepath.FromSlash(prev.Rel)),
-				videoFile{Container: prev.Container, Picture: true, Rotated: prev.Rotated, Cover: "ready", DupOf: prev.Rel})
+				VideoFile{Container: prev.Container, Picture: true, Rotated: prev.Rotated, Cover: "ready", DupOf: prev.Rel})
 			continue
 		}
 		s := playable[k%len(playable)]
 		k++
 		w.remux(rel+s.ext, paths[s], s.format, fmt.Sprintf("episode %d", i),
-			videoFile{Container: s.container, Picture: true, Rotated: s == srcRotated, Cover: "ready"})
+			VideoFile{Container: s.container, Picture: true, Rotated: s == srcRotated, Cover: "ready"})
 	}
 	return w.out, w.err
 }
@@ -143,13 +143,13 @@ type videoWriter struct {
 	lib, scratch string
 	n            int
 	mtime        time.Time
-	out          []videoFile
+	out          []VideoFile
 	err          error
 }
 
 // add writes data at rel with the next mtime (each file its own, so that
 // a copy is younger than its original).
-func (w *videoWriter) add(rel string, data []byte, v videoFile) {
+func (w *videoWriter) add(rel string, data []byte, v VideoFile) {
 	if w.err != nil || len(w.out) >= w.n {
 		return
 	}
@@ -165,7 +165,7 @@ func (w *videoWriter) add(rel string, data []byte, v videoFile) {
 	w.out = append(w.out, v)
 }
 
-func (w *videoWriter) copy(rel, src string, v videoFile) {
+func (w *videoWriter) copy(rel, src string, v VideoFile) {
 	if w.err != nil {
 		return
 	}
@@ -182,7 +182,7 @@ func (w *videoWriter) copy(rel, src string, v videoFile) {
 // probe can read the file. With indexFirst it remuxes the file with the
 // index first (faststart) and keeps the index and 4 KiB of frames: the
 // probe reads the index, no frame decodes.
-func (w *videoWriter) cut(rel, src string, indexFirst bool, v videoFile) {
+func (w *videoWriter) cut(rel, src string, indexFirst bool, v VideoFile) {
 	if w.err != nil {
 		return
 	}
@@ -214,7 +214,7 @@ func (w *videoWriter) cut(rel, src string, indexFirst bool, v videoFile) {
 
 // remux copies src's streams into a new file of format with a title tag:
 // the same picture, other bytes.
-func (w *videoWriter) remux(rel, src, format, title string, v videoFile) {
+func (w *videoWriter) remux(rel, src, format, title string, v VideoFile) {
 	if w.err != nil || len(w.out) >= w.n {
 		return
 	}

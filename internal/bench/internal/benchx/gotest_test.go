@@ -1,4 +1,4 @@
-package bench
+package benchx
 
 import (
 	"context"
@@ -47,16 +47,16 @@ func TestParseBench(t *testing.T) {
 	if why := o.SkipReason("sha256sum"); why != "sha256sum not installed" {
 		t.Fatalf("skip reason %q", why)
 	}
-	err := missing(o, "sha256/sha256sum")
-	if row := notRun("w", "s", "t", err); row.Status != NotRun || !strings.Contains(row.Note, "not installed") {
+	err := Missing(o, "sha256/sha256sum")
+	if row := NotRunRow("w", "s", "t", err); row.Status != NotRun || !strings.Contains(row.Note, "not installed") {
 		t.Fatalf("skipped benchmark row %+v", row)
 	}
 	// A benchmark that is not in the output and did not skip moved or was
 	// renamed: an error, so make bench-smoke fails on it.
-	if row := notRun("w", "s", "t", missing(o, "BenchmarkMovedAway")); row.Status != Error {
+	if row := NotRunRow("w", "s", "t", Missing(o, "BenchmarkMovedAway")); row.Status != Error {
 		t.Fatalf("a missing benchmark must be an error row: %+v", row)
 	}
-	if row := notRun("w", "s", "t", os.ErrNotExist); row.Status != Error {
+	if row := NotRunRow("w", "s", "t", os.ErrNotExist); row.Status != Error {
 		t.Fatalf("a run that broke must be an error row: %+v", row)
 	}
 }
@@ -82,7 +82,7 @@ func TestBinariesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bs := &binaries{root: root, dir: dir, built: map[string]string{}, failed: map[string]error{}, log: t.Logf}
+	bs := &Binaries{root: root, dir: dir, built: map[string]string{}, failed: map[string]error{}, log: t.Logf}
 	ctx := context.Background()
 
 	t.Run("a benchmark's metrics and the child's RSS", func(t *testing.T) {

@@ -1,4 +1,4 @@
-package chaos
+package checks
 
 import (
 	"archive/zip"
@@ -20,12 +20,12 @@ import (
 // repackSuffix names the repacks writeRepacks adds.
 const repackSuffix = " (repack).cbz"
 
-// writeRepacks adds "the same book in another container" (issue 38) to
+// WriteRepacks adds "the same book in another container" (issue 38) to
 // the library: for the first n books that open, a stored zip of the same
 // pages in the reverse entry order, without the ComicInfo.xml. Each pair
 // is a same_pages group once the hash job's last phase has digested both
 // books, so kills and zombies land in that phase too.
-func writeRepacks(lib string, n int) (int, error) {
+func WriteRepacks(lib string, n int) (int, error) {
 	books, err := filepath.Glob(filepath.Join(lib, "*", "*.cbz"))
 	if err != nil {
 		return 0, err
@@ -140,12 +140,12 @@ func pageDigestLists(ctx context.Context, db *sql.DB) (map[string]*digestedBook,
 	return out, rows.Err()
 }
 
-// checkPageDigests: every present book's current page digests are the
+// CheckPageDigests: every present book's current page digests are the
 // BLAKE3 digests of its pages on disk now, in page order. A zombie's late
 // write, or a write for a version of the file that is gone, would break
 // it; the lease fence and the version key refuse them.
-func checkPageDigests(ctx context.Context, db *sql.DB) check {
-	c := check{Name: "every book's stored page digests are its pages' digests on disk"}
+func CheckPageDigests(ctx context.Context, db *sql.DB) Check {
+	c := Check{Name: "every book's stored page digests are its pages' digests on disk"}
 	lists, err := pageDigestLists(ctx, db)
 	if err != nil {
 		c.Detail = err.Error()
@@ -184,10 +184,10 @@ func pageDigestsOnDisk(path string) (digestList, error) {
 	return out, nil
 }
 
-// compareSameBooks: the chaos run groups the same books as the clean run,
+// CompareSameBooks: the chaos run groups the same books as the clean run,
 // and the clean run found the repacks (else the comparison says nothing).
-func compareSameBooks(got, want map[string]bool, repacks int) check {
-	c := check{Name: "same-book groups equal a clean single run"}
+func CompareSameBooks(got, want map[string]bool, repacks int) Check {
+	c := Check{Name: "same-book groups equal a clean single run"}
 	var diffs []string
 	for g := range want {
 		if !got[g] {

@@ -1,4 +1,4 @@
-package bench
+package benchx
 
 import (
 	"bufio"
@@ -62,8 +62,8 @@ func ReadMachine(ctx context.Context) Machine {
 	return m
 }
 
-// loadAvg1 is the 1-minute load average.
-func loadAvg1() string {
+// LoadAvg1 is the 1-minute load average.
+func LoadAvg1() string {
 	f := strings.Fields(loadAvg())
 	if len(f) == 0 {
 		return "?"

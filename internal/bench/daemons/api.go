@@ -1,4 +1,4 @@
-package bench
+package daemons
 
 import (
 	"context"
@@ -17,46 +17,48 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bindery-nas/bindery/internal/bench/internal/benchx"
 )
 
-// apiRows: list pages of a real `controld serve` (its own process, its
+// APIRows: list pages of a real `controld serve` (its own process, its
 // real router, auth and store) over loopback HTTP, at a fixed open-loop
 // 200 requests/s per endpoint, on databases of two sizes generated with
 // SQL; plus controld's peak RSS after the load.
-func apiRows(ctx context.Context, r *runner) []Row {
+func APIRows(ctx context.Context, r *benchx.Runner) []benchx.Row {
 	const target = "p99 < 20 ms"
 	type size struct{ files, jobs int }
 	sizes := []size{{20_000, 2_000}, {100_000, 10_000}}
-	dur := r.apiDuration()
-	if !r.small() {
+	dur := apiDuration(r)
+	if !r.Small() {
 		sizes = []size{{100_000, 10_000}, {1_000_000, 100_000}}
 	}
-	bin, err := r.bins.build(ctx, "./cmd/controld")
+	bin, err := r.Bins.Build(ctx, "./cmd/controld")
 	if err != nil {
-		return []Row{notRun("API pages over HTTP", "", target, err)}
+		return []benchx.Row{benchx.NotRunRow("API pages over HTTP", "", target, err)}
 	}
-	var rows, rss []Row
+	var rows, rss []benchx.Row
 	for _, sz := range sizes {
-		label := fmt.Sprintf("%s files, %s groups, %s jobs", count(sz.files), count(sz.files/5), count(sz.jobs))
-		rs, mem, err := r.apiSize(ctx, bin, sz.files, sz.jobs, dur)
+		label := fmt.Sprintf("%s files, %s groups, %s jobs", benchx.Count(sz.files), benchx.Count(sz.files/5), benchx.Count(sz.jobs))
+		rs, mem, err := apiSize(ctx, r, bin, sz.files, sz.jobs, dur)
 		if err != nil {
-			rows = append(rows, notRun("API pages over HTTP", label, target, err))
+			rows = append(rows, benchx.NotRunRow("API pages over HTTP", label, target, err))
 			continue
 		}
 		for i := range rs {
 			rs[i].Size = label
 		}
 		rows = append(rows, rs...)
-		rss = append(rss, Row{Workload: "peak RSS: controld after the API load", Size: label,
-			Bindery: num(mem) + " MB (VmHWM)", Baseline: "—", Ratio: "—", Target: "— (flat as rows grow)", Status: Info})
+		rss = append(rss, benchx.Row{Workload: "peak RSS: controld after the API load", Size: label,
+			Bindery: benchx.Num(mem) + " MB (VmHWM)", Baseline: "—", Ratio: "—", Target: "— (flat as rows grow)", Status: benchx.Info})
 	}
 	return append(rows, rss...)
 }
 
 // apiDuration is how long each route is loaded: 3 s at the small scale,
 // 20 s at the full one.
-func (r *runner) apiDuration() time.Duration {
-	if r.small() {
+func apiDuration(r *benchx.Runner) time.Duration {
+	if r.Small() {
 		return 3 * time.Second
 	}
 	return 20 * time.Second
@@ -68,24 +70,24 @@ type endpoint struct {
 	cursors    []string
 }
 
-func (r *runner) apiSize(ctx context.Context, bin string, files, jobs int, dur time.Duration) ([]Row, float64, error) {
-	return r.apiLoad(ctx, bin, files, jobs, dur, nil)
+func apiSize(ctx context.Context, r *benchx.Runner, bin string, files, jobs int, dur time.Duration) ([]benchx.Row, float64, error) {
+	return apiLoad(ctx, r, bin, files, jobs, dur, nil)
 }
 
 // apiLoad generates an index of files and jobs (SQLite), moves it where
 // place says (nil: it stays in the SQLite file), serves it with controld
 // and loads three list routes at 200 req/s.
-func (r *runner) apiLoad(ctx context.Context, bin string, files, jobs int, dur time.Duration,
-	place func(ctx context.Context, sqlitePath string) (string, error)) ([]Row, float64, error) {
-	dir := filepath.Join(r.data, fmt.Sprintf("api-%d", files))
+func apiLoad(ctx context.Context, r *benchx.Runner, bin string, files, jobs int, dur time.Duration,
+	place func(ctx context.Context, sqlitePath string) (string, error)) ([]benchx.Row, float64, error) {
+	dir := filepath.Join(r.Data, fmt.Sprintf("api-%d", files))
 	lib := filepath.Join(dir, "library")
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		return nil, 0, err
 	}
-	if !r.cfg.Keep {
+	if !r.Cfg.Keep {
 		defer os.RemoveAll(dir)
 	}
-	r.logf("api: generating %d files, %d jobs", files, jobs)
+	r.Logf("api: generating %d files, %d jobs", files, jobs)
 	db, err := generateAPIDB(ctx, bin, filepath.Join(dir, "bindery.db"), lib, files, jobs)
 	if err != nil {
 		return nil, 0, err
@@ -112,18 +114,18 @@ func (r *runner) apiLoad(ctx context.Context, bin string, files, jobs int, dur t
 			return db.groupCursor(r.IntN(db.groups()))
 		})},
 	}
-	var rows []Row
+	var rows []benchx.Row
 	for _, ep := range eps {
-		r.logf("api: %s at 200 req/s for %s", ep.name, dur)
+		r.Logf("api: %s at 200 req/s for %s", ep.name, dur)
 		cpu0 := srv.cpuTime()
 		res := srv.load(ctx, ep, dur)
 		cpu := srv.cpuTime() - cpu0
-		row := Row{Workload: "API page " + ep.name + ", 200 req/s over loopback", Baseline: "—", Ratio: "—",
+		row := benchx.Row{Workload: "API page " + ep.name + ", 200 req/s over loopback", Baseline: "—", Ratio: "—",
 			Target:  "p99 < 20 ms",
 			Bindery: fmt.Sprintf("p50 %s ms, p99 %s ms, max %s ms", ms(res.P50), ms(res.P99), ms(res.Max)),
-			Status:  verdict(res.Errors == 0 && res.P99 < 20*time.Millisecond && res.Achieved >= 190)}
+			Status:  benchx.Verdict(res.Errors == 0 && res.P99 < 20*time.Millisecond && res.Achieved >= 190)}
 		row.Note = fmt.Sprintf("%d requests at %.0f req/s, controld CPU %.0f%%, load average %s",
-			res.Sent, res.Achieved, 100*cpu.Seconds()/(dur+500*time.Millisecond).Seconds(), loadAvg1())
+			res.Sent, res.Achieved, 100*cpu.Seconds()/(dur+500*time.Millisecond).Seconds(), benchx.LoadAvg1())
 		if res.Errors > 0 {
 			row.Note += fmt.Sprintf(", %d errors, first: %v", res.Errors, res.FirstErr)
 		}
@@ -132,7 +134,7 @@ func (r *runner) apiLoad(ctx context.Context, bin string, files, jobs int, dur t
 	return rows, srv.peakRSSMB(), nil
 }
 
-func ms(d time.Duration) string { return num(float64(d) / float64(time.Millisecond)) }
+func ms(d time.Duration) string { return benchx.Num(float64(d) / float64(time.Millisecond)) }
 
 // controld is a running `controld serve` child.
 type controld struct {
@@ -288,5 +290,5 @@ func tail(path string) string {
 		return ""
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return trunc(strings.Join(lines[max(0, len(lines)-3):], " | "), 400)
+	return benchx.Trunc(strings.Join(lines[max(0, len(lines)-3):], " | "), 400)
 }
