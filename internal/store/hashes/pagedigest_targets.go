@@ -66,8 +66,18 @@ const PageDigestTargetChunk = 500
 // sorted nor hashed. A third pass, when something was noted, adds the
 // books holding a noted prefix. Equal prefixes or Shapes of unequal keys
 // only add a book to read.
+//
+// The two sorted lists are allocated once, at the size a count of the
+// signed books gives (appending grew each by a quarter at a time, every
+// step a copy left to the collector: at 1,000,000 books the Go heap grew
+// to 66 MB for 16 MB of lists). A book signed between the count and the
+// pass still gets a place.
 func (s *Store) PageDigestCandidates(ctx context.Context, contains int) ([]int64, error) {
-	var keys, shapes []uint64
+	var n int
+	if err := s.db.R.GetContext(ctx, &n, `SELECT count(*) FROM library_files f WHERE `+signedWhere); err != nil {
+		return nil, fmt.Errorf("page digest targets: %w", err)
+	}
+	keys, shapes := make([]uint64, 0, n), make([]uint64, 0, n)
 	err := s.eachSigned(ctx, func(_ int64, key []byte, pages []pagesig.Page) {
 		keys = append(keys, prefix(key))
 		if pages != nil {
