@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/store"
@@ -181,81 +182,95 @@ func (e *Engine) jobExecutor(job model.Job) (JobExecutor, error) {
 	return exec, nil
 }
 
-// thumbnailOnce claims and renders one thumbnail.
-func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
+// rowLane is the lane of a lease table whose rows each run to one result,
+// R: covers, cleanups, WAL checkpoints (jobs have their own lane: progress,
+// signals, cancel). claim takes a row of the table, run is its executor,
+// end writes how the row ended, from the result or the executor's error.
+type rowLane[T, R any] struct {
+	claim func(ctx context.Context, workerID string, lease time.Duration) (*T, error)
+	lease func(row *T) (model.Fence, *protocol.Time)
+	run   func(ctx context.Context, row T) (R, error)
+	end   func(ctx context.Context, f model.Fence, res R, err error) error
+}
+
+// runRow claims one row of l's table and runs it under its lease
+// (runLeased); false when there was none.
+func runRow[T, R any](ctx context.Context, e *Engine, l rowLane[T, R]) (bool, error) {
 	ctx, cancel := e.claimContext(ctx)
 	defer cancel()
-	t, err := e.ls.ClaimThumbnail(ctx, e.cfg.WorkerID, e.cfg.Lease)
-	if err != nil || t == nil {
+	row, err := l.claim(ctx, e.cfg.WorkerID, e.cfg.Lease)
+	if err != nil || row == nil {
 		return false, err
 	}
-	var res ThumbnailResult
-	e.runLeased(t.Fence(), t.LeaseExpiresAt, func(ctx context.Context) (err error) {
-		res, err = e.ex.Thumbnail.Render(ctx, *t)
+	f, expires := l.lease(row)
+	var res R
+	e.runLeased(f, expires, func(ctx context.Context) (err error) {
+		res, err = l.run(ctx, *row)
 		return err
-	}, func(ctx context.Context, err error) error {
-		if err == nil {
-			return e.ls.FinishThumbnail(ctx, t.Fence(), leases.ThumbnailDone(res))
-		}
-		code, msg := errorFields(err, protocol.ErrExecutorFailed)
-		return e.ls.FailThumbnail(ctx, t.Fence(), code, msg)
-	})
+	}, func(ctx context.Context, err error) error { return l.end(ctx, f, res, err) })
 	return true, nil
 }
 
+// thumbnailOnce claims and renders one thumbnail.
+func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
+	return runRow(ctx, e, rowLane[model.Thumbnail, ThumbnailResult]{
+		claim: e.ls.ClaimThumbnail,
+		lease: func(t *model.Thumbnail) (model.Fence, *protocol.Time) { return t.Fence(), t.LeaseExpiresAt },
+		run:   e.ex.Thumbnail.Render,
+		end: func(ctx context.Context, f model.Fence, res ThumbnailResult, err error) error {
+			if err == nil {
+				return e.ls.FinishThumbnail(ctx, f, leases.ThumbnailDone(res))
+			}
+			code, msg := errorFields(err, protocol.ErrExecutorFailed)
+			return e.ls.FailThumbnail(ctx, f, code, msg)
+		}})
+}
+
+// cleaned is what a cleanup row removed.
+type cleaned struct{ files, rows int64 }
+
 // cleanupOnce claims and runs one thumbnail cleanup row.
 func (e *Engine) cleanupOnce(ctx context.Context) (bool, error) {
-	ctx, cancel := e.claimContext(ctx)
-	defer cancel()
-	c, err := e.ls.ClaimCleanup(ctx, e.cfg.WorkerID, e.cfg.Lease)
-	if err != nil || c == nil {
-		return false, err
-	}
-	var files, rows int64
-	e.runLeased(c.Fence(), c.LeaseExpiresAt, func(ctx context.Context) (err error) {
-		files, rows, err = e.ex.Cleanup.Clean(ctx, *c)
-		return err
-	}, func(ctx context.Context, err error) error {
-		if err == nil {
-			return e.ls.FinishCleanup(ctx, c.Fence(), files, rows)
-		}
-		code, msg := errorFields(err, protocol.ErrExecutorFailed)
-		return e.ls.FailCleanup(ctx, c.Fence(), files, rows, code, msg)
-	})
-	return true, nil
+	return runRow(ctx, e, rowLane[model.CleanupJob, cleaned]{
+		claim: e.ls.ClaimCleanup,
+		lease: func(c *model.CleanupJob) (model.Fence, *protocol.Time) { return c.Fence(), c.LeaseExpiresAt },
+		run: func(ctx context.Context, c model.CleanupJob) (res cleaned, err error) {
+			res.files, res.rows, err = e.ex.Cleanup.Clean(ctx, c)
+			return res, err
+		},
+		end: func(ctx context.Context, f model.Fence, res cleaned, err error) error {
+			if err == nil {
+				return e.ls.FinishCleanup(ctx, f, res.files, res.rows)
+			}
+			code, msg := errorFields(err, protocol.ErrExecutorFailed)
+			return e.ls.FailCleanup(ctx, f, res.files, res.rows, code, msg)
+		}})
 }
 
 // checkpointOnce claims and runs one WAL maintenance row. A busy
 // checkpoint (figure or coded error) is retried with backoff; other errors
 // fail the row.
 func (e *Engine) checkpointOnce(ctx context.Context) (bool, error) {
-	ctx, cancel := e.claimContext(ctx)
-	defer cancel()
-	w, err := e.ls.ClaimCheckpoint(ctx, e.cfg.WorkerID, e.cfg.Lease)
-	if err != nil || w == nil {
-		return false, err
-	}
-	var res CheckpointResult
-	e.runLeased(w.Fence(), w.LeaseExpiresAt, func(ctx context.Context) (err error) {
-		res, err = e.ex.Checkpoint.Checkpoint(ctx, *w)
-		return err
-	}, func(ctx context.Context, err error) error {
-		fig := leases.CheckpointFigures(res)
-		switch {
-		case err == nil && res.Busy == 0:
-			return e.ls.SucceedCheckpoint(ctx, w.Fence(), fig)
-		case err == nil || protocol.CodeOf(err, "") == protocol.ErrCheckpointBusy:
-			msg := "checkpoint blocked by readers or writers"
-			if err != nil {
-				_, msg = errorFields(err, protocol.ErrCheckpointBusy)
+	return runRow(ctx, e, rowLane[model.WALJob, CheckpointResult]{
+		claim: e.ls.ClaimCheckpoint,
+		lease: func(w *model.WALJob) (model.Fence, *protocol.Time) { return w.Fence(), w.LeaseExpiresAt },
+		run:   e.ex.Checkpoint.Checkpoint,
+		end: func(ctx context.Context, f model.Fence, res CheckpointResult, err error) error {
+			fig := leases.CheckpointFigures(res)
+			switch {
+			case err == nil && res.Busy == 0:
+				return e.ls.SucceedCheckpoint(ctx, f, fig)
+			case err == nil || protocol.CodeOf(err, "") == protocol.ErrCheckpointBusy:
+				msg := "checkpoint blocked by readers or writers"
+				if err != nil {
+					_, msg = errorFields(err, protocol.ErrCheckpointBusy)
+				}
+				return e.ls.RetryCheckpoint(ctx, f, fig, protocol.ErrCheckpointBusy, msg, int(e.walMaxRetries.Load()))
+			default:
+				code, msg := errorFields(err, protocol.ErrCheckpointFailed)
+				return e.ls.FailCheckpoint(ctx, f, code, msg)
 			}
-			return e.ls.RetryCheckpoint(ctx, w.Fence(), fig, protocol.ErrCheckpointBusy, msg, int(e.walMaxRetries.Load()))
-		default:
-			code, msg := errorFields(err, protocol.ErrCheckpointFailed)
-			return e.ls.FailCheckpoint(ctx, w.Fence(), code, msg)
-		}
-	})
-	return true, nil
+		}})
 }
 
 // claimContext is the context a claim runs with: a shutdown that begins
