@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"slices"
 
 	"github.com/bindery-nas/bindery/internal/archive"
@@ -45,11 +44,6 @@ func (r *run) pageDigests(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Finding them held two sorted lists of 8 bytes a signed book (16 MB
-	// at 1,000,000 books) and, by the collector's pacing, as much garbage
-	// again; the runtime keeps that heap and returns it to the OS over
-	// minutes. Return it now: one collection a job.
-	debug.FreeOSMemory()
 	r.total = max(r.total, r.processed) + int64(len(ids))
 	r.rep.Progress(r.processed, r.total)
 	var batch []hashes.BookPageDigests

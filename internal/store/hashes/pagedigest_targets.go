@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 
 	"github.com/jmoiron/sqlx"
@@ -118,7 +119,14 @@ func (s *Store) PageDigestCandidates(ctx context.Context, contains int) ([]int64
 		return nil, fmt.Errorf("page digest targets: %w", err)
 	}
 	slices.Sort(cands)
-	return slices.Clip(slices.Compact(cands)), nil
+	cands = slices.Clip(slices.Compact(cands))
+	if n >= signedCollectEvery {
+		// The lists and the passes' garbage (about as much again) stay the
+		// runtime's heap, returned to the OS over minutes: return them now,
+		// once a call, in a library large enough for eachSigned to collect.
+		debug.FreeOSMemory()
+	}
+	return cands, nil
 }
 
 // prefix is the first 8 bytes of a key (0 for none).
