@@ -86,9 +86,10 @@ func WorkloadNames() []string {
 }
 
 // Run runs every workload of cfg.Scale and returns the report. A
-// workload that cannot run (its benchmark has not landed, a tool is
-// missing) yields "not run" rows, never an error: the error is kept for
-// what stops the whole run (no module root, no temp space).
+// workload whose benchmark skipped (a tool is missing) yields "not run"
+// rows, one that fails or is missing from the output (moved, renamed)
+// error rows; the error returned is kept for what stops the whole run (no
+// module root, no temp space).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return benchx.Run(ctx, cfg, workloads())
 }

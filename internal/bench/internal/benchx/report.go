@@ -248,5 +248,5 @@ const method = `- The driver (` + "`internal/bench`, `cmd/benchd`" + `) compiles
 - WAL (` + "`internal/walmaint` BenchmarkTruncateWriterStall" + `): the longest INSERT of a writer committing in a loop
   while the executor checkpoints (PASSIVE then TRUNCATE), against one direct TRUNCATE.
 - ` + "**FAIL**" + ` marks a target missed; it does not fail the command. ` + "`benchd`" + ` exits 1 only when a benchmark
-  fails to build or crashes (` + "error" + ` rows); ` + "not run" + ` rows name a benchmark that has not landed or skipped.
+  fails to build, crashes or is missing from the output (` + "error" + ` rows); ` + "not run" + ` rows name a benchmark that skipped.
 `

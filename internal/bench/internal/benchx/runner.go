@@ -72,7 +72,7 @@ const (
 	Pass   Status = "pass"
 	Fail   Status = "FAIL"
 	Info   Status = "info"    // no target: the figure is reported
-	NotRun Status = "not run" // the benchmark has not landed, or skipped (a tool is missing)
+	NotRun Status = "not run" // the benchmark skipped (a tool is missing)
 	Error  Status = "error"   // the benchmark failed to build or run: a bug
 )
 
@@ -116,9 +116,10 @@ type Runner struct {
 }
 
 // Run runs workloads (those cfg.Only matches) at cfg.Scale and returns the report. A
-// workload that cannot run (its benchmark has not landed, a tool is
-// missing) yields "not run" rows, never an error: the error is kept for
-// what stops the whole run (no module root, no temp space).
+// workload whose benchmark skipped (a tool is missing) yields "not run"
+// rows, one that fails or is missing from the output (moved, renamed)
+// error rows; the error returned is kept for what stops the whole run (no
+// module root, no temp space).
 func Run(ctx context.Context, cfg Config, workloads []Workload) (*Report, error) {
 	if cfg.Scale == "" {
 		cfg.Scale = ScaleSmall
@@ -191,7 +192,7 @@ func (r *Runner) Bench(ctx context.Context, g GoBench) (*Outcome, error) {
 var ErrMissing = errors.New("not in the output")
 
 // NotRunRow is a row without a figure: NotRun when err is ErrMissing (the
-// benchmark has not landed or skipped), Error otherwise.
+// benchmark skipped), Error otherwise.
 func NotRunRow(workload, size, target string, err error) Row {
 	st := Error
 	if errors.Is(err, ErrMissing) {
