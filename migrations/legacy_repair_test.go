@@ -120,7 +120,7 @@ func dumpRows(t *testing.T, db *sql.DB) string {
 
 // BenchmarkLegacyImport migrates a legacy database of 200,000 rows (jobs,
 // files of one library, thumbnails), trial included: the figure in
-// docs/PERFORMANCE.md.
+// docs/PERFORMANCE-NOTES.md.
 func BenchmarkLegacyImport(b *testing.B) {
 	const rows = 200_000
 	for range b.N {

@@ -9,7 +9,7 @@
 // seven arenas, each with its own free space and fragmentation: 114 and
 // 123 MB of peak RSS scanning and hashing 100,000 books against 103 and
 // 102 MB with two arenas, same code, scan, hash and cover-render times and
-// the renders' CPU time within noise (docs/PERFORMANCE.md, seventh
+// the renders' CPU time within noise (docs/PERFORMANCE-NOTES.md, seventh
 // session).
 //
 // Override: glibc's own MALLOC_ARENA_MAX=N (or the glibc.malloc.arena_max

@@ -9,7 +9,7 @@ import (
 
 // BLAKE3 is lukechampine.com/blake3 everywhere: its AVX-512 kernel hashes
 // 16 chunks per call (AVX2: 8) where github.com/zeebo/blake3, used before
-// for single files, had AVX2 only (docs/PERFORMANCE.md, issue 40).
+// for single files, had AVX2 only (docs/PERFORMANCE-NOTES.md, issue 40).
 
 // newBLAKE3 returns the BLAKE3 hasher used for single-file hashing: one
 // core (blake3Hasher).

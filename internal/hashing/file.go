@@ -30,7 +30,7 @@ const bufSize = 1 << 20
 // read's copy and the hash (blake3Hasher hashes it in place), and a cancel
 // check runs every 0.1 ms or so. On the VM of issue 40's measurement (AMD
 // EPYC, 1 MiB L2 per core) 512 KiB hashed BLAKE3 ~5% faster than 1 MiB,
-// 4.48 against 4.27 GB/s (docs/PERFORMANCE.md).
+// 4.48 against 4.27 GB/s (docs/PERFORMANCE-NOTES.md).
 const streamBufSize = 512 << 10
 
 // bigBufSize is the read size for large files hashed alone: the parallel

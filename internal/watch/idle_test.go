@@ -19,7 +19,7 @@ func cpuTime(t *testing.T) time.Duration {
 }
 
 // TestIdleCPU measures the watcher's CPU on an idle library of 100,000
-// files in 1,000 folders, with inotify and with polling (PERFORMANCE.md).
+// files in 1,000 folders, with inotify and with polling (docs/PERFORMANCE-NOTES.md).
 // It takes a minute: BINDERY_WATCH_IDLE_CPU=1 runs it.
 func TestIdleCPU(t *testing.T) {
 	if os.Getenv("BINDERY_WATCH_IDLE_CPU") == "" {
