@@ -80,7 +80,7 @@ func (r *run) hashLarge(ctx context.Context, c hashes.HashCandidate) (outcome, b
 
 // streamOne streams the open file f, whose stat when opened was fi, into a
 // fresh hasher and closes it. ok is false when ctx was cancelled first.
-func (r *run) streamOne(ctx context.Context, o outcome, f *os.File, fi os.FileInfo, parallel bool) (outcome, bool) {
+func (r *run) streamOne(ctx context.Context, o outcome, f file, fi os.FileInfo, parallel bool) (outcome, bool) {
 	defer f.Close()
 	h, pool := r.newHasher(parallel), &bufPool
 	if parallel {
@@ -105,14 +105,14 @@ func (r *run) streamOne(ctx context.Context, o outcome, f *os.File, fi os.FileIn
 // in n bytes, changed while it was read: its size or mtime moved, or the
 // bytes read were not its size. Its digest then describes no stable
 // version.
-func (r *run) changedSince(f *os.File, fi os.FileInfo, n int64) (bool, error) {
+func (r *run) changedSince(f file, fi os.FileInfo, n int64) (bool, error) {
 	if r.e.afterRead != nil {
 		r.e.afterRead(f.Name())
 	}
 	return changedSince(f, fi, n)
 }
 
-func changedSince(f *os.File, fi os.FileInfo, n int64) (bool, error) {
+func changedSince(f file, fi os.FileInfo, n int64) (bool, error) {
 	after, err := f.Stat()
 	if err != nil {
 		return false, err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -198,9 +199,13 @@ func reportOnly(b *testing.B, e *env) {
 		}
 	}
 	defer func() { e.exec.afterPass = nil }()
-	if _, err := e.exec.Execute(ctx, e.job, &progress{}); err != nil && !errors.Is(err, context.Canceled) {
-		b.Fatal(err)
-	}
+	// Labelled, so that a -cpuprofile of the benchmark narrows to the timed
+	// report with -tagfocus=phase=report (its goroutines inherit the label).
+	pprof.Do(ctx, pprof.Labels("phase", "report"), func(ctx context.Context) {
+		if _, err := e.exec.Execute(ctx, e.job, &progress{}); err != nil && !errors.Is(err, context.Canceled) {
+			b.Fatal(err)
+		}
+	})
 }
 
 // resetHashes makes every file of the tree (or those under prefix) due as

@@ -178,10 +178,10 @@ func (e *Executor) Execute(ctx context.Context, job model.Job, rep engine.Report
 
 // pass hashes the files of pass p in id order, in batches, each hashed
 // (small files in parallel, large ones alone) and committed in one
-// transaction while the next one is read and hashed, so the hashing
-// workers do not wait on the database.
+// transaction while the next one is read and hashed, and fetched while the
+// one before is (walkAhead), so the hashing workers do not wait on the
+// database.
 func (r *run) pass(ctx context.Context, p hashes.HashPass) error {
-	var last int64
 	var commits behind
 	settle := func() error {
 		waited, err := commits.wait()
@@ -190,15 +190,19 @@ func (r *run) pass(ctx context.Context, p hashes.HashPass) error {
 		}
 		return err
 	}
+	pages := walkAhead(candidateID, func(afterID int64) ([]hashes.HashCandidate, error) {
+		batch, err := r.e.hs.HashCandidates(ctx, p, r.job.LibraryID, r.alg, afterID, r.e.cfg.BatchSize)
+		return capBytes(batch, r.e.cfg.BatchBytes), err
+	})
+	defer pages.Stop()
 	for {
-		batch, err := r.e.hs.HashCandidates(ctx, p, r.job.LibraryID, r.alg, last, r.e.cfg.BatchSize)
+		batch, err := pages.Next()
 		if err != nil {
 			return errors.Join(err, settle())
 		}
 		if len(batch) == 0 {
 			return settle()
 		}
-		batch = capBytes(batch, r.e.cfg.BatchBytes)
 		done, herr := r.hashBatch(ctx, batch)
 		if err := settle(); err != nil {
 			return err
@@ -209,9 +213,10 @@ func (r *run) pass(ctx context.Context, p hashes.HashPass) error {
 			// The counts are read only once the last commit is done.
 			return errors.Join(herr, settle())
 		}
-		last = batch[len(batch)-1].ID
 	}
 }
+
+func candidateID(c hashes.HashCandidate) int64 { return c.ID }
 
 // start loads the settings and resolves the library roots.
 func (e *Executor) start(ctx context.Context, job model.Job) (*run, error) {

@@ -79,9 +79,19 @@ func Reader(ctx context.Context, r io.Reader, alg protocol.HashAlgorithm) ([]byt
 // a device, a folder): reading it could block forever or mean nothing.
 var ErrNotRegular = errors.New("not a regular file")
 
+// file is an open file the hash job reads: an *os.File, or on Linux the
+// bare descriptor libRoot opened (fdFile).
+type file interface {
+	io.Reader
+	io.ReaderAt
+	Stat() (os.FileInfo, error)
+	Close() error
+	Name() string
+}
+
 // openRegular opens path for reading without blocking on a FIFO and returns
 // the open file's stat. O_NONBLOCK has no effect on regular files.
-func openRegular(path string) (*os.File, os.FileInfo, error) {
+func openRegular(path string) (file, os.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
@@ -91,7 +101,7 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 
 // keepRegular returns an opened file with its stat, or closes it and
 // refuses it (ErrNotRegular) when it is not a regular file.
-func keepRegular(f *os.File) (*os.File, os.FileInfo, error) {
+func keepRegular(f file) (file, os.FileInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()

@@ -38,8 +38,21 @@ func openLibRoot(path string) (*libRoot, error) {
 func (l *libRoot) Close() error { return l.dir.Close() }
 
 // open opens rel for reading, confined to the library, and returns its
-// stat; it refuses what is not a regular file (ErrNotRegular).
-func (l *libRoot) open(rel string) (*os.File, os.FileInfo, error) {
+// stat; it refuses what is not a regular file (ErrNotRegular). The file is
+// an *os.File, which may be read on other goroutines than the one that
+// closes it (an archive's decoders do).
+func (l *libRoot) open(rel string) (file, os.FileInfo, error) {
+	return l.openAs(rel, func(fd int) file { return os.NewFile(uintptr(fd), filepath.Join(l.path, rel)) })
+}
+
+// openOwned is open for a file that only its opener reads and closes, one
+// step after the other (a partial digest, a small file read whole): the
+// bare descriptor (fdFile) spares it the *os.File.
+func (l *libRoot) openOwned(rel string) (file, os.FileInfo, error) {
+	return l.openAs(rel, func(fd int) file { return &fdFile{fd: fd, root: l.path, rel: rel} })
+}
+
+func (l *libRoot) openAs(rel string, wrap func(fd int) file) (file, os.FileInfo, error) {
 	if _, err := pathsafe.Lexical(l.path, rel); err != nil {
 		return nil, nil, err
 	}
@@ -58,5 +71,5 @@ func (l *libRoot) open(rel string) (*os.File, os.FileInfo, error) {
 	case err != nil:
 		return nil, nil, &os.PathError{Op: "open", Path: filepath.Join(l.path, rel), Err: err}
 	}
-	return keepRegular(os.NewFile(uintptr(fd), filepath.Join(l.path, rel)))
+	return keepRegular(wrap(fd))
 }

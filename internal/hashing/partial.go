@@ -17,11 +17,14 @@ import (
 // are then read whole, which is slower but never misses a group.
 func (r *run) partials(ctx context.Context) error {
 	defer func() { r.counts.Partials = r.partialsStored.Load() }() // every return has settled the commits
-	var last int64
 	var commits behind
 	settle := func() error { _, err := commits.wait(); return err }
+	pages := walkAhead(candidateID, func(afterID int64) ([]hashes.HashCandidate, error) {
+		return r.e.hs.PartialTargets(ctx, r.job.LibraryID, r.alg, afterID, r.e.cfg.BatchSize)
+	})
+	defer pages.Stop()
 	for {
-		targets, err := r.e.hs.PartialTargets(ctx, r.job.LibraryID, r.alg, last, r.e.cfg.BatchSize)
+		targets, err := pages.Next()
 		if err != nil || len(targets) == 0 {
 			return errors.Join(err, settle())
 		}
@@ -43,7 +46,6 @@ func (r *run) partials(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(err, settle())
 		}
-		last = targets[len(targets)-1].ID
 	}
 }
 
@@ -88,7 +90,7 @@ func (r *run) partialOf(ctx context.Context, c hashes.HashCandidate, buf []byte)
 	if root == nil || ctx.Err() != nil || c.Volumes >= 2 { // a volume set is read whole
 		return nil, false
 	}
-	f, fi, err := root.open(c.RelativePath)
+	f, fi, err := root.openOwned(c.RelativePath)
 	if err != nil {
 		return nil, false
 	}
@@ -114,7 +116,7 @@ func (r *run) partialOf(ctx context.Context, c hashes.HashCandidate, buf []byte)
 
 // readEnds fills buf with the file's first bytes, or, when buf holds two
 // hashes.PartialBlock, its first and its last PartialBlock bytes.
-func readEnds(f *os.File, size int64, buf []byte) error {
+func readEnds(f file, size int64, buf []byte) error {
 	if len(buf) < 2*hashes.PartialBlock {
 		_, err := f.ReadAt(buf, 0)
 		return err

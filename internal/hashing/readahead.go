@@ -28,7 +28,7 @@ import (
 
 // readAhead is a small file opened (and, when it fits, read) by a reader.
 type readAhead struct {
-	f       *os.File    // open file to stream; nil when read whole or decided
+	f       file        // open file to stream; nil when read whole or decided
 	fi      os.FileInfo // stat when opened
 	buf     []byte      // whole contents, from the run's bufList; nil otherwise
 	n       int
@@ -91,7 +91,7 @@ func (r *run) readSmall(ctx context.Context, c hashes.HashCandidate) *readAhead 
 		ra.decided, ra.o.unavailable = true, true
 		return ra
 	}
-	f, fi, err := root.open(c.RelativePath)
+	f, fi, err := root.openOwned(c.RelativePath)
 	if err != nil {
 		ra.decided, ra.o.err = true, fileError(err)
 		return ra
@@ -120,7 +120,7 @@ func (r *run) readSmall(ctx context.Context, c hashes.HashCandidate) *readAhead 
 
 // readWhole reads f, of size bytes when opened and smaller than buf, into
 // buf; before is the I/O budget hook.
-func readWhole(f *os.File, buf []byte, size int64, before func(int64) error) (int, error) {
+func readWhole(f file, buf []byte, size int64, before func(int64) error) (int, error) {
 	if before != nil {
 		if err := before(size); err != nil {
 			return 0, err

@@ -21,8 +21,8 @@ var ErrChanged = errors.New("changed while read")
 // volumeReader streams the volumes of a multi-volume RAR book into one
 // hasher, in volume order.
 type volumeReader struct {
-	open   func(name string) (*os.File, os.FileInfo, error)
-	check  func(f *os.File, fi os.FileInfo, n int64) (bool, error)
+	open   func(name string) (file, os.FileInfo, error)
+	check  func(f file, fi os.FileInfo, n int64) (bool, error)
 	before func(n int64) error
 }
 
@@ -90,7 +90,7 @@ func (r *run) hashVolumes(ctx context.Context, o outcome, root *libRoot, rel str
 	}
 	h := r.newHasher(true)
 	v := volumeReader{
-		open:   func(name string) (*os.File, os.FileInfo, error) { return root.open(dir + name) },
+		open:   func(name string) (file, os.FileInfo, error) { return root.open(dir + name) },
 		check:  r.changedSince,
 		before: r.budget.take(ctx),
 	}
@@ -122,7 +122,7 @@ func Volumes(ctx context.Context, dir, first string, alg protocol.HashAlgorithm)
 		return nil, 0, 0, err
 	}
 	v := volumeReader{
-		open: func(name string) (*os.File, os.FileInfo, error) {
+		open: func(name string) (file, os.FileInfo, error) {
 			f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 			if err != nil {
 				return nil, nil, err

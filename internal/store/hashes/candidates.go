@@ -51,7 +51,9 @@ const hashCandidate = `(EXISTS (SELECT 1 FROM library_files o
 // (library ?1, all when NULL). Files of other libraries are included:
 // duplicate groups are global. The walk is on the rowid, so a job pages
 // through the table once, and the size index answers both tests; when few
-// files are due (fewDue), it is a walk of their sizes' files instead.
+// files are due (fewDue), it is a walk of their sizes' files instead. A
+// file that is itself due passes the second test without a probe (in a
+// first hash job, nearly every file).
 func (s *Store) PartialTargets(ctx context.Context, libraryID *int64, alg protocol.HashAlgorithm, afterID int64, limit int) ([]HashCandidate, error) {
 	few, err := s.fewDue(ctx, alg)
 	if err != nil {
@@ -66,7 +68,7 @@ func (s *Store) PartialTargets(ctx context.Context, libraryID *int64, alg protoc
 	err = s.db.R.SelectContext(ctx, &out, `SELECT o.id, o.library_id, o.relative_path, o.size_bytes, o.mtime_ns, COALESCE(o.volumes, 0) AS volumes
 		FROM library_files o`+indexed+` WHERE `+dueSizes+`o.id > ?4 AND o.is_missing = 0 AND o.role <> 'folder' AND o.partial_hash IS NULL AND o.size_bytes > 8192
 		AND EXISTS (SELECT 1 FROM library_files p WHERE p.is_missing = 0 AND p.size_bytes = o.size_bytes AND p.id <> o.id)
-		AND EXISTS (SELECT 1 FROM library_files f WHERE f.size_bytes = o.size_bytes AND `+hashDue+`)
+		AND (`+hashDueOuter+` OR EXISTS (SELECT 1 FROM library_files f WHERE f.size_bytes = o.size_bytes AND `+hashDue+`))
 		ORDER BY o.id LIMIT ?5`,
 		libraryID, string(alg), s.db.NowText(), afterID, limit)
 	if err != nil {

@@ -57,6 +57,12 @@ const hashDue = `f.is_missing = 0 AND f.role <> 'folder'
 	AND (f.hash_retry_after IS NULL OR f.hash_retry_after <= ?3)
 	AND (f.library_id = ?1 OR ?1 IS NULL)`
 
+// hashDueOuter is hashDue of the row o that PartialTargets walks.
+const hashDueOuter = `o.is_missing = 0 AND o.role <> 'folder'
+	AND (o.needs_hash = 1 OR o.hash_algorithm IS DISTINCT FROM ?2)
+	AND (o.hash_retry_after IS NULL OR o.hash_retry_after <= ?3)
+	AND (o.library_id = ?1 OR ?1 IS NULL)`
+
 // HashPass names the files one pass of a hash job reads whole.
 type HashPass int
 
