@@ -131,11 +131,21 @@ func (m *Main) run(ctx context.Context, cfg runConfig) error {
 // once the database passes a few MiB, were up to 16 MB of its resident set.
 const workerReaderCacheKiB = 512
 
+// workerMaxReaders bounds workerd's reader pool, against store.Open's 8.
+// Each open connection holds its own parsed schema (about 0.9 MB: the
+// tables, triggers and FTS4 tables of the whole database), its statement
+// cache and its page cache, and the pool keeps every connection it ever
+// opened: at 1,000,000 books workerd held 8, some 12 MB of its resident
+// set. One is the change watcher's for good; the lanes' reads are short
+// and none holds a reader while asking for another, so they share 3 (a
+// read waits for a free one, it cannot deadlock).
+const workerMaxReaders = 4
+
 // openWorkerStore opens the database with the worker role and refuses a
 // missing file, a file that is not a Bindery database, or a schema version
 // this binary was not built for. It never creates or migrates anything.
 func openWorkerStore(ctx context.Context, path string) (*store.Store, error) {
-	st, err := store.Open(ctx, store.Config{Path: path, Role: store.RoleWorker, ReaderCacheKiB: workerReaderCacheKiB})
+	st, err := store.Open(ctx, store.Config{Path: path, Role: store.RoleWorker, MaxReaders: workerMaxReaders, ReaderCacheKiB: workerReaderCacheKiB})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, cli.Exit(cli.ExitDatabase, fmt.Errorf("%w (workerd never creates it: start controld or run \"controld migrate\" first)", err))
 	}
