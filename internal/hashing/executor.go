@@ -11,6 +11,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/engine"
 	"github.com/bindery-nas/bindery/internal/model"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/pipeline"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
@@ -179,18 +180,18 @@ func (e *Executor) Execute(ctx context.Context, job model.Job, rep engine.Report
 // pass hashes the files of pass p in id order, in batches, each hashed
 // (small files in parallel, large ones alone) and committed in one
 // transaction while the next one is read and hashed, and fetched while the
-// one before is (walkAhead), so the hashing workers do not wait on the
+// one before is (pipeline.WalkAhead), so the hashing workers do not wait on the
 // database.
 func (r *run) pass(ctx context.Context, p hashes.HashPass) error {
-	var commits behind
+	var commits pipeline.Behind
 	settle := func() error {
-		waited, err := commits.wait()
+		waited, err := commits.Wait()
 		if waited {
 			r.rep.Progress(r.processed, max(r.total, r.processed))
 		}
 		return err
 	}
-	pages := walkAhead(candidateID, func(afterID int64) ([]hashes.HashCandidate, error) {
+	pages := pipeline.WalkAhead(candidateID, func(afterID int64) ([]hashes.HashCandidate, error) {
 		batch, err := r.e.hs.HashCandidates(ctx, p, r.job.LibraryID, r.alg, afterID, r.e.cfg.BatchSize)
 		return capBytes(batch, r.e.cfg.BatchBytes), err
 	})
@@ -208,7 +209,7 @@ func (r *run) pass(ctx context.Context, p hashes.HashPass) error {
 			return err
 		}
 		r.processed += int64(len(done))
-		commits.start(func() error { return r.commit(ctx, p, done) })
+		commits.Start(func() error { return r.commit(ctx, p, done) })
 		if herr != nil {
 			// The counts are read only once the last commit is done.
 			return errors.Join(herr, settle())
@@ -317,27 +318,6 @@ func (r *run) flushContext(ctx context.Context) (context.Context, context.Cancel
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(r.e.cfg.FlushTimeout, cancel) })
 	return wctx, func() { stop(); cancel() }, nil
-}
-
-// behind runs one write at a time behind the work that produced it, so
-// that readers and hashers never wait on the database.
-type behind struct{ done chan error }
-
-// start runs fn; the caller waits for the previous one first.
-func (b *behind) start(fn func() error) {
-	b.done = make(chan error, 1)
-	go func() { b.done <- fn() }()
-}
-
-// wait waits for the write under way, if any (waited is false when there
-// was none), and returns its error.
-func (b *behind) wait() (waited bool, err error) {
-	if b.done == nil {
-		return false, nil
-	}
-	err = <-b.done
-	b.done = nil
-	return true, err
 }
 
 // capBytes returns the longest prefix of batch (at least one file) whose

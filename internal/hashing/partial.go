@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/bindery-nas/bindery/internal/pipeline"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 )
 
@@ -17,9 +18,9 @@ import (
 // are then read whole, which is slower but never misses a group.
 func (r *run) partials(ctx context.Context) error {
 	defer func() { r.counts.Partials = r.partialsStored.Load() }() // every return has settled the commits
-	var commits behind
-	settle := func() error { _, err := commits.wait(); return err }
-	pages := walkAhead(candidateID, func(afterID int64) ([]hashes.HashCandidate, error) {
+	var commits pipeline.Behind
+	settle := func() error { _, err := commits.Wait(); return err }
+	pages := pipeline.WalkAhead(candidateID, func(afterID int64) ([]hashes.HashCandidate, error) {
 		return r.e.hs.PartialTargets(ctx, r.job.LibraryID, r.alg, afterID, r.e.cfg.BatchSize)
 	})
 	defer pages.Stop()
@@ -33,7 +34,7 @@ func (r *run) partials(ctx context.Context) error {
 			return err
 		}
 		// The digests are committed while the next batch is read.
-		commits.start(func() error {
+		commits.Start(func() error {
 			wctx, cancel, err := r.flushContext(ctx)
 			if err != nil {
 				return err

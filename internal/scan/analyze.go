@@ -2,6 +2,7 @@ package scan
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/bindery-nas/bindery/internal/natsort"
 	"github.com/bindery-nas/bindery/internal/pagesig"
 	"github.com/bindery-nas/bindery/internal/pathsafe"
+	"github.com/bindery-nas/bindery/internal/pipeline"
 	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -18,8 +20,12 @@ import (
 // analyze is phase 3: every present row that needs analysis is opened, in
 // parallel (scan.max_workers), and its archive index read: page count,
 // ComicInfo.xml, series name. Nothing is decompressed but ComicInfo.xml.
-// Results are written a batch at a time; a batch interrupted by a cancel is
-// dropped whole and redone by the next scan (its rows still need analysis).
+// Results are written a batch at a time, each behind the analysis of the
+// next (pipeline.Behind: the writes took a third of a cold first scan's
+// analysis when the two took turns); the next batch's query selects rows
+// after the last id, which no earlier batch's write changes. A batch
+// interrupted by a cancel is dropped whole and redone by the next scan
+// (its rows still need analysis).
 func (r *run) analyze(ctx context.Context) error {
 	total, err := r.sc.CountToAnalyze(ctx, r.libID)
 	if err != nil {
@@ -27,32 +33,40 @@ func (r *run) analyze(ctx context.Context) error {
 	}
 	done := int64(0)
 	r.progress(r.counts.FilesSeen, r.counts.FilesSeen+total)
+	var writes pipeline.Behind
+	settle := func() error {
+		waited, err := writes.Wait()
+		if waited && err == nil {
+			r.progress(r.counts.FilesSeen+done, r.counts.FilesSeen+max(total, done))
+		}
+		return err
+	}
 	var after int64
 	for {
 		targets, err := r.sc.FilesToAnalyze(ctx, r.libID, after, r.cfg.BatchSize)
 		if err != nil {
-			return err
+			return errors.Join(err, settle())
 		}
 		if len(targets) == 0 {
-			return nil
+			return settle()
 		}
 		after = targets[len(targets)-1].ID
 		results := r.analyzeAll(ctx, targets)
+		if err := settle(); err != nil {
+			return err
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b := scanning.AnalysisBatch{SessionID: r.session.ID, Results: make([]scanning.Analysis, 0, len(results))}
+		b := &scanning.AnalysisBatch{SessionID: r.session.ID, Results: make([]scanning.Analysis, 0, len(results))}
 		for _, res := range results {
 			b.Results = append(b.Results, res.analysis)
 			b.Errors = append(b.Errors, res.errs...)
 			r.counts.ErrorCount += int64(len(res.errs))
 		}
 		b.Counts = r.counts
-		if err := r.sc.ApplyAnalysis(ctx, r.fence, &b); err != nil {
-			return err
-		}
 		done += int64(len(targets))
-		r.progress(r.counts.FilesSeen+done, r.counts.FilesSeen+max(total, done))
+		writes.Start(func() error { return r.sc.ApplyAnalysis(ctx, r.fence, b) })
 	}
 }
 

@@ -1,4 +1,4 @@
-package hashing
+package pipeline
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ func TestWalkAhead(t *testing.T) {
 		}
 		return page, nil
 	}
-	w := walkAhead(func(id int64) int64 { return id }, fetch)
+	w := WalkAhead(func(id int64) int64 { return id }, fetch)
 	if first := <-fetched; first != 0 {
 		t.Fatalf("first fetch after %d, want 0", first)
 	}
@@ -58,7 +58,7 @@ func TestWalkAhead(t *testing.T) {
 func TestWalkAheadStops(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	w := walkAhead(func(id int64) int64 { return id }, func(after int64) ([]int64, error) {
+	w := WalkAhead(func(id int64) int64 { return id }, func(after int64) ([]int64, error) {
 		if after >= 2 {
 			return nil, boom
 		}
@@ -78,7 +78,7 @@ func TestWalkAheadStops(t *testing.T) {
 
 	release := make(chan struct{})
 	var done atomic.Bool
-	w = walkAhead(func(id int64) int64 { return id }, func(after int64) ([]int64, error) {
+	w = WalkAhead(func(id int64) int64 { return id }, func(after int64) ([]int64, error) {
 		<-release
 		done.Store(true)
 		return []int64{after + 1}, nil
