@@ -132,6 +132,7 @@ type run struct {
 	rep              engine.Reporter
 	processed, total int64
 	partialsStored   atomic.Int64 // counted by the partial digests' commits
+	pageDigested     atomic.Int64 // counted by the page digests' writes
 }
 
 // Execute hashes every due file of the job's library (all libraries when

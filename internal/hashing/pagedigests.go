@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/bindery-nas/bindery/internal/archive"
+	"github.com/bindery-nas/bindery/internal/pipeline"
 	"github.com/bindery-nas/bindery/internal/settings"
 	"github.com/bindery-nas/bindery/internal/store/hashes"
 )
@@ -26,6 +28,11 @@ const pageDigestBatch = 64
 // and the digests are written under the job's fence. Other books are
 // never decompressed. A book that cannot be read is counted and left
 // without digests; it stays a candidate for the next job.
+//
+// Books are digested pageDigestBatch at a time by scan.max_workers
+// goroutines (a book's pages are decompressed one after another, so one
+// goroutine left a core idle beside an LZMA or RAR decoder), and each
+// batch's digests are written behind the next batch's reads.
 //
 // The phase's books join the job's progress (processed of total), after
 // the files of the hash passes. On cancel or a yield the books already
@@ -46,51 +53,98 @@ func (r *run) pageDigests(ctx context.Context) error {
 	}
 	r.total = max(r.total, r.processed) + int64(len(ids))
 	r.rep.Progress(r.processed, r.total)
-	var batch []hashes.BookPageDigests
+	var writes pipeline.Behind
+	settle := func() error { _, err := writes.Wait(); return err }
+	defer func() { r.counts.PageDigested = r.pageDigested.Load() }() // every return has settled the writes
 	for chunk := range slices.Chunk(ids, hashes.PageDigestTargetChunk) {
 		if err := ctx.Err(); err != nil {
-			return errors.Join(err, r.storePageDigests(ctx, batch))
+			return errors.Join(err, settle())
 		}
 		targets, err := r.e.hs.PageDigestTargetRows(ctx, chunk)
 		if err != nil {
-			return errors.Join(err, r.storePageDigests(ctx, batch))
+			return errors.Join(err, settle())
 		}
 		r.processed += int64(len(chunk) - len(targets))
-		r.rep.Progress(r.processed, r.total)
-		for _, t := range targets {
+		for batch := range slices.Chunk(targets, pageDigestBatch) {
+			books := r.digestAll(ctx, batch)
+			if err := settle(); err != nil {
+				return err
+			}
 			if err := ctx.Err(); err != nil {
-				return errors.Join(err, r.storePageDigests(ctx, batch))
+				return errors.Join(err, r.storePageDigests(ctx, books))
 			}
-			if b, ok := r.digestTarget(ctx, t); ok {
-				batch = append(batch, b)
-			}
-			r.processed++
-			r.rep.Progress(r.processed, r.total)
-			if len(batch) == pageDigestBatch {
-				if err := r.storePageDigests(ctx, batch); err != nil {
-					return err
-				}
-				batch = nil
-			}
+			writes.Start(func() error { return r.storePageDigests(ctx, books) })
 		}
 	}
-	return r.storePageDigests(ctx, batch)
+	return settle()
 }
 
-// digestTarget digests one candidate book; ok is false when it could not
-// be read (counted, and left for the next job).
-func (r *run) digestTarget(ctx context.Context, t hashes.PageDigestTarget) (b hashes.BookPageDigests, ok bool) {
+// digestAll digests targets with r.workers goroutines and returns, in
+// the targets' order, the books that could be read; the others are
+// counted. Each book joins the job's progress in order as it is done;
+// past a cancel the books after the last one counted are dropped (a
+// worker finishes the book it holds, then stops) and stay due.
+func (r *run) digestAll(ctx context.Context, targets []hashes.PageDigestTarget) []hashes.BookPageDigests {
+	type digested struct {
+		book hashes.BookPageDigests
+		err  error
+	}
+	ready := make([]chan digested, len(targets))
+	for i := range ready {
+		ready[i] = make(chan digested, 1)
+	}
+	next, stop := make(chan int), make(chan struct{})
+	var wg sync.WaitGroup
+	for range min(r.workers, len(targets)) {
+		wg.Go(func() {
+			for i := range next {
+				b, err := r.digestTarget(ctx, targets[i])
+				ready[i] <- digested{b, err}
+			}
+		})
+	}
+	go func() {
+		defer close(next)
+		for i := range targets {
+			select {
+			case next <- i:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	var books []hashes.BookPageDigests
+	for i := range targets {
+		d := <-ready[i]
+		switch {
+		case d.err == nil:
+			books = append(books, d.book)
+		case errors.Is(d.err, errRootUnusable):
+			r.counts.Unavailable++
+		default:
+			r.counts.PageDigestFailed++
+		}
+		r.processed++
+		r.rep.Progress(r.processed, r.total)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return books
+}
+
+// errRootUnusable: the book's library root could not be opened.
+var errRootUnusable = errors.New("library root unusable")
+
+// digestTarget digests one candidate book; a book that could not be read
+// is left for the next job.
+func (r *run) digestTarget(ctx context.Context, t hashes.PageDigestTarget) (hashes.BookPageDigests, error) {
 	root := r.roots[t.LibraryID]
 	if root == nil {
-		r.counts.Unavailable++
-		return b, false
+		return hashes.BookPageDigests{}, errRootUnusable
 	}
-	b, err := digestBook(root, t, r.budget.take(ctx))
-	if err != nil {
-		r.counts.PageDigestFailed++
-		return b, false
-	}
-	return b, true
+	return digestBook(root, t, r.budget.take(ctx))
 }
 
 func (r *run) storePageDigests(ctx context.Context, batch []hashes.BookPageDigests) error {
@@ -103,7 +157,7 @@ func (r *run) storePageDigests(ctx context.Context, batch []hashes.BookPageDiges
 	}
 	defer cancel()
 	n, err := r.e.hs.RecordPageDigests(wctx, r.fence, batch)
-	r.counts.PageDigested += n
+	r.pageDigested.Add(n)
 	return err
 }
 
