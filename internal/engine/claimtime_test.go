@@ -87,7 +87,7 @@ func TestFirstLeaseWindowFromClaim(t *testing.T) {
 	e.workCtx, e.cancelWork = context.WithCancelCause(context.Background())
 	defer e.cancelWork(errShutdown)
 	armed.Store(true)
-	go func() { _, _ = e.thumbnailOnce(ctx) }()
+	go func() { _, _ = e.thumbnailOnce(false)(ctx) }()
 	select {
 	case s := <-out:
 		if armed.Load() {

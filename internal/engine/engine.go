@@ -48,6 +48,10 @@ type Engine struct {
 
 	cancelCheck   atomic.Int64 // ns
 	walMaxRetries atomic.Int64
+	// scanning counts this process's running scan and hash jobs: while
+	// one runs, covers render one at a time (claimCoverBesideJobs).
+	scanning  atomic.Int32
+	scanStart sync.RWMutex // a job's start waits for the covers' claims under way
 
 	wakes *wakes
 }
@@ -115,7 +119,7 @@ func (e *Engine) lanes() []lane {
 	}
 	if e.ex.Thumbnail != nil {
 		for i := range e.cfg.ThumbnailConcurrency {
-			ls = append(ls, lane{fmt.Sprintf("thumbnails-%d", i), e.thumbnailOnce})
+			ls = append(ls, lane{fmt.Sprintf("thumbnails-%d", i), e.thumbnailOnce(i > 0)})
 		}
 	}
 	if e.ex.Cleanup != nil {

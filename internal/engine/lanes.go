@@ -43,6 +43,12 @@ func (e *Engine) jobOnce(ctx context.Context) (bool, error) {
 }
 
 func (e *Engine) runJob(job model.Job) {
+	if job.Kind == protocol.JobKindScan || job.Kind == protocol.JobKindHash {
+		e.scanStart.Lock()
+		e.scanning.Add(1)
+		e.scanStart.Unlock()
+		defer e.scanning.Add(-1)
+	}
 	log := e.log.With("job", job.ID, "kind", job.Kind)
 	finish := func(o leases.JobOutcome) {
 		e.persist("job", job.ID, func(ctx context.Context) error {
@@ -211,19 +217,43 @@ func runRow[T, R any](ctx context.Context, e *Engine, l rowLane[T, R]) (bool, er
 	return true, nil
 }
 
-// thumbnailOnce claims and renders one thumbnail.
-func (e *Engine) thumbnailOnce(ctx context.Context) (bool, error) {
-	return runRow(ctx, e, rowLane[model.Thumbnail, ThumbnailResult]{
-		claim: e.ls.ClaimThumbnail,
-		lease: func(t *model.Thumbnail) (model.Fence, *protocol.Time) { return t.Fence(), t.LeaseExpiresAt },
-		run:   e.ex.Thumbnail.Render,
-		end: func(ctx context.Context, f model.Fence, res ThumbnailResult, err error) error {
-			if err == nil {
-				return e.ls.FinishThumbnail(ctx, f, leases.ThumbnailDone(res))
-			}
-			code, msg := errorFields(err, protocol.ErrExecutorFailed)
-			return e.ls.FailThumbnail(ctx, f, code, msg)
-		}})
+// thumbnailOnce claims and renders one thumbnail; besideJobs: see
+// claimCoverBesideJobs.
+func (e *Engine) thumbnailOnce(besideJobs bool) func(context.Context) (bool, error) {
+	claim := e.ls.ClaimThumbnail
+	if besideJobs {
+		claim = e.claimCoverBesideJobs
+	}
+	return func(ctx context.Context) (bool, error) {
+		return runRow(ctx, e, rowLane[model.Thumbnail, ThumbnailResult]{
+			claim: claim,
+			lease: func(t *model.Thumbnail) (model.Fence, *protocol.Time) { return t.Fence(), t.LeaseExpiresAt },
+			run:   e.ex.Thumbnail.Render,
+			end: func(ctx context.Context, f model.Fence, res ThumbnailResult, err error) error {
+				if err == nil {
+					return e.ls.FinishThumbnail(ctx, f, leases.ThumbnailDone(res))
+				}
+				code, msg := errorFields(err, protocol.ErrExecutorFailed)
+				return e.ls.FailThumbnail(ctx, f, code, msg)
+			}})
+	}
+}
+
+// claimCoverBesideJobs is the claim of every thumbnail lane but the
+// first: while this process runs a scan or a hash job it claims nothing,
+// so covers render one at a time. On a NAS's two or four cores a render
+// per core took the cores a first scan and its duplicate search need, and
+// a first run's groups came later by about the time the covers took
+// (issue 40); the covers catch up once the job ends. A job's start waits
+// for the claims under way (scanStart), so no cover claimed after it
+// begins runs beside it.
+func (e *Engine) claimCoverBesideJobs(ctx context.Context, workerID string, lease time.Duration) (*model.Thumbnail, error) {
+	e.scanStart.RLock()
+	defer e.scanStart.RUnlock()
+	if e.scanning.Load() > 0 {
+		return nil, nil
+	}
+	return e.ls.ClaimThumbnail(ctx, workerID, lease)
 }
 
 // cleaned is what a cleanup row removed.
