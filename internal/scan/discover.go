@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bindery-nas/bindery/internal/model"
+	"github.com/bindery-nas/bindery/internal/pipeline"
 	"github.com/bindery-nas/bindery/internal/store/scanning"
 	"github.com/bindery-nas/bindery/protocol"
 )
@@ -20,14 +21,21 @@ import (
 //   - a row seen again while marked missing is restored;
 //   - a row only in the database is marked missing (never deleted).
 //
-// Memory is one folder listing, one page of rows and one batch of writes,
-// whatever the size of the library. Writes go in batches of BatchSize rows
-// per transaction, each idempotent, so a killed scan resumes cleanly.
+// Memory is one folder listing, one page of rows and two batches of
+// writes, whatever the size of the library. Writes go in batches of
+// BatchSize rows per transaction, each idempotent, so a killed scan
+// resumes cleanly, and each is written behind the walk that goes on
+// (pipeline.Behind): a batch's rows all lie before the walk's position,
+// and so before every page the pager reads next.
 type discover struct {
-	run   *run
-	pager sigPager
-	batch scanning.DiscoveryBatch
-	last  string
+	run    *run
+	pager  sigPager
+	batch  scanning.DiscoveryBatch
+	writes pipeline.Behind
+	// writing is the files seen up to the batch being written: the
+	// progress once it has landed.
+	writing int64
+	last    string
 	// estimate is the expected number of files, for progress.
 	estimate int64
 }
@@ -52,10 +60,13 @@ func (d *discover) do(ctx context.Context) error {
 		err = d.folders(ctx, w)
 	}
 	r.counts.DirectoriesSeen = w.dirs
-	if err != nil {
-		return err
+	if err == nil {
+		err = d.flush(ctx)
 	}
-	return d.flush(ctx)
+	if werr := d.settle(); err == nil {
+		err = werr
+	}
+	return err
 }
 
 // folders discovers only under the job's folders, each merged with the rows
@@ -213,20 +224,31 @@ func (d *discover) flush(ctx context.Context) error {
 	if d.batch.Empty() {
 		return nil
 	}
-	d.batch.Counts = d.run.counts
-	if err := d.run.sc.ApplyDiscovery(ctx, d.run.fence, &d.batch); err != nil {
+	if err := d.settle(); err != nil {
 		return err
 	}
+	b := d.batch
+	b.Counts = d.run.counts
+	d.writing = d.run.counts.FilesSeen
+	d.writes.Start(func() error { return d.run.sc.ApplyDiscovery(ctx, d.run.fence, &b) })
 	d.resetBatch()
-	d.run.progress(d.run.counts.FilesSeen, max(d.estimate, d.run.counts.FilesSeen))
 	return nil
 }
 
+// settle waits for the batch being written and reports it as progress.
+func (d *discover) settle() error {
+	waited, err := d.writes.Wait()
+	if waited && err == nil {
+		d.run.progress(d.writing, max(d.estimate, d.writing))
+	}
+	return err
+}
+
+// resetBatch starts an empty batch; the one before may still be being
+// written, so none of its slices is reused.
 func (d *discover) resetBatch() {
 	r := d.run
-	d.batch = scanning.DiscoveryBatch{SessionID: r.session.ID, LibraryID: r.libID, MissingSince: r.session.StartedAt,
-		Insert: d.batch.Insert[:0], Update: d.batch.Update[:0], Reanalyze: d.batch.Reanalyze[:0],
-		Missing: d.batch.Missing[:0], Errors: d.batch.Errors[:0]}
+	d.batch = scanning.DiscoveryBatch{SessionID: r.session.ID, LibraryID: r.libID, MissingSince: r.session.StartedAt}
 }
 
 // sigPager reads a library's rows in relative_path order, one page at a
