@@ -122,22 +122,32 @@ type FileLink struct {
 	FileID, SeriesID int64
 }
 
-// LinkFiles links a batch of files that are still unlinked.
+// LinkFiles links a batch of files that are still unlinked, with one
+// UPDATE per series: a batch in path order holds a few series, each a run
+// of books (one statement a file cost about 75 µs a book of a cold first
+// scan, three times the UPDATE's own work with its triggers).
 func (s *Store) LinkFiles(ctx context.Context, f model.Fence, links []FileLink) error {
 	if len(links) == 0 {
 		return nil
 	}
 	now := s.db.NowText()
-	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE library_files SET series_id = ?, updated_at = ?
-			WHERE id = ? AND series_id IS NULL`)
-		if err != nil {
-			return err
+	var series []int64
+	files := map[int64][]int64{}
+	for _, l := range links {
+		if files[l.SeriesID] == nil {
+			series = append(series, l.SeriesID)
 		}
-		defer stmt.Close()
-		for _, l := range links {
-			if _, err := stmt.ExecContext(ctx, l.SeriesID, now, l.FileID); err != nil {
-				return fmt.Errorf("file %d: %w", l.FileID, err)
+		files[l.SeriesID] = append(files[l.SeriesID], l.FileID)
+	}
+	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
+		for _, id := range series {
+			q, args, err := sqlx.In(`UPDATE library_files SET series_id = ?, updated_at = ? WHERE id IN (?) AND series_id IS NULL`,
+				id, now, files[id])
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return fmt.Errorf("series %d: %w", id, err)
 			}
 		}
 		return nil

@@ -207,3 +207,49 @@ func TestAbandonedSessionKeepsItsEnd(t *testing.T) {
 		t.Fatalf("session %+v %v, want it failed as abandoned with no figures", got, err)
 	}
 }
+
+// TestLinkFiles links a batch spread over two series, in interleaved
+// order: every unlinked file joins its series, a file linked meanwhile
+// keeps the series it has, and the book search index follows.
+func TestLinkFiles(t *testing.T) {
+	d := setupDataPlane(t)
+	ctx := context.Background()
+	ids, _, err := scanning.New(d.a).EnsureSeries(ctx, d.fence, d.lib, []scanning.NewSeries{
+		{Name: "Saga", NameKey: "saga"}, {Name: "Monstress", NameKey: "monstress"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saga, monstress := ids[0], ids[1]
+	var files []int64
+	for i := range 6 {
+		files = append(files, testfactory.File(t, d.a, &testfactory.FileOpts{LibraryID: d.lib,
+			RelativePath: fmt.Sprintf("mixed/%d.cbz", i)}))
+	}
+	// The last file was linked by another scan first.
+	if _, err := storetest.Exec(ctx, d.a, `UPDATE library_files SET series_id = ? WHERE id = ?`, saga, files[5]); err != nil {
+		t.Fatal(err)
+	}
+	var links []scanning.FileLink
+	for i, f := range files {
+		links = append(links, scanning.FileLink{FileID: f, SeriesID: []int64{saga, monstress}[i%2]})
+	}
+	if err := scanning.New(d.a).LinkFiles(ctx, d.fence, links); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		want := []int64{saga, monstress}[i%2]
+		if i == 5 {
+			want = saga
+		}
+		if got, err := storetest.QueryInt(ctx, d.a, `SELECT series_id FROM library_files WHERE id = ?`, f); err != nil || got != want {
+			t.Errorf("file %d: series %d (%v), want %d", i, got, err, want)
+		}
+	}
+	found := `SELECT count(*) FROM book_search WHERE series MATCH 'monstress'`
+	if storetest.Postgres() {
+		found = `SELECT count(*) FROM book_search WHERE doc @@ to_tsquery('simple', 'monstress')`
+	}
+	if n, err := storetest.QueryInt(ctx, d.a, found); err != nil || n != 2 {
+		t.Errorf("%d books found by their series (%v), want 2", n, err)
+	}
+}
