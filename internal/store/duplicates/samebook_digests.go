@@ -177,10 +177,19 @@ type SameBookRules struct {
 // (same_pages_by_index).
 func (s *Store) SameBookGroups(ctx context.Context, after SameBookAfter, limit int, rules SameBookRules) ([]SameBookGroup, error) {
 	var out []SameBookGroup
+	// digested is the books the digest groups were read from: the index
+	// groups take a book as digested only if it is one of them. Read
+	// apart, a digest batch committed between the two reads would leave
+	// its books in neither kind of group.
+	var digested map[int64]bool
 	if after.Kind != KindSamePagesByIndex {
 		books, err := s.comparableBooks(ctx, rules.CommonMinSeries)
 		if err != nil {
 			return nil, err
+		}
+		digested = make(map[int64]bool, len(books))
+		for _, b := range books {
+			digested[b.ID] = true
 		}
 		for _, g := range digestGroups(books, rules.Contains) {
 			if after.before(g) {
@@ -195,13 +204,14 @@ func (s *Store) SameBookGroups(ctx context.Context, after SameBookAfter, limit i
 		}
 		after = SameBookAfter{}
 	}
-	rest, err := s.indexGroups(ctx, after.Key, limit-len(out))
+	rest, err := s.indexGroups(ctx, after.Key, limit-len(out), digested)
 	return append(out, rest...), err
 }
 
 // indexGroups pages the groups by page signature that are not fully
-// digested, in key order after the key after.
-func (s *Store) indexGroups(ctx context.Context, after []byte, limit int) ([]SameBookGroup, error) {
+// digested, in key order after the key after. With digested (not nil), a
+// book is digested only if it is in it, whatever the database says now.
+func (s *Store) indexGroups(ctx context.Context, after []byte, limit int, digested map[int64]bool) ([]SameBookGroup, error) {
 	if after == nil {
 		after = []byte{}
 	}
@@ -219,6 +229,11 @@ func (s *Store) indexGroups(ctx context.Context, after []byte, limit int) ([]Sam
 			return nil, err
 		}
 		for _, g := range groups {
+			if digested != nil {
+				for i := range g.Books {
+					g.Books[i].Digested = digested[g.Books[i].ID]
+				}
+			}
 			if len(out) < limit && slices.ContainsFunc(g.Books, func(b SameBook) bool { return !b.Digested }) {
 				out = append(out, g)
 			}
