@@ -185,11 +185,30 @@ func (d *daemon) logText() string {
 	return string(b)
 }
 
-// tail is the last n lines of the daemon's log, for failure reports.
+// tail is the last n lines of the daemon's log, for failure reports. A
+// Go crash dump's tail is only registers and the last goroutines, so when
+// the log holds one, its head (the signal or panic and the goroutine that
+// raised it) comes first.
 func (d *daemon) tail(n int) string {
 	lines := strings.Split(strings.TrimRight(d.logText(), "\n"), "\n")
+	head := crashHead(lines, 40)
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
+	if head != "" {
+		return head + "\n[...]\n" + strings.Join(lines, "\n")
+	}
 	return strings.Join(lines, "\n")
+}
+
+// crashHead is up to n lines from the first line that opens a Go crash
+// dump (a panic, a fatal error or a signal the runtime took as fatal).
+func crashHead(lines []string, n int) string {
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") ||
+			(strings.HasPrefix(l, "SIG") && strings.Contains(l, ": ")) {
+			return strings.Join(lines[i:min(i+n, len(lines))], "\n")
+		}
+	}
+	return ""
 }

@@ -115,9 +115,11 @@ func (e *watchEnv) write(rel string, size int) {
 	}
 }
 
-// 10,000 files created at once in 100 folders: at most one request per
-// folder per settle window, every folder requested, and nothing for the
-// trash or excluded folders.
+// 10,000 files created at once in 100 folders: every folder requested,
+// two requests for one folder at least a settle time apart, and nothing
+// for the trash or excluded folders. (How many settle windows the storm
+// spans is the loop's to tell, not the copy's: on a loaded machine the
+// events reach it well after the copy ended.)
 func TestInotifyCoalescesAStorm(t *testing.T) {
 	const settle = 500 * time.Millisecond
 	e := startWatch(t, protocol.WatchAuto, settle, Config{}, "Old/book.cbz")
@@ -145,6 +147,7 @@ func TestInotifyCoalescesAStorm(t *testing.T) {
 		e.waitFolder(fmt.Sprintf("Storm/F%03d/", f), 20*time.Second)
 	}
 	time.Sleep(3 * settle) // anything still to come
+	last := map[string]time.Time{}
 	perFolder := map[string]int{}
 	reqs := e.requests()
 	for _, r := range reqs {
@@ -155,21 +158,25 @@ func TestInotifyCoalescesAStorm(t *testing.T) {
 			if strings.Contains(p, "bindery-trash") || strings.Contains(p, "@eaDir") || p == "Old/" {
 				t.Errorf("request for an ignored change: %q", p)
 			}
+			if prev, ok := last[p]; ok && r.at.Sub(prev) < settle {
+				t.Errorf("%s requested twice %v apart, within one settle time", p, r.at.Sub(prev))
+			}
+			last[p] = r.at
 			perFolder[p]++
 		}
 	}
-	windows := int(copied/settle) + 1
-	for f, n := range perFolder {
-		if n > windows {
-			t.Errorf("%s requested %d times in %d settle windows", f, n, windows)
+	again := 0
+	for _, n := range perFolder {
+		if n > 1 {
+			again++
 		}
 	}
 	jobs, err := storetest.QueryInt(context.Background(), e.st, `SELECT count(*) FROM jobs WHERE kind = 'scan'`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("10,000 files in 100 folders copied in %v: %d requests, %d scan jobs, %d folders requested, settle %v",
-		copied.Round(time.Millisecond), len(reqs), jobs, len(perFolder), settle)
+	t.Logf("10,000 files in 100 folders copied in %v: %d requests, %d scan jobs, %d folders requested (%d more than once), settle %v",
+		copied.Round(time.Millisecond), len(reqs), jobs, len(perFolder), again, settle)
 }
 
 // Poll mode (set on the library): a new folder and a new file in an old

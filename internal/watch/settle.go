@@ -18,6 +18,12 @@ import (
 // size or mtime between two looks. A ready folder leaves the set; a later
 // change brings it back, so a folder costs at most one request per settle
 // window.
+//
+// A folder is looked at every half settle time, not at every tick: during
+// a storm thousands of folders are dirty, and reading each listing at every
+// tick made the loop fall behind its events, so stale events brought
+// settled folders back. A change without an event (a copy over a network
+// share) is still seen within half a settle time.
 type settler struct {
 	root   string
 	settle time.Duration
@@ -26,7 +32,8 @@ type settler struct {
 
 type folderState struct {
 	sig     uint64
-	changed time.Time
+	changed time.Time // the last event, or the last look that saw a change
+	looked  time.Time
 }
 
 func newSettler(root string, settle time.Duration) *settler {
@@ -40,7 +47,7 @@ func (s *settler) touch(rel string, now time.Time) {
 		st.changed = now
 		return
 	}
-	s.dirty[rel] = &folderState{sig: s.signature(rel), changed: now}
+	s.dirty[rel] = &folderState{sig: s.signature(rel), changed: now, looked: now}
 }
 
 // ready re-reads every changed folder and returns, sorted, those that held
@@ -48,11 +55,16 @@ func (s *settler) touch(rel string, now time.Time) {
 func (s *settler) ready(now time.Time) []string {
 	var out []string
 	for rel, st := range s.dirty {
+		quiet := now.Sub(st.changed) >= s.settle
+		if !quiet && now.Sub(st.looked) < s.settle/2 {
+			continue
+		}
+		st.looked = now
 		if sig := s.signature(rel); sig != st.sig {
 			st.sig, st.changed = sig, now
 			continue
 		}
-		if now.Sub(st.changed) >= s.settle {
+		if quiet {
 			out = append(out, rel)
 			delete(s.dirty, rel)
 		}
