@@ -337,8 +337,23 @@ func (h *harness) cleanRun(ctx context.Context) (checks.RunState, error) {
 		return checks.RunState{}, err
 	}
 	defer ro.Close()
-	if _, err := checks.WaitDrained(ctx, ro, 3*time.Second, h.cfg.DrainTimeout, nil); err != nil {
-		return checks.RunState{}, fmt.Errorf("%w\n%s", err, c.worker("w").tail(30))
+	// Nothing kills a daemon in the clean run: one that exits ends the
+	// wait at once, not after the drain timeout.
+	w := c.worker("w")
+	wctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case <-w.done:
+			stop(fmt.Errorf("%s exited during the clean run: %v", w.name, w.exitErr()))
+		case <-wctx.Done():
+		}
+	}()
+	if _, err := checks.WaitDrained(wctx, ro, 3*time.Second, h.cfg.DrainTimeout, nil); err != nil {
+		if ctx.Err() == nil && context.Cause(wctx) != nil {
+			err = context.Cause(wctx)
+		}
+		return checks.RunState{}, fmt.Errorf("%w\n%s", err, w.tail(30))
 	}
 	if err := c.stopAll(); err != nil {
 		return checks.RunState{}, err

@@ -26,8 +26,8 @@ static int bindery_dhash_pixels(void *buf, size_t len, unsigned char *px) {
 	if (vips_cast_uchar(t, &c, NULL)) { g_object_unref(t); return -1; }
 	g_object_unref(t); t = c;
 	if (vips_image_get_width(t) != 9 || vips_image_get_height(t) != 8) {
-		g_object_unref(t);
 		vips_error("bindery", "hash image is %dx%d, not 9x8", vips_image_get_width(t), vips_image_get_height(t));
+		g_object_unref(t);
 		return -1;
 	}
 	size_t n = 0;
