@@ -141,8 +141,7 @@ func (s *Store) LinkFiles(ctx context.Context, f model.Fence, links []FileLink) 
 	}
 	err := s.db.Fenced(ctx, f, func(tx *sqlx.Tx) error {
 		for _, id := range series {
-			q, args, err := sqlx.In(`UPDATE library_files SET series_id = ?, updated_at = ? WHERE id IN (?) AND series_id IS NULL`,
-				id, now, files[id])
+			q, args, err := linkFilesQuery(id, now, files[id])
 			if err != nil {
 				return err
 			}
@@ -156,6 +155,24 @@ func (s *Store) LinkFiles(ctx context.Context, f model.Fence, links []FileLink) 
 		return fmt.Errorf("link files: %w", err)
 	}
 	return nil
+}
+
+// linkFilesQuery links the files ids, those still unlinked, to series. It
+// finds them by primary key: migration 30 keeps the unlinked files out of
+// the series indexes, whose NULL range SQLite's planner took for this
+// statement before (ExplainLinkFiles).
+func linkFilesQuery(series int64, now string, ids []int64) (string, []any, error) {
+	return sqlx.In(`UPDATE library_files SET series_id = ?, updated_at = ? WHERE id IN (?) AND series_id IS NULL`, series, now, ids)
+}
+
+// ExplainLinkFiles returns the plan of LinkFiles' statement (SQLite's
+// EXPLAIN QUERY PLAN), for tests.
+func (s *Store) ExplainLinkFiles(ctx context.Context, series int64, ids []int64) ([]string, error) {
+	q, args, err := linkFilesQuery(series, s.db.NowText(), ids)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.Explain(ctx, q, args)
 }
 
 // RefreshSeriesCounts sets file_count (present files) on every series of a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -251,5 +252,28 @@ func TestLinkFiles(t *testing.T) {
 	}
 	if n, err := storetest.QueryInt(ctx, d.a, found); err != nil || n != 2 {
 		t.Errorf("%d books found by their series (%v), want 2", n, err)
+	}
+}
+
+// TestLinkFilesPlan: LinkFiles finds its files by primary key. With the
+// unlinked files in the series indexes (before migration 30), SQLite's
+// planner read the whole NULL range of ix_library_files_series_sort for
+// every statement, and a first scan's series phase grew with the square
+// of the library.
+func TestLinkFilesPlan(t *testing.T) {
+	storetest.SkipOnPostgres(t, "reads SQLite's EXPLAIN QUERY PLAN")
+	d := setupDataPlane(t)
+	ctx := context.Background()
+	var files []int64
+	for i := range 100 {
+		files = append(files, testfactory.File(t, d.a, &testfactory.FileOpts{LibraryID: d.lib,
+			RelativePath: fmt.Sprintf("unlinked/%03d.cbz", i)}))
+	}
+	for _, ids := range [][]int64{files[:1], files} {
+		plan, err := scanning.New(d.a).ExplainLinkFiles(ctx, 7, ids)
+		text := fmt.Sprint(plan)
+		if err != nil || !strings.Contains(text, "INTEGER PRIMARY KEY") || strings.Contains(text, "ix_library_files_series") {
+			t.Errorf("%d files: plan %v %v; want the primary key", len(ids), plan, err)
+		}
 	}
 }
