@@ -50,8 +50,9 @@ func (s *settler) touch(rel string, now time.Time) {
 	s.dirty[rel] = &folderState{sig: s.signature(rel), changed: now, looked: now}
 }
 
-// ready re-reads every changed folder and returns, sorted, those that held
-// still for the settle time; they leave the set.
+// ready looks again at each changed folder due a look (quiet for the settle
+// time, or not looked at for half of it) and returns, sorted, those that
+// held still for the settle time; they leave the set.
 func (s *settler) ready(now time.Time) []string {
 	var out []string
 	for rel, st := range s.dirty {
