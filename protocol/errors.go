@@ -39,8 +39,11 @@ const (
 	ErrVideoTimeout = "video_timeout"
 	// ErrReadOnlyFS: a delete job met a library mounted read-only; it stops
 	// with nothing half-moved.
-	ErrReadOnlyFS     = "read_only_filesystem"
-	ErrRenderCrashed  = "render_crashed"  // the worker died rendering it, MaxRecoveries times
+	ErrReadOnlyFS    = "read_only_filesystem"
+	ErrRenderCrashed = "render_crashed" // the worker died rendering it, MaxRecoveries times
+	// ErrRenderTimeout: a cover render ran past
+	// thumbnail.render_timeout_seconds and was cancelled.
+	ErrRenderTimeout  = "render_timeout"
 	ErrCleanupCrashed = "cleanup_crashed" // the worker died cleaning up, MaxRecoveries times
 
 	// WAL maintenance.

@@ -56,7 +56,9 @@ exits 0.
 
 Exit codes: 0 clean shutdown, 1 failure, 2 database missing/corrupt,
 3 schema older or newer than this binary (run "controld migrate" or upgrade
-workerd), 64 usage.
+workerd), 64 usage, 70 a cover render stuck where no cancellation reaches
+(past thumbnail.render_timeout_seconds, then two leases): the supervisor
+restarts workerd, and a cover that sticks three times fails render_crashed.
 
 Profiling (off by default): BINDERY_PPROF_ADDR=127.0.0.1:6061 serves Go's
 net/http/pprof handlers (/debug/pprof/heap and the others) on that address,
@@ -119,6 +121,7 @@ func (m *Main) run(ctx context.Context, cfg runConfig) error {
 	e, err := engine.New(st, ex, engine.Config{
 		WorkerID: cfg.WorkerID, Lease: cfg.Lease, ThumbnailConcurrency: cfg.ThumbnailConcurrency,
 		ShutdownGrace: cfg.ShutdownGrace, Logger: log,
+		OnStuck: func() { os.Exit(cli.ExitStuck) },
 	})
 	if err != nil {
 		return cli.Exit(cli.ExitUsage, err)

@@ -25,23 +25,25 @@ const testExecutorsBuilt = true
 // every lane, "noop:<duration>" makes each execution take that long
 // (honouring cancellation), "crash-on-file:<id>" renders covers at once but
 // kills the process (SIGKILL, as a libvips crash or the OOM killer would)
-// when it is handed a cover of file <id>. Each execution appends
+// when it is handed a cover of file <id>, and "hang-on-file:<id>" never
+// returns from that cover's render, whatever its context says (as a render
+// stuck inside a C library). Each execution appends
 // "<kind> <id>" to <state-dir>/test-executions.log, so the tests can prove
 // every row ran exactly once.
 func testExecutors(cfg runConfig) (engine.Executors, error) {
 	name, arg, _ := strings.Cut(cfg.TestExecutor, ":")
 	n := &enginetest.Noop{}
-	var crashFile int64
+	var badFile int64
 	switch name {
 	case "noop":
-	case "crash-on-file":
+	case "crash-on-file", "hang-on-file":
 		id, err := strconv.ParseInt(arg, 10, 64)
 		if err != nil {
-			return engine.Executors{}, fmt.Errorf("BINDERY_TEST_EXECUTOR=%q: want crash-on-file:<file id>", cfg.TestExecutor)
+			return engine.Executors{}, fmt.Errorf("BINDERY_TEST_EXECUTOR=%q: want %s:<file id>", cfg.TestExecutor, name)
 		}
-		crashFile, arg = id, ""
+		badFile, arg = id, ""
 	default:
-		return engine.Executors{}, fmt.Errorf("BINDERY_TEST_EXECUTOR=%q: want noop, noop:<duration> or crash-on-file:<id>", cfg.TestExecutor)
+		return engine.Executors{}, fmt.Errorf("BINDERY_TEST_EXECUTOR=%q: want noop, noop:<duration>, crash-on-file:<id> or hang-on-file:<id>", cfg.TestExecutor)
 	}
 	if arg != "" {
 		d, err := time.ParseDuration(arg)
@@ -60,8 +62,11 @@ func testExecutors(cfg runConfig) (engine.Executors, error) {
 	}
 	n.Log = log
 	ex := n.Executors()
-	if crashFile != 0 {
-		ex.Thumbnail = crashOnFile{ThumbnailExecutor: n, fileID: crashFile}
+	switch {
+	case name == "crash-on-file":
+		ex.Thumbnail = crashOnFile{ThumbnailExecutor: n, fileID: badFile}
+	case name == "hang-on-file":
+		ex.Thumbnail = hangOnFile{ThumbnailExecutor: n, fileID: badFile}
 	}
 	return ex, nil
 }
@@ -78,4 +83,17 @@ func (c crashOnFile) Render(ctx context.Context, t model.Thumbnail) (engine.Thum
 		select {} // the signal is on its way
 	}
 	return c.ThumbnailExecutor.Render(ctx, t)
+}
+
+// hangOnFile never returns from the cover of one file.
+type hangOnFile struct {
+	engine.ThumbnailExecutor
+	fileID int64
+}
+
+func (h hangOnFile) Render(ctx context.Context, t model.Thumbnail) (engine.ThumbnailResult, error) {
+	if t.FileID == h.fileID {
+		select {} // deaf to ctx, as a C call is
+	}
+	return h.ThumbnailExecutor.Render(ctx, t)
 }

@@ -19,6 +19,10 @@ const (
 	ExitDatabase = 2 // the database file is missing, corrupt or unreadable
 	ExitSchema   = 3 // the schema is older or newer than this binary
 	ExitUsage    = 64
+	// ExitStuck: workerd ended itself because a cancelled cover render had
+	// not returned two leases later (engine.Config.OnStuck); its supervisor
+	// restarts it.
+	ExitStuck = 70
 )
 
 // Defaults of the settings both daemons share, as the container image lays

@@ -39,6 +39,18 @@ type Config struct {
 	// WALMaxRetries overrides the busy retries of a checkpoint; default the
 	// setting wal.checkpoint.max_retries (5).
 	WALMaxRetries int
+	// RenderTimeout overrides how long a cover render may run before it
+	// is cancelled and fails render_timeout; default the setting
+	// thumbnail.render_timeout_seconds (600).
+	RenderTimeout time.Duration
+	// OnStuck is called when a cancelled cover render has not returned two
+	// leases later: it is stuck where no context reaches (inside a C
+	// library), and holds its lane and its lease for as long as the
+	// process lives. workerd exits (its supervisor restarts it; recovery
+	// counts the render as a crash, and a cover that sticks three times
+	// fails render_crashed, as one that kills the process does). nil: the
+	// engine only logs.
+	OnStuck func()
 	// IdleMin and IdleMax bound the jittered, doubling pause of a lane that
 	// found nothing to claim; defaults 100ms and 1s.
 	IdleMin, IdleMax time.Duration

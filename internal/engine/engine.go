@@ -48,6 +48,7 @@ type Engine struct {
 
 	cancelCheck   atomic.Int64 // ns
 	walMaxRetries atomic.Int64
+	renderTimeout atomic.Int64 // ns
 	// scanning counts this process's running scan and hash jobs: while
 	// one runs, covers render one at a time (claimCoverBesideJobs).
 	scanning  atomic.Int32
@@ -66,6 +67,7 @@ func New(st *store.Store, ex Executors, cfg Config) (*Engine, error) {
 	e := &Engine{st: st, ls: leases.New(st), ex: ex, cfg: cfg, log: cfg.Logger.With("worker_id", cfg.WorkerID), wakes: newWakes()}
 	e.cancelCheck.Store(int64(500 * time.Millisecond))
 	e.walMaxRetries.Store(5)
+	e.renderTimeout.Store(int64(10 * time.Minute))
 	return e, nil
 }
 
@@ -187,7 +189,10 @@ func (e *Engine) loadSettings(ctx context.Context) {
 	if e.cfg.WALMaxRetries > 0 {
 		e.walMaxRetries.Store(int64(e.cfg.WALMaxRetries))
 	}
-	if e.cfg.CancelCheck > 0 && e.cfg.WALMaxRetries > 0 {
+	if e.cfg.RenderTimeout > 0 {
+		e.renderTimeout.Store(int64(e.cfg.RenderTimeout))
+	}
+	if e.cfg.CancelCheck > 0 && e.cfg.WALMaxRetries > 0 && e.cfg.RenderTimeout > 0 {
 		return
 	}
 	v, err := settings.Load(ctx, e.st)
@@ -200,6 +205,9 @@ func (e *Engine) loadSettings(ctx context.Context) {
 	}
 	if e.cfg.WALMaxRetries <= 0 {
 		e.walMaxRetries.Store(v.Int(settings.WALCheckpointMaxRetries))
+	}
+	if e.cfg.RenderTimeout <= 0 {
+		e.renderTimeout.Store(v.Int(settings.ThumbnailRenderTimeoutSec) * int64(time.Second))
 	}
 }
 

@@ -197,6 +197,9 @@ type rowLane[T, R any] struct {
 	lease func(row *T) (model.Fence, *protocol.Time)
 	run   func(ctx context.Context, row T) (R, error)
 	end   func(ctx context.Context, f model.Fence, res R, err error) error
+	// deadline, when set, bounds how long run may take (leased.deadline);
+	// past it the row ends with timeout's error.
+	deadline func() (time.Duration, error)
 }
 
 // runRow claims one row of l's table and runs it under its lease
@@ -210,10 +213,20 @@ func runRow[T, R any](ctx context.Context, e *Engine, l rowLane[T, R]) (bool, er
 	}
 	f, expires := l.lease(row)
 	var res R
-	e.runLeased(f, expires, func(ctx context.Context) (err error) {
+	lease := leased{expires: expires}
+	var timeout error
+	if l.deadline != nil {
+		lease.deadline, timeout = l.deadline()
+	}
+	e.runLeased(f, lease, func(ctx context.Context) (err error) {
 		res, err = l.run(ctx, *row)
 		return err
-	}, func(ctx context.Context, err error) error { return l.end(ctx, f, res, err) })
+	}, func(ctx context.Context, cause, err error) error {
+		if err != nil && errors.Is(cause, errDeadline) {
+			err = timeout
+		}
+		return l.end(ctx, f, res, err)
+	})
 	return true, nil
 }
 
@@ -229,6 +242,10 @@ func (e *Engine) thumbnailOnce(besideJobs bool) func(context.Context) (bool, err
 			claim: claim,
 			lease: func(t *model.Thumbnail) (model.Fence, *protocol.Time) { return t.Fence(), t.LeaseExpiresAt },
 			run:   e.ex.Thumbnail.Render,
+			deadline: func() (time.Duration, error) {
+				d := time.Duration(e.renderTimeout.Load())
+				return d, protocol.Errorf(protocol.ErrRenderTimeout, "the render ran past thumbnail.render_timeout_seconds (%v) and was cancelled", d)
+			},
 			end: func(ctx context.Context, f model.Fence, res ThumbnailResult, err error) error {
 				if err == nil {
 					return e.ls.FinishThumbnail(ctx, f, leases.ThumbnailDone(res))
@@ -324,12 +341,12 @@ const dbUnavailable = "database unreachable: work stopped, nothing written; the 
 // lost or the database is gone, a release when shutdown cancelled it,
 // else outcome (the executor's result, or its error, written as the
 // table's end).
-func (e *Engine) runLeased(f model.Fence, expires *protocol.Time, run func(ctx context.Context) error,
-	outcome func(ctx context.Context, err error) error) {
+func (e *Engine) runLeased(f model.Fence, l leased, run func(ctx context.Context) error,
+	outcome func(ctx context.Context, cause, err error) error) {
 	what := string(f.Table)
-	cause, err := e.execute(leased{what: what, id: f.ID, expires: expires, beat: func(ctx context.Context) (error, error) {
-		return nil, e.ls.HeartbeatLease(ctx, f, e.cfg.Lease)
-	}}, run)
+	l.what, l.id = what, f.ID
+	l.beat = func(ctx context.Context) (error, error) { return nil, e.ls.HeartbeatLease(ctx, f, e.cfg.Lease) }
+	cause, err := e.execute(l, run)
 	switch {
 	case errors.Is(cause, ErrLeaseLost), errors.Is(err, store.ErrNotOwner):
 		e.log.Warn("lease lost: work stopped, nothing written", "row", what, "id", f.ID)
@@ -338,6 +355,6 @@ func (e *Engine) runLeased(f model.Fence, expires *protocol.Time, run func(ctx c
 	case err != nil && errors.Is(cause, errShutdown):
 		e.persist(what, f.ID, func(ctx context.Context) error { return e.ls.ReleaseLease(ctx, f) })
 	default:
-		e.persist(what, f.ID, func(ctx context.Context) error { return outcome(ctx, err) })
+		e.persist(what, f.ID, func(ctx context.Context) error { return outcome(ctx, cause, err) })
 	}
 }

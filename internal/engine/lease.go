@@ -25,11 +25,19 @@ type leased struct {
 	// poll is an optional read-only check between heartbeats, run every
 	// cancel-check interval (jobs: their signals and ownership).
 	poll func(ctx context.Context) (stop, err error)
+	// deadline, when not zero, is how long the work may run before its
+	// context is cancelled with errDeadline; such work is also watched
+	// for being stuck (stuck).
+	deadline time.Duration
 }
+
+// errDeadline cancels work that ran past its leased.deadline.
+var errDeadline = errors.New("deadline passed")
 
 // execute runs fn under the lease l: heartbeats every Lease/3, polls every
 // cancel-check interval, and cancels fn's context with errCancelRequested,
-// errYieldRequested, ErrLeaseLost or (through workCtx) errShutdown. It
+// errYieldRequested, ErrLeaseLost, errDeadline (work with a deadline:
+// stuckWatch) or (through workCtx) errShutdown. It
 // returns the cause of that cancellation (nil when fn ended on its own) and
 // fn's error.
 //
@@ -62,6 +70,8 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 	}
 	lost := time.NewTimer(time.Until(lastBeat.Add(e.cfg.Lease)))
 	defer lost.Stop()
+	w := e.newStuckWatch(ctx, l)
+	defer w.stop()
 	type beatResult struct {
 		start     time.Time
 		stop, err error
@@ -124,6 +134,15 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 		case r := <-polls:
 			polling = false
 			check(r.stop, r.err)
+		case <-w.deadline:
+			w.deadline = nil
+			e.log.Warn("work ran past its deadline: cancelled", "row", l.what, "id", l.id, "deadline", l.deadline)
+			cancel(errDeadline)
+		case <-w.cancelled:
+			w.arm(2 * e.cfg.Lease)
+		case <-w.stuck:
+			w.stuck = nil
+			e.stuckWork(l)
 		}
 	}
 }

@@ -132,6 +132,7 @@ var (
 	ScanCoverFormat              = defineEnum("scan.cover.format", "webp", "Cover image format.", "webp", "jpeg")
 	CoverCacheShardCount         = defineInt("cover.cache.shard_count", 256, 1, 65536, "Cover cache folders (file_id mod shard_count); changing it rebuilds the cache.")
 	ThumbnailQueueCapacity       = defineInt("thumbnail.queue.capacity", 10000, 1, 10000000, "Most pending+running thumbnail rows; admission beyond is refused.")
+	ThumbnailRenderTimeoutSec    = defineInt("thumbnail.render_timeout_seconds", 600, 1, 86400, "A cover render running longer is cancelled (render_timeout); one that has not stopped two leases later ends workerd, for its supervisor to restart (a render stuck in a library; three make the cover render_crashed).")
 	ThumbnailMaxSourceMB         = defineInt("thumbnail.max_source_mb", 64, 1, 4096, "Largest page read to render a cover, in MiB.")
 	JobsMaxAttempts              = defineInt("jobs.max_attempts", 5, 1, 100, "Attempts of a scan/hash job before it fails for good.")
 	JobsRetentionHours           = defineInt("jobs.retention_hours", 24, 1, 87600, "How long finished jobs are kept (failed ones 7 days at least).")
