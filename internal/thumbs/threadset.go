@@ -6,7 +6,7 @@ package thumbs
 */
 import "C"
 
-// libvips 8.14.0 to 8.15.4 (Debian 12 ships 8.14.1) run every pipeline's
+// libvips 8.14.1 to 8.15.3 (Debian 12 ships 8.14.1) run every pipeline's
 // workers on a thread set whose idle threads leave after 15 seconds
 // without work. A thread whose wait has just timed out is still on the
 // set's free list until it takes the set's lock to leave; a pipeline that
@@ -17,7 +17,8 @@ import "C"
 // smoke (a SIGSEGV in malloc, under a WebP encode, reading a free list
 // whose link had been zeroed; earlier a SIGABRT from malloc), seen only on
 // a loaded machine, where the leaving thread can be descheduled inside the
-// window. libvips 8.15.5 rewrote the thread set (libvips#4137).
+// window. libvips 8.15.4 rewrote the thread set (libvips#4137); 8.14.0
+// had no idle timeout.
 //
 // The race needs the timeout: threadset.c replaces the one function
 // libvips waits with, vips_semaphore_down_timeout, by a wait without one

@@ -1,5 +1,5 @@
 // bindery_threadset_guarded is 1 when this libvips' thread set races
-// (8.14.0 to 8.15.4) and its idle threads are kept: see threadset.go.
+// (8.14.1 to 8.15.3) and its idle threads are kept: see threadset.go.
 int bindery_threadset_guarded(void);
 
 // bindery_vips_version is the libvips the program runs with, as
