@@ -62,38 +62,31 @@ func testExecutors(cfg runConfig) (engine.Executors, error) {
 	}
 	n.Log = log
 	ex := n.Executors()
-	switch {
-	case name == "crash-on-file":
-		ex.Thumbnail = crashOnFile{ThumbnailExecutor: n, fileID: badFile}
-	case name == "hang-on-file":
-		ex.Thumbnail = hangOnFile{ThumbnailExecutor: n, fileID: badFile}
+	switch name {
+	case "crash-on-file":
+		ex.Thumbnail = onFile{ThumbnailExecutor: n, fileID: badFile, do: func() {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}}
+	case "hang-on-file":
+		ex.Thumbnail = onFile{ThumbnailExecutor: n, fileID: badFile, do: func() {
+			select {} // deaf to ctx, as a C call is
+		}}
 	}
 	return ex, nil
 }
 
-// crashOnFile kills workerd when it is given the cover of one file.
-type crashOnFile struct {
+// onFile runs do, which never returns, when it is given the cover of one
+// file (crash-on-file, hang-on-file).
+type onFile struct {
 	engine.ThumbnailExecutor
 	fileID int64
+	do     func()
 }
 
-func (c crashOnFile) Render(ctx context.Context, t model.Thumbnail) (engine.ThumbnailResult, error) {
-	if t.FileID == c.fileID {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is on its way
+func (o onFile) Render(ctx context.Context, t model.Thumbnail) (engine.ThumbnailResult, error) {
+	if t.FileID == o.fileID {
+		o.do()
 	}
-	return c.ThumbnailExecutor.Render(ctx, t)
-}
-
-// hangOnFile never returns from the cover of one file.
-type hangOnFile struct {
-	engine.ThumbnailExecutor
-	fileID int64
-}
-
-func (h hangOnFile) Render(ctx context.Context, t model.Thumbnail) (engine.ThumbnailResult, error) {
-	if t.FileID == h.fileID {
-		select {} // deaf to ctx, as a C call is
-	}
-	return h.ThumbnailExecutor.Render(ctx, t)
+	return o.ThumbnailExecutor.Render(ctx, t)
 }

@@ -70,7 +70,7 @@ func (e *Engine) execute(l leased, fn func(ctx context.Context) error) (cause, e
 	}
 	lost := time.NewTimer(time.Until(lastBeat.Add(e.cfg.Lease)))
 	defer lost.Stop()
-	w := e.newStuckWatch(ctx, l)
+	w := newStuckWatch(ctx, l)
 	defer w.stop()
 	type beatResult struct {
 		start     time.Time

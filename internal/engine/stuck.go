@@ -16,7 +16,7 @@ type stuckWatch struct {
 	timers    []*time.Timer
 }
 
-func (e *Engine) newStuckWatch(ctx context.Context, l leased) *stuckWatch {
+func newStuckWatch(ctx context.Context, l leased) *stuckWatch {
 	w := &stuckWatch{}
 	if l.deadline <= 0 {
 		return w
